@@ -1,0 +1,309 @@
+/*
+ * mplinear.h -- mixed-precision linear-layer kernels for LLM inference.
+ *
+ * The only public header. It is the specification of the C API: every
+ * function documents its contract here.
+ *
+ *   y[M x N] = x[M x K] . W^T + b,  W quantized to 4 or 8 bits with group scales.
+ *
+ * Life cycle (plan once, run cheap):
+ *   mpl_layer_create(config, checkpoint tensors, options, &layer)
+ *       validates the config, decodes the checkpoint layout into one canonical
+ *       form, chooses a kernel (first in the platform's priority list that can
+ *       implement the config; refusals are kept with reasons) and packs the
+ *       weights into that kernel's own layout. The caller may free its tensors
+ *       afterwards; the layer holds one copy of the weights.
+ *   mpl_layer_apply(layer, m, x, bias, y)         any number of times, from
+ *       any number of threads concurrently.
+ *   mpl_layer_destroy(layer)                       NULL-safe.
+ *
+ * Errors: every function returns an mpl_status. On failure, mpl_last_error()
+ * returns a message (thread-local, valid until the next call on this thread)
+ * that names the problem: the field, the value and the rule. The library never
+ * aborts or exits on bad input.
+ */
+#ifndef MPLINEAR_H
+#define MPLINEAR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MPL_VERSION_MAJOR 0
+#define MPL_VERSION_MINOR 1
+#define MPL_VERSION_PATCH 0
+#define MPL_VERSION_STRING "0.1.0"
+
+/* Status codes. Values are pinned: they are part of the ABI. */
+typedef enum mpl_status {
+    MPL_OK = 0,
+    MPL_ERR_INVALID_ARGUMENT = 1, /* a parameter or config field breaks a rule */
+    MPL_ERR_UNSUPPORTED = 2,      /* valid, but no (or the forced) kernel implements it */
+    MPL_ERR_NO_HARDWARE = 3,      /* the hardware/ISA/device needed is absent */
+    MPL_ERR_OUT_OF_MEMORY = 4,
+    MPL_ERR_OVERFLOW = 5,         /* a size or byte count overflows */
+    MPL_ERR_IO = 6,               /* a file could not be opened/read/written */
+    MPL_ERR_FORMAT = 7,           /* a file or tensor is malformed */
+    MPL_ERR_CUDA = 8,             /* a CUDA runtime error (message carries CUDA's) */
+    MPL_ERR_INTERNAL = 9
+} mpl_status;
+
+const char *mpl_status_string(mpl_status s);
+/* Detailed message for the last failure on this thread ("" if none). */
+const char *mpl_last_error(void);
+const char *mpl_version(void);
+
+/* Quantized weight types; semantics as vLLM's ScalarType (value = stored - bias). */
+typedef enum mpl_wtype {
+    MPL_WTYPE_UINT4B8 = 1,   /* 4-bit stored s in [0,15], value s - 8 */
+    MPL_WTYPE_UINT4 = 2,     /* 4-bit stored s, value s - z (z: per-group zero point) */
+    MPL_WTYPE_INT4 = 3,      /* 4-bit two's complement, value in [-8,7] */
+    MPL_WTYPE_UINT8B128 = 4, /* 8-bit stored s, value s - 128 */
+    MPL_WTYPE_UINT8 = 5      /* 8-bit stored s, value s - z */
+} mpl_wtype;
+
+typedef enum mpl_act {
+    MPL_ACT_F16 = 1,
+    MPL_ACT_BF16 = 2,
+    MPL_ACT_F32 = 3
+} mpl_act;
+
+typedef enum mpl_mode {
+    MPL_MODE_W4A16 = 0, /* activations used as given (name kept for all weight widths) */
+    MPL_MODE_W4A8 = 1   /* each row of x quantized on the fly to symmetric int8 */
+} mpl_mode;
+
+/*
+ * Layer config (vLLM's MPLinearLayerConfig).
+ * k, n: the partition (this rank's slice); full_k, full_n: the whole layer
+ * (0 means "same as the partition"). group_size: -1 = one group spanning K,
+ * else a positive divisor of k. act_order: a g_idx tensor gives each input
+ * channel's group.
+ *
+ * W4A8 semantics (exact): for each row of x (converted to fp32),
+ *   amax = max_k |x[k]|; inv = 127.0f / amax; q[k] = nearbyintf(x[k] * inv)
+ *   (round half to even), clamped to [-127,127]; sx = amax / 127.0f.
+ *   isum_g = sum over k in group g of q[k] * w[k] (exact integer);
+ *   y = (sum_g scale[n,g] * (float)isum_g) * sx + bias[n], rounded once.
+ *   A row with amax == 0 gives q = 0 (y = bias). A row holding inf or NaN
+ *   gives NaN in every output of that row.
+ * W4A16 semantics: y = bias[n] + sum_g scale[n,g] * (sum_{k in g} x[k]*w[k]),
+ *   fp32 accumulation, output rounded once to the activation type
+ *   (round to nearest even).
+ */
+typedef struct mpl_config {
+    int64_t k, n;
+    int64_t full_k, full_n;
+    mpl_wtype wtype;
+    mpl_act act;
+    int64_t group_size;
+    int zero_points; /* 1: per-group zero points (uint4/uint8 only) */
+    int act_order;   /* 1: g_idx gives the group of every input channel */
+    mpl_mode mode;
+} mpl_config;
+
+/* Fill with defaults (group -1, uint4b8, bf16, W4A16, full = partition). */
+void mpl_config_init(mpl_config *c, int64_t k, int64_t n);
+/* MPL_OK or MPL_ERR_INVALID_ARGUMENT with a message naming field, value, rule. */
+mpl_status mpl_config_validate(const mpl_config *c);
+
+const char *mpl_wtype_name(mpl_wtype t);
+const char *mpl_act_name(mpl_act a);
+/* Parse names ("uint4b8", "bf16", ...). MPL_ERR_INVALID_ARGUMENT if unknown. */
+mpl_status mpl_wtype_parse(const char *s, mpl_wtype *out);
+mpl_status mpl_act_parse(const char *s, mpl_act *out);
+
+/* Element types of caller tensors. */
+typedef enum mpl_dtype {
+    MPL_DTYPE_NONE = 0,
+    MPL_DTYPE_I32 = 1,
+    MPL_DTYPE_I8 = 2,
+    MPL_DTYPE_U8 = 3,
+    MPL_DTYPE_F16 = 4,
+    MPL_DTYPE_BF16 = 5,
+    MPL_DTYPE_F32 = 6,
+    MPL_DTYPE_I64 = 7
+} mpl_dtype;
+
+const char *mpl_dtype_name(mpl_dtype d);
+size_t mpl_dtype_size(mpl_dtype d);
+
+#define MPL_MAX_DIMS 4
+/* A borrowed, C-contiguous (row-major) tensor. data == NULL means absent. */
+typedef struct mpl_tensor {
+    const void *data;
+    mpl_dtype dtype;
+    int ndim;
+    int64_t shape[MPL_MAX_DIMS];
+} mpl_tensor;
+
+/* Checkpoint layouts (see docs/layouts/checkpoints.md). */
+typedef enum mpl_layout {
+    MPL_LAYOUT_CT = 1,      /* compressed-tensors pack-quantized: weight_packed [N, K/pf] i32,
+                               weight_scale [N, G], weight_zero_point [N/pf, G] i32, weight_g_idx [K] */
+    MPL_LAYOUT_GPTQ = 2,    /* qweight [K/pf, N] i32, qzeros [G, N/pf] (stores zero-1), scales [G, N], g_idx [K] */
+    MPL_LAYOUT_GPTQ_V2 = 3, /* as GPTQ but qzeros store the zero itself */
+    MPL_LAYOUT_AWQ = 4,     /* qweight [K, N/pf] i32 AWQ-interleaved, qzeros [G, N/pf], scales [G, N] */
+    MPL_LAYOUT_CT_INT = 5   /* compressed-tensors int-quantized: weight [N, K] i8 signed values, weight_scale [N, G] */
+} mpl_layout;
+
+const char *mpl_layout_name(mpl_layout l);
+mpl_status mpl_layout_parse(const char *s, mpl_layout *out); /* ct|gptq|gptq-v2|awq|ct-int */
+
+typedef struct mpl_checkpoint_tensors {
+    mpl_layout layout;
+    mpl_tensor weight;  /* packed weights in the layout's shape */
+    mpl_tensor scales;  /* f16, bf16 or f32 */
+    mpl_tensor zeros;   /* packed zero points (uint4/uint8 with zero_points) */
+    mpl_tensor g_idx;   /* [K] i32 (act_order) */
+} mpl_checkpoint_tensors;
+
+/*
+ * Encode weights given as stored codes into a checkpoint layout (the inverse
+ * of what mpl_layer_create decodes): for tests, benchmarks and converters.
+ *   codes [n][k]: stored codes (0..15 / 0..255; int4: the two's-complement
+ *     nibble; ct-int: the nibble, written as the signed value).
+ *   scales [n][G] floats, written as scale_dtype (f16, bf16 or f32).
+ *   zeros [n][G] raw zero points (when cfg->zero_points) or NULL.
+ *   g_idx [k] (when cfg->act_order) or NULL.
+ * Allocates every tensor; release with mpl_checkpoint_tensors_free.
+ */
+mpl_status mpl_checkpoint_encode(const mpl_config *cfg, mpl_layout layout, const uint8_t *codes, const float *scales,
+                                 mpl_dtype scale_dtype, const uint8_t *zeros, const int32_t *g_idx,
+                                 mpl_checkpoint_tensors *out);
+void mpl_checkpoint_tensors_free(mpl_checkpoint_tensors *t);
+
+typedef enum mpl_device {
+    MPL_DEVICE_CPU = 0,
+    MPL_DEVICE_CUDA = 1
+} mpl_device;
+
+typedef struct mpl_options {
+    const char *kernel; /* force a kernel by name; NULL or "" = choose */
+    int threads;        /* CPU threads for apply; 0 = all cores */
+    mpl_device device;  /* which backend's kernels to consider */
+    int cuda_device;    /* CUDA device ordinal */
+} mpl_options;
+
+void mpl_options_init(mpl_options *o);
+
+typedef struct mpl_layer mpl_layer;
+
+mpl_status mpl_layer_create(const mpl_config *cfg, const mpl_checkpoint_tensors *ckpt,
+                            const mpl_options *opt, mpl_layer **out);
+/*
+ * x: [m x k] in the activation type, row-major. bias: [n] in the activation
+ * type, or NULL. y: [m x n] in the activation type. Host pointers; for a CUDA
+ * layer the data is copied to and from the device (synchronous).
+ * Allocates nothing on the hot path once a size has been seen on a thread.
+ */
+mpl_status mpl_layer_apply(mpl_layer *layer, int64_t m, const void *x, const void *bias, void *y);
+/*
+ * CUDA layers only: device pointers, asynchronous on the given cudaStream_t
+ * (passed as void*; NULL = default stream).
+ */
+mpl_status mpl_layer_apply_device(mpl_layer *layer, int64_t m, const void *x, const void *bias,
+                                  void *y, void *stream);
+void mpl_layer_destroy(mpl_layer *layer);
+
+const char *mpl_layer_kernel(const mpl_layer *layer);
+const mpl_config *mpl_layer_config(const mpl_layer *layer);
+/* Bytes of packed weights + scales + zeros the layer holds. */
+size_t mpl_layer_weight_bytes(const mpl_layer *layer);
+
+/* ---- Kernel registry and chooser ---- */
+
+/* Reason codes for refusals (a fixed catalogue; values pinned). */
+typedef enum mpl_reason {
+    MPL_REASON_OK = 0,
+    MPL_REASON_ISA_MISSING = 1,
+    MPL_REASON_GROUP_SIZE = 2,
+    MPL_REASON_SHAPE = 3,
+    MPL_REASON_ACT_TYPE = 4,
+    MPL_REASON_WEIGHT_TYPE = 5,
+    MPL_REASON_ZERO_POINTS = 6,
+    MPL_REASON_ACT_ORDER = 7,
+    MPL_REASON_DISABLED = 8,
+    MPL_REASON_DEVICE = 9,
+    MPL_REASON_MODE = 10,
+    MPL_REASON_NOT_BUILT = 11
+} mpl_reason;
+
+const char *mpl_reason_name(mpl_reason r);
+
+typedef struct mpl_kernel_info {
+    const char *name;
+    const char *backend; /* "cpu" or "cuda" */
+    const char *layout;  /* packed layout name (docs/layouts/<layout>.md) */
+    const char *requires;/* human-readable requirement, e.g. "avx512f+avx512bw" */
+} mpl_kernel_info;
+
+/* Number of kernels in all tables, and their descriptions (in priority order per backend). */
+int mpl_kernel_count(void);
+mpl_status mpl_kernel_get(int i, mpl_kernel_info *out);
+
+typedef struct mpl_choice_entry {
+    const char *kernel;
+    mpl_reason reason;  /* MPL_REASON_OK for the chosen kernel */
+    char message[256];
+} mpl_choice_entry;
+
+/*
+ * Run the chooser for a config on this platform without creating a layer.
+ * Fills up to cap entries (every kernel of the backend, in order, up to and
+ * including the chosen one); *count gets the number written; *chosen the
+ * chosen kernel's name or NULL. Returns MPL_OK if one was chosen,
+ * MPL_ERR_UNSUPPORTED (message lists every reason) otherwise.
+ * Honours MPL_DISABLED_KERNELS=a,b and opt->kernel.
+ */
+mpl_status mpl_choose(const mpl_config *cfg, const mpl_options *opt, const char **chosen,
+                      mpl_choice_entry *entries, int cap, int *count);
+
+/* ---- Platform ---- */
+
+#define MPL_ISA_SSE42 (1u << 0)
+#define MPL_ISA_AVX2 (1u << 1)
+#define MPL_ISA_FMA (1u << 2)
+#define MPL_ISA_F16C (1u << 3)
+#define MPL_ISA_AVX512F (1u << 4)
+#define MPL_ISA_AVX512BW (1u << 5)
+#define MPL_ISA_AVX512VL (1u << 6)
+#define MPL_ISA_AVX512DQ (1u << 7)
+#define MPL_ISA_AVX512_BF16 (1u << 8)
+#define MPL_ISA_AVX512_VNNI (1u << 9)
+#define MPL_ISA_AVX_VNNI (1u << 10)
+#define MPL_ISA_AVX512_FP16 (1u << 11)
+#define MPL_ISA_AMX_TILE (1u << 12)
+#define MPL_ISA_AMX_BF16 (1u << 13)
+#define MPL_ISA_AMX_INT8 (1u << 14)
+
+typedef struct mpl_platform_info {
+    char cpu_model[64];
+    uint32_t isa;        /* usable features after OS support and MPL_MAX_ISA cap */
+    uint32_t isa_cpuid;  /* what CPUID reports, before the cap */
+    int cpu_threads;     /* online logical CPUs */
+    char isa_cap[16];    /* value of MPL_MAX_ISA or "" */
+    int cuda_built;      /* library built with CUDA */
+    int cuda_devices;    /* 0 when none or not built */
+    char cuda_name[64];  /* device 0 */
+    int cuda_cc;         /* device 0 compute capability, major*10+minor */
+    char cuda_note[128]; /* why CUDA is unavailable, if it is */
+} mpl_platform_info;
+
+mpl_status mpl_platform_get(mpl_platform_info *out);
+/* Writes "avx2 fma f16c avx512f ..." for an ISA mask. */
+void mpl_isa_string(uint32_t isa, char *buf, size_t cap);
+
+/* ---- fp16/bf16 helpers (round to nearest even) ---- */
+uint16_t mpl_f32_to_f16(float f);
+float mpl_f16_to_f32(uint16_t h);
+uint16_t mpl_f32_to_bf16(float f);
+float mpl_bf16_to_f32(uint16_t h);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MPLINEAR_H */

@@ -1,0 +1,64 @@
+/* canonical.c -- the canonical weight form: allocation and act-order resolution. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+mpl_status mpl_canonical_alloc(mpl_canonical *w, const mpl_config *cfg) {
+    memset(w, 0, sizeof *w);
+    w->k = cfg->k;
+    w->n = cfg->n;
+    w->group_size = cfg->group_size == -1 ? cfg->k : cfg->group_size;
+    w->groups = cfg->k / w->group_size;
+    w->wtype = cfg->wtype;
+    size_t ncodes, nscales;
+    if (!mpl_size_mul3(w->n, w->k, 1, &ncodes) || !mpl_size_mul3(w->n, w->groups, sizeof(float), &nscales))
+        return mpl_set_error(MPL_ERR_OVERFLOW, "canonical weights of n = %lld, k = %lld: byte count overflows",
+                             (long long)w->n, (long long)w->k);
+    w->codes = calloc(ncodes, 1);
+    w->scales = calloc(nscales, 1);
+    if (cfg->zero_points) w->zeros = calloc(nscales / sizeof(float), 1);
+    if (cfg->act_order) w->g_idx = calloc((size_t)w->k, sizeof(int32_t));
+    if (!w->codes || !w->scales || (cfg->zero_points && !w->zeros) || (cfg->act_order && !w->g_idx)) {
+        mpl_canonical_free(w);
+        return mpl_set_error(MPL_ERR_OUT_OF_MEMORY, "canonical weights: cannot allocate %zu bytes", ncodes + nscales);
+    }
+    return MPL_OK;
+}
+
+void mpl_canonical_free(mpl_canonical *w) {
+    if (!w) return;
+    free(w->codes);
+    free(w->scales);
+    free(w->zeros);
+    free(w->g_idx);
+    free(w->perm);
+    memset(w, 0, sizeof *w);
+}
+
+mpl_status mpl_canonical_resolve_act_order(mpl_canonical *w) {
+    if (!w->g_idx) return MPL_OK;
+    int64_t *count = calloc((size_t)w->groups + 1, sizeof(int64_t));
+    w->perm = malloc((size_t)w->k * sizeof(int32_t));
+    if (!count || !w->perm) {
+        free(count);
+        return mpl_set_error(MPL_ERR_OUT_OF_MEMORY, "act-order: cannot allocate permutation of %lld", (long long)w->k);
+    }
+    for (int64_t i = 0; i < w->k; i++) {
+        int32_t g = w->g_idx[i];
+        if (g < 0 || g >= w->groups) {
+            free(count);
+            return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "g_idx[%lld] = %d: must be in 0..%lld (groups = k / group_size)",
+                                 (long long)i, g, (long long)w->groups - 1);
+        }
+        count[g + 1]++;
+    }
+    w->act_order_uniform = true;
+    for (int64_t g = 0; g < w->groups; g++)
+        if (count[g + 1] != w->group_size) w->act_order_uniform = false;
+    /* Counting sort (stable): start offset of each group. */
+    for (int64_t g = 0; g < w->groups; g++) count[g + 1] += count[g];
+    for (int64_t i = 0; i < w->k; i++) w->perm[count[w->g_idx[i]]++] = (int32_t)i;
+    free(count);
+    return MPL_OK;
+}

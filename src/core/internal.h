@@ -1,0 +1,201 @@
+/*
+ * internal.h -- shared internals of libmplinear: error reporting, checked
+ * size arithmetic, the canonical weight form, the kernel descriptor, the
+ * platform and the thread pool. Not installed.
+ */
+#ifndef MPL_INTERNAL_H
+#define MPL_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mplinear.h"
+
+/* ---------- errors ---------- */
+
+/* Sets the thread's last-error message (printf-style) and returns st. */
+mpl_status mpl_set_error(mpl_status st, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void mpl_clear_error(void);
+
+/* ---------- checked size arithmetic ---------- */
+
+static inline bool mpl_mul_overflow_sz(size_t a, size_t b, size_t *out) {
+    return __builtin_mul_overflow(a, b, out);
+}
+static inline bool mpl_add_overflow_sz(size_t a, size_t b, size_t *out) {
+    return __builtin_add_overflow(a, b, out);
+}
+/* out = a*b*c (all non-negative); false on overflow or negative input. */
+bool mpl_size_mul3(int64_t a, int64_t b, int64_t c, size_t *out);
+
+/* Largest K or N accepted (keeps every index in int32-safe ranges for kernels). */
+#define MPL_MAX_DIM ((int64_t)1 << 24)
+
+/* ---------- canonical weights ---------- */
+
+/*
+ * The one form every checkpoint decoder produces and every kernel packs from.
+ *   codes[n*k + kk]: the stored code of weight (n, kk): 0..15 for 4-bit types
+ *     (int4: the two's-complement nibble), 0..255 for 8-bit types.
+ *   scales[n*groups + g]: the group scale, converted exactly to float.
+ *   zeros[n*groups + g]: raw zero point (uint4/uint8 with zero points) or NULL.
+ *   g_idx[kk]: group of input channel kk (act-order) or NULL.
+ *   perm[j]: act-order resolved: input channel at sorted position j (stable
+ *     sort by g_idx) or NULL. When groups are uniform (each has exactly
+ *     group_size members), position j lies in group j / group_size.
+ * Value of a weight: mpl_weight_value().
+ */
+typedef struct mpl_canonical {
+    int64_t k, n;
+    int64_t group_size; /* effective: k when config says -1 */
+    int64_t groups;
+    mpl_wtype wtype;
+    uint8_t *codes;
+    float *scales;
+    uint8_t *zeros;
+    int32_t *g_idx;
+    int32_t *perm;
+    bool act_order_uniform;
+} mpl_canonical;
+
+/* Allocates codes/scales (and zeros/g_idx when asked) for a config; zeroed. */
+mpl_status mpl_canonical_alloc(mpl_canonical *w, const mpl_config *cfg);
+void mpl_canonical_free(mpl_canonical *w);
+/* Validates g_idx values and computes perm/act_order_uniform. */
+mpl_status mpl_canonical_resolve_act_order(mpl_canonical *w);
+
+static inline int64_t mpl_group_of(const mpl_canonical *w, int64_t kk) {
+    return w->g_idx ? (int64_t)w->g_idx[kk] : kk / w->group_size;
+}
+
+/* Integer value of a stored code given the type and zero point. */
+static inline int mpl_code_value(mpl_wtype t, int code, int zero) {
+    switch (t) {
+    case MPL_WTYPE_UINT4B8: return code - 8;
+    case MPL_WTYPE_UINT4: return code - zero;
+    case MPL_WTYPE_INT4: return code >= 8 ? code - 16 : code;
+    case MPL_WTYPE_UINT8B128: return code - 128;
+    case MPL_WTYPE_UINT8: return code - zero;
+    }
+    return 0;
+}
+static inline int mpl_weight_value(const mpl_canonical *w, int64_t n, int64_t kk) {
+    int64_t g = mpl_group_of(w, kk);
+    int z = w->zeros ? w->zeros[n * w->groups + g] : 0;
+    return mpl_code_value(w->wtype, w->codes[n * w->k + kk], z);
+}
+static inline int mpl_wtype_bits(mpl_wtype t) {
+    return (t == MPL_WTYPE_UINT8B128 || t == MPL_WTYPE_UINT8) ? 8 : 4;
+}
+static inline bool mpl_wtype_needs_zeros(mpl_wtype t) {
+    return t == MPL_WTYPE_UINT4 || t == MPL_WTYPE_UINT8;
+}
+static inline size_t mpl_act_size(mpl_act a) { return a == MPL_ACT_F32 ? 4 : 2; }
+
+/* Decode checkpoint tensors (any layout) into the canonical form. src/formats/ */
+mpl_status mpl_decode_checkpoint(const mpl_config *cfg, const mpl_checkpoint_tensors *ck,
+                                 mpl_canonical *out);
+
+/* ---------- activations ---------- */
+
+/* Convert n activations of type a to float. */
+void mpl_act_to_f32(mpl_act a, const void *src, float *dst, int64_t n);
+/* Round n floats once to type a (round to nearest even). */
+void mpl_f32_to_act(mpl_act a, const float *src, void *dst, int64_t n);
+static inline float mpl_act_load(mpl_act a, const void *p, int64_t i) {
+    if (a == MPL_ACT_F32) return ((const float *)p)[i];
+    if (a == MPL_ACT_F16) return mpl_f16_to_f32(((const uint16_t *)p)[i]);
+    return mpl_bf16_to_f32(((const uint16_t *)p)[i]);
+}
+
+/*
+ * W4A8 per-row quantization, exactly as the public header defines it.
+ * Returns sx (amax/127); q gets k int8 values. *nonfinite = 1 when the row
+ * holds inf or NaN (then q is all zero and outputs must be NaN).
+ */
+float mpl_quantize_row_i8(const float *x, int64_t k, int8_t *q, int *nonfinite);
+
+/* ---------- platform ---------- */
+
+typedef struct mpl_platform {
+    uint32_t isa;  /* usable features (after the MPL_MAX_ISA cap) */
+    int cpu_threads;
+    int cuda_devices;
+    int cuda_cc;
+} mpl_platform;
+
+/* Detected once (CPUID + XGETBV + env cap); thread-safe. */
+const mpl_platform *mpl_platform_current(void);
+/* Test hook: replace the platform (NULL restores detection). */
+void mpl_platform_override(const mpl_platform *p);
+
+/* ---------- thread pool ---------- */
+
+/* fn(ctx, tid, nthreads) runs on nthreads threads (the caller is tid 0). */
+typedef void (*mpl_task_fn)(void *ctx, int tid, int nthreads);
+/*
+ * Runs fn on min(nthreads, pool size) threads of the persistent process-wide
+ * pool and returns when all have finished. Concurrent callers are
+ * serialized. nthreads <= 1 runs on the caller only.
+ */
+void mpl_parallel_run(int nthreads, mpl_task_fn fn, void *ctx);
+/* Threads in the pool (all online CPUs). */
+int mpl_pool_size(void);
+
+/* ---------- kernels ---------- */
+
+typedef enum mpl_backend { MPL_BACKEND_CPU = 0, MPL_BACKEND_CUDA = 1 } mpl_backend;
+
+typedef struct mpl_apply_args {
+    int64_t m;
+    const void *x;    /* [m x k] act type */
+    const void *bias; /* [n] act type or NULL */
+    void *y;          /* [m x n] act type */
+    void *workspace;  /* workspace_size(m) bytes, 64-byte aligned */
+    int threads;      /* threads to use */
+    void *stream;     /* CUDA stream for device apply */
+    int device_pointers; /* 1: x, bias, y are device pointers (CUDA kernels) */
+} mpl_apply_args;
+
+typedef struct mpl_kernel_desc {
+    const char *name;
+    mpl_backend backend;
+    const char *layout;   /* docs/layouts/<layout>.md */
+    const char *requires; /* human-readable requirement */
+    uint32_t isa;         /* every bit required (CPU kernels) */
+    int min_cc;           /* minimum compute capability (CUDA kernels) */
+    /* Static check. Writes a message stating value and rule on refusal. */
+    bool irregular_act_order; /* handles g_idx whose groups differ in size */
+    mpl_reason (*can_implement)(const mpl_config *c, const mpl_platform *p, char *msg, size_t cap);
+    /* Pack canonical weights into the kernel's layout. *packed owned by the kernel. */
+    mpl_status (*pack)(const mpl_config *c, const mpl_canonical *w, void **packed);
+    void (*destroy)(void *packed);
+    /* Workspace bytes apply needs for m rows (may be 0). */
+    size_t (*workspace_size)(const void *packed, int64_t m, int threads);
+    mpl_status (*apply)(const void *packed, const mpl_apply_args *a);
+    /* Bytes of weights+scales+zeros held (for the benchmark's traffic count). */
+    size_t (*weight_bytes)(const void *packed);
+} mpl_kernel_desc;
+
+/* Registry (src/core/registry.c): kernels of a backend in priority order, ref last. */
+const mpl_kernel_desc *const *mpl_registry(mpl_backend b, int *count);
+const mpl_kernel_desc *mpl_registry_find(const char *name);
+
+/* The chooser (registry.c): first kernel of the backend that can implement cfg. */
+mpl_reason mpl_kernel_check(const mpl_kernel_desc *d, const mpl_config *cfg, const mpl_platform *p,
+                            int irregular_act_order, char *msg, size_t cap);
+mpl_status mpl_choose_internal(const mpl_config *cfg, const mpl_options *opt, int irregular_act_order,
+                               const mpl_kernel_desc **chosen, mpl_choice_entry *entries, int cap, int *count);
+
+/* Helper for can_implement implementations. */
+mpl_reason mpl_refuse(char *msg, size_t cap, mpl_reason r, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* 64-byte aligned allocation, overflow-checked; NULL on failure. */
+void *mpl_aligned_alloc(size_t bytes);
+void mpl_aligned_free(void *p);
+
+#endif /* MPL_INTERNAL_H */

@@ -1,0 +1,130 @@
+/* layer.c -- layer life cycle: create (validate, decode, choose, pack), apply, destroy. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+struct mpl_layer {
+    mpl_config cfg;
+    const mpl_kernel_desc *kernel;
+    void *packed;
+    int threads;
+};
+
+mpl_status mpl_layer_create(const mpl_config *cfg, const mpl_checkpoint_tensors *ckpt, const mpl_options *opt,
+                            mpl_layer **out) {
+    mpl_clear_error();
+    if (!out) return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "mpl_layer_create: out is NULL");
+    *out = NULL;
+    if (!cfg || !ckpt) return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "mpl_layer_create: config or checkpoint is NULL");
+    mpl_options defaults;
+    mpl_options_init(&defaults);
+    if (!opt) opt = &defaults;
+    if (opt->threads < 0)
+        return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "options threads = %d: must be 0 (all cores) or positive",
+                             opt->threads);
+    mpl_status st = mpl_config_validate(cfg);
+    if (st != MPL_OK) return st;
+    /* Choose on the static config first: a refusal costs no decoding. */
+    const mpl_kernel_desc *kd = NULL;
+    st = mpl_choose_internal(cfg, opt, 0, &kd, NULL, 0, NULL);
+    if (st != MPL_OK) return st;
+    mpl_canonical w;
+    st = mpl_decode_checkpoint(cfg, ckpt, &w);
+    if (st != MPL_OK) return st;
+    st = mpl_canonical_resolve_act_order(&w);
+    if (st != MPL_OK) {
+        mpl_canonical_free(&w);
+        return st;
+    }
+    if (cfg->act_order && !w.act_order_uniform) {
+        st = mpl_choose_internal(cfg, opt, 1, &kd, NULL, 0, NULL);
+        if (st != MPL_OK) {
+            mpl_canonical_free(&w);
+            return st;
+        }
+    }
+    mpl_layer *l = calloc(1, sizeof *l);
+    if (!l) {
+        mpl_canonical_free(&w);
+        return mpl_set_error(MPL_ERR_OUT_OF_MEMORY, "mpl_layer_create: out of memory");
+    }
+    l->cfg = *cfg;
+    if (l->cfg.full_k == 0) l->cfg.full_k = cfg->k;
+    if (l->cfg.full_n == 0) l->cfg.full_n = cfg->n;
+    l->kernel = kd;
+    int pool = mpl_platform_current()->cpu_threads;
+    l->threads = opt->threads == 0 || opt->threads > pool ? pool : opt->threads;
+    st = kd->pack(&l->cfg, &w, &l->packed);
+    mpl_canonical_free(&w);
+    if (st != MPL_OK) {
+        free(l);
+        return st;
+    }
+    *out = l;
+    return MPL_OK;
+}
+
+void mpl_layer_destroy(mpl_layer *l) {
+    if (!l) return;
+    if (l->packed) l->kernel->destroy(l->packed);
+    free(l);
+}
+
+const char *mpl_layer_kernel(const mpl_layer *l) { return l ? l->kernel->name : NULL; }
+const mpl_config *mpl_layer_config(const mpl_layer *l) { return l ? &l->cfg : NULL; }
+size_t mpl_layer_weight_bytes(const mpl_layer *l) {
+    return (l && l->kernel->weight_bytes) ? l->kernel->weight_bytes(l->packed) : 0;
+}
+
+/* Per-thread workspace: grows to the largest size seen on the thread, so a
+ * steady-state apply allocates nothing. */
+static _Thread_local void *tls_ws;
+static _Thread_local size_t tls_ws_size;
+
+static void *thread_workspace(size_t bytes) {
+    if (bytes <= tls_ws_size) return tls_ws;
+    void *p = mpl_aligned_alloc(bytes);
+    if (!p) return NULL;
+    mpl_aligned_free(tls_ws);
+    tls_ws = p;
+    tls_ws_size = bytes;
+    return p;
+}
+
+static mpl_status check_apply_args(const mpl_layer *l, int64_t m, const void *x, void *y) {
+    if (!l) return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "apply: layer is NULL");
+    if (m < 0) return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "apply: m = %lld: must be >= 0", (long long)m);
+    if (m > 0 && (!x || !y)) return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "apply: x or y is NULL");
+    size_t bx, by;
+    if (!mpl_size_mul3(m, l->cfg.k, (int64_t)mpl_act_size(l->cfg.act), &bx) ||
+        !mpl_size_mul3(m, l->cfg.n, (int64_t)mpl_act_size(l->cfg.act), &by))
+        return mpl_set_error(MPL_ERR_OVERFLOW, "apply: m = %lld rows: byte count overflows", (long long)m);
+    return MPL_OK;
+}
+
+mpl_status mpl_layer_apply(mpl_layer *l, int64_t m, const void *x, const void *bias, void *y) {
+    mpl_status st = check_apply_args(l, m, x, y);
+    if (st != MPL_OK || m == 0) return st;
+    mpl_apply_args a = {.m = m, .x = x, .bias = bias, .y = y, .threads = l->threads};
+    size_t ws = l->kernel->workspace_size ? l->kernel->workspace_size(l->packed, m, l->threads) : 0;
+    if (ws) {
+        a.workspace = thread_workspace(ws);
+        if (!a.workspace)
+            return mpl_set_error(MPL_ERR_OUT_OF_MEMORY, "apply: cannot allocate %zu bytes of workspace", ws);
+    }
+    return l->kernel->apply(l->packed, &a);
+}
+
+mpl_status mpl_layer_apply_device(mpl_layer *l, int64_t m, const void *x, const void *bias, void *y, void *stream) {
+    mpl_status st = check_apply_args(l, m, x, y);
+    if (st != MPL_OK) return st;
+    if (l->kernel->backend != MPL_BACKEND_CUDA)
+        return mpl_set_error(MPL_ERR_INVALID_ARGUMENT,
+                             "apply_device: layer runs kernel '%s' on the CPU; device pointers need a CUDA layer",
+                             l->kernel->name);
+    if (m == 0) return MPL_OK;
+    mpl_apply_args a = {.m = m, .x = x, .bias = bias, .y = y, .threads = l->threads, .stream = stream,
+                        .device_pointers = 1};
+    return l->kernel->apply(l->packed, &a);
+}

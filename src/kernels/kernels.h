@@ -1,0 +1,17 @@
+/* kernels.h -- the kernel descriptors the registry lists (one per kernel file). */
+#ifndef MPL_KERNELS_H
+#define MPL_KERNELS_H
+
+#include "../core/internal.h"
+
+extern const mpl_kernel_desc mpl_kernel_ref;
+#if defined(__x86_64__)
+extern const mpl_kernel_desc mpl_kernel_x86_vnni_w4a8;
+extern const mpl_kernel_desc mpl_kernel_x86_avx512_w4a16;
+extern const mpl_kernel_desc mpl_kernel_x86_avx2_w4a16;
+#endif
+#ifdef MPL_HAVE_CUDA
+extern const mpl_kernel_desc mpl_kernel_cuda_w4a16;
+#endif
+
+#endif
