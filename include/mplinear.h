@@ -88,8 +88,9 @@ typedef enum mpl_mode {
  *   (round half to even), clamped to [-127,127]; sx = amax / 127.0f.
  *   isum_g = sum over k in group g of q[k] * w[k] (exact integer);
  *   y = (sum_g scale[n,g] * (float)isum_g) * sx + bias[n], rounded once.
- *   A row with amax == 0 gives q = 0 (y = bias). A row holding inf or NaN
- *   gives NaN in every output of that row.
+ *   A row with amax == 0, or with amax so small that 127.0f / amax is inf
+ *   (amax < 127/FLT_MAX ~ 3.7e-37), gives q = 0 (y = bias). A row holding inf
+ *   or NaN gives NaN in every output of that row.
  * W4A16 semantics: y = bias[n] + sum_g scale[n,g] * (sum_{k in g} x[k]*w[k]),
  *   fp32 accumulation, output rounded once to the activation type
  *   (round to nearest even).

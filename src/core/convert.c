@@ -103,11 +103,13 @@ float mpl_quantize_row_i8(const float *x, int64_t k, int8_t *q, int *nonfinite) 
         if (av > amax) amax = av;
     }
     *nonfinite = bad;
-    if (bad || amax == 0.0f) {
+    /* amax < 127/FLT_MAX makes inv inf and 0 * inf NaN (an undefined int8 conversion): such a
+     * row is quantized as a zero row, as mplinear.h says. */
+    float inv = (bad || amax == 0.0f) ? 0.0f : 127.0f / amax;
+    if (bad || amax == 0.0f || isinf(inv)) {
         for (int64_t i = 0; i < k; i++) q[i] = 0;
         return bad ? NAN : 0.0f;
     }
-    float inv = 127.0f / amax;
     for (int64_t i = 0; i < k; i++) {
         float r = nearbyintf(x[i] * inv);
         if (r > 127.0f) r = 127.0f;

@@ -124,8 +124,9 @@ mpl_status mpl_choose_internal(const mpl_config *cfg, const mpl_options *opt, in
     const mpl_platform *p = mpl_platform_current();
     int n;
     const mpl_kernel_desc *const *table = mpl_registry(be, &n);
+    const mpl_kernel_desc *d = NULL; /* the forced kernel: table points at it, so it must outlive the block */
     if (force) {
-        const mpl_kernel_desc *d = mpl_registry_find(force);
+        d = mpl_registry_find(force);
         if (!d) {
             char names[512] = "";
             for (int i = 0; i < mpl_kernel_count(); i++) {
