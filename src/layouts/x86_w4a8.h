@@ -1,0 +1,40 @@
+/*
+ * x86_w4a8.h -- the packed layout of the x86 W4A8 kernel (x86_vnni_w4a8).
+ * Bit-level spec: docs/layouts/x86_w4a8.md.
+ *
+ * Weights are held as unsigned nibbles u = value + z (z = 8 for uint4b8 and
+ * int4, the zero point for uint4), so the integer group sum is
+ *   isum_g = sum_k q[k]*u[k] - z * sum_{k in g} q[k]
+ * (u8 x s8 dot products for vpdpbusd / tdpbsud, plus one compensation term).
+ */
+#ifndef MPL_LAYOUT_X86_W4A8_H
+#define MPL_LAYOUT_X86_W4A8_H
+
+#include "../core/internal.h"
+
+/* Columns per panel: one zmm of int32 accumulators (16 lanes). */
+#define MPL_W4A8_PANEL 16
+/* K positions per 64-byte block: 4 in the low nibbles, 4 in the high nibbles (vpdpbusd takes 4 bytes per lane). */
+#define MPL_W4A8_KBLOCK 8
+
+typedef struct mpl_x86_w4a8 {
+    int64_t k, n;
+    int64_t panels;    /* ceil(n / 16); columns n..16*panels-1 are padding (codes 0, scales 0) */
+    int64_t group_len; /* K positions per group (k for group_size -1) */
+    int64_t groups;
+    mpl_wtype wtype;
+    uint8_t *nib;      /* [panels][k/8][64] bytes, see the spec */
+    float *scales;     /* [panels][groups][16] */
+    uint8_t *zeros;    /* [panels][groups][16] zero points (uint4) or NULL (z = 8) */
+    int32_t *perm;     /* [k] act-order: packed position j holds input channel perm[j]; or NULL */
+} mpl_x86_w4a8;
+
+/* Packs canonical weights (4-bit types; act-order only with uniform groups). */
+mpl_status mpl_x86_w4a8_pack(const mpl_config *c, const mpl_canonical *w, mpl_x86_w4a8 **out);
+/* Rebuilds the canonical form (codes, scales, zeros, g_idx, perm) from the packed layout. */
+mpl_status mpl_x86_w4a8_unpack(const mpl_x86_w4a8 *p, mpl_canonical *out);
+void mpl_x86_w4a8_free(mpl_x86_w4a8 *p);
+/* Bytes of nibbles + scales + zeros. */
+size_t mpl_x86_w4a8_bytes(const mpl_x86_w4a8 *p);
+
+#endif
