@@ -304,6 +304,60 @@ float mpl_f16_to_f32(uint16_t h);
 uint16_t mpl_f32_to_bf16(float f);
 float mpl_bf16_to_f32(uint16_t h);
 
+/* ---- Quantized checkpoint directories (docs/checkpoints.md) ---- */
+
+/*
+ * A Hugging Face-style model folder: config.json (its quantization_config, or
+ * a quantize_config.json / quant_config.json beside it) and *.safetensors
+ * (one file, or shards listed by model.safetensors.index.json), mapped
+ * read-only. Quantization methods read: GPTQ (gptq / gptq_v2), AWQ (gemm) and
+ * compressed-tensors (pack-quantized, int-quantized; W4A16 and dynamic
+ * per-token int8 W4A8; config_groups targets and the ignore list).
+ *
+ * A layer is one quantized linear module, named by its module prefix
+ * ("model.layers.0.mlp.down_proj"); modules that are not quantized are not
+ * layers. Every header field, dtype, shape and offset is checked on open;
+ * errors are MPL_ERR_IO (a file is missing or unreadable), MPL_ERR_FORMAT
+ * (a file is malformed or inconsistent) or MPL_ERR_UNSUPPORTED (a valid
+ * method or option mplinear does not handle), with a message naming the file
+ * and the problem. An open model is immutable: any number of threads may
+ * query it and create layers from it concurrently.
+ */
+typedef struct mpl_model mpl_model;
+
+typedef struct mpl_model_layer_info {
+    const char *name;   /* module prefix; valid while the model is open */
+    mpl_config config;  /* act = the checkpoint's activation type (torch_dtype) */
+    mpl_layout layout;  /* how the checkpoint stores it */
+    int has_bias;       /* the module has a "<name>.bias" tensor [n] */
+    const char *file;   /* path of the shard holding its packed weight */
+} mpl_model_layer_info;
+
+mpl_status mpl_model_open(const char *dir, mpl_model **out);
+void mpl_model_close(mpl_model *m); /* NULL-safe */
+
+/* "gptq", "awq" or "compressed-tensors". */
+const char *mpl_model_quant_method(const mpl_model *m);
+/* The checkpoint's activation type: torch_dtype, else the scales' float type. */
+mpl_act mpl_model_act(const mpl_model *m);
+/* Layers in natural name order (layers.2 before layers.10). */
+int mpl_model_layer_count(const mpl_model *m);
+mpl_status mpl_model_layer_get(const mpl_model *m, int i, mpl_model_layer_info *out);
+/* Index of the layer with exactly this name; MPL_ERR_INVALID_ARGUMENT if none. */
+mpl_status mpl_model_find_layer(const mpl_model *m, const char *name, int *index);
+/*
+ * Creates layer i (see mpl_layer_create) with activation type act
+ * (0 = mpl_model_act(m)). The layer owns its packed copy: it stays valid
+ * after mpl_model_close.
+ */
+mpl_status mpl_model_layer_create(const mpl_model *m, int i, const mpl_options *opt, mpl_act act,
+                                  mpl_layer **out);
+/*
+ * Writes layer i's bias (n values) converted to act (0 = the model's) into
+ * out, ready for mpl_layer_apply. MPL_ERR_INVALID_ARGUMENT if it has none.
+ */
+mpl_status mpl_model_layer_bias(const mpl_model *m, int i, mpl_act act, void *out);
+
 #ifdef __cplusplus
 }
 #endif
