@@ -773,13 +773,21 @@ static void test_apply_bad_shapes(void **state) {
 
 static void test_help(void **state) {
     (void)state;
-    static const char *const cmds[][3] = {{"--help", NULL, NULL},   {"info", "--help", NULL},
-                                          {"apply", "--help", NULL}, {"verify", "--help", NULL},
-                                          {"bench", "--help", NULL}, {"demo", "--help", NULL},
-                                          {"inspect", "--help", NULL}, {"apply", "--checkpoint", "--help"},
-                                          {"bench", "--checkpoint", "--help"}};
+    /* "DIR" stands for an existing directory. */
+    static const char *const cmds[][4] = {{"--help", NULL},
+                                          {"info", "--help", NULL},
+                                          {"apply", "--help", NULL},
+                                          {"verify", "--help", NULL},
+                                          {"bench", "--help", NULL},
+                                          {"demo", "--help", NULL},
+                                          {"inspect", "--help", NULL},
+                                          {"apply", "--checkpoint", "DIR", "--help"},
+                                          {"bench", "--checkpoint", "DIR", "--help"},
+                                          {"bench", "--checkpoint", "--help", NULL},
+                                          {"apply", "--weight", "-h", NULL}};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
-        const char *args[4] = {cmds[i][0], cmds[i][1], cmds[i][2], NULL};
+        const char *args[5] = {NULL};
+        for (int j = 0; j < 4 && cmds[i][j]; j++) args[j] = strcmp(cmds[i][j], "DIR") == 0 ? g_dir : cmds[i][j];
         int rc = run_args(args);
         if (rc != 0 || !strstr(g_out, "Usage")) show(cmds[i][0], rc);
         assert_int_equal(rc, 0);

@@ -132,6 +132,13 @@ int cli_parse(const char *cmd, int argc, char **argv, cli_opt *opts, int nopts, 
             if (eq) {
                 o->value = eq + 1;
             } else {
+                if (i + 1 < argc && (strcmp(argv[i + 1], "--help") == 0 || strcmp(argv[i + 1], "-h") == 0)) {
+                    /* "--layer --help": the user wants help, not a layer named "--help". */
+                    *help = 1;
+                    o->present = 0;
+                    i++;
+                    continue;
+                }
                 if (i + 1 >= argc) {
                     cli_error(cmd, "option --%s needs a value", o->name);
                     return CLI_EXIT_USAGE;
