@@ -196,6 +196,7 @@ typedef struct mpl_layer mpl_layer;
 mpl_status mpl_layer_create(const mpl_config *cfg, const mpl_checkpoint_tensors *ckpt,
                             const mpl_options *opt, mpl_layer **out);
 /*
+ * m: rows, 0..2^31-1 (MPL_ERR_INVALID_ARGUMENT outside; m = 0 does nothing).
  * x: [m x k] in the activation type, row-major. bias: [n] in the activation
  * type, or NULL. y: [m x n] in the activation type. Host pointers; for a CUDA
  * layer the data is copied to and from the device (synchronous).

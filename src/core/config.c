@@ -4,6 +4,7 @@
 #include "internal.h"
 
 void mpl_config_init(mpl_config *c, int64_t k, int64_t n) {
+    if (!c) return;
     memset(c, 0, sizeof *c);
     c->k = k;
     c->n = n;
@@ -14,6 +15,7 @@ void mpl_config_init(mpl_config *c, int64_t k, int64_t n) {
 }
 
 void mpl_options_init(mpl_options *o) {
+    if (!o) return;
     memset(o, 0, sizeof *o);
     o->device = MPL_DEVICE_CPU;
 }
@@ -33,6 +35,7 @@ const char *mpl_layout_name(mpl_layout l) {
 }
 
 mpl_status mpl_wtype_parse(const char *s, mpl_wtype *out) {
+    if (!out) return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "mpl_wtype_parse: out is NULL");
     for (int i = 1; i <= 5; i++)
         if (s && strcmp(s, wtype_names[i]) == 0) {
             *out = (mpl_wtype)i;
@@ -44,6 +47,7 @@ mpl_status mpl_wtype_parse(const char *s, mpl_wtype *out) {
 }
 
 mpl_status mpl_act_parse(const char *s, mpl_act *out) {
+    if (!out) return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "mpl_act_parse: out is NULL");
     for (int i = 1; i <= 3; i++)
         if (s && strcmp(s, act_names[i]) == 0) {
             *out = (mpl_act)i;
@@ -54,6 +58,7 @@ mpl_status mpl_act_parse(const char *s, mpl_act *out) {
 }
 
 mpl_status mpl_layout_parse(const char *s, mpl_layout *out) {
+    if (!out) return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "mpl_layout_parse: out is NULL");
     for (int i = 1; i <= 5; i++)
         if (s && strcmp(s, layout_names[i]) == 0) {
             *out = (mpl_layout)i;

@@ -33,6 +33,9 @@ bool mpl_size_mul3(int64_t a, int64_t b, int64_t c, size_t *out);
 
 /* Largest K or N accepted (keeps every index in int32-safe ranges for kernels). */
 #define MPL_MAX_DIM ((int64_t)1 << 24)
+/* Largest m (rows) apply accepts: with k, n <= MPL_MAX_DIM every byte count of x, y and any
+ * kernel's workspace (a few bytes per m*k or m*n element) stays far below SIZE_MAX. */
+#define MPL_MAX_M ((int64_t)INT32_MAX)
 
 /* ---------- canonical weights ---------- */
 

@@ -94,7 +94,9 @@ static void *thread_workspace(size_t bytes) {
 
 static mpl_status check_apply_args(const mpl_layer *l, int64_t m, const void *x, void *y) {
     if (!l) return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "apply: layer is NULL");
-    if (m < 0) return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "apply: m = %lld: must be >= 0", (long long)m);
+    if (m < 0 || m > MPL_MAX_M)
+        return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "apply: m = %lld: must be in 0..%lld", (long long)m,
+                             (long long)MPL_MAX_M);
     if (m > 0 && (!x || !y)) return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "apply: x or y is NULL");
     size_t bx, by;
     if (!mpl_size_mul3(m, l->cfg.k, (int64_t)mpl_act_size(l->cfg.act), &bx) ||

@@ -22,7 +22,7 @@ static mpl_status expect(const char *what, const mpl_tensor *t, mpl_dtype d, mpl
                          bool allow_1d) {
     char a[96];
     if (!t->data) return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "tensor %s is missing", what);
-    if (t->dtype != d && t->dtype != d2)
+    if (t->dtype == MPL_DTYPE_NONE || (t->dtype != d && t->dtype != d2))
         return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "tensor %s has dtype %s: expected %s%s%s", what,
                              mpl_dtype_name(t->dtype), mpl_dtype_name(d), d2 != MPL_DTYPE_NONE ? " or " : "",
                              d2 != MPL_DTYPE_NONE ? mpl_dtype_name(d2) : "");

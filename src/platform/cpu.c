@@ -138,7 +138,7 @@ static const struct {
 
 void mpl_isa_string(uint32_t isa, char *buf, size_t cap) {
     size_t used = 0;
-    if (!cap) return;
+    if (!buf || !cap) return;
     buf[0] = 0;
     for (size_t i = 0; i < sizeof isa_names / sizeof isa_names[0]; i++) {
         if (!(isa & isa_names[i].bit)) continue;
