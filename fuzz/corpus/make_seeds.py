@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""Writes the fuzz seed corpus (standard library only): small valid safetensors images of
+every dtype mplinear meets, a sharded-style GPTQ layer, edge cases (empty, metadata only,
+zero-size tensors), and the config.json / quantize_config.json files of every method."""
+import json
+import os
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SIZES = {"F16": 2, "BF16": 2, "F32": 4, "I32": 4, "I64": 8, "I8": 1, "U8": 1, "F64": 8, "BOOL": 1}
+
+
+def st(tensors, meta=None, pad=True):
+    hdr, data = {}, b""
+    if meta is not None:
+        hdr["__metadata__"] = meta
+    for name, (dtype, shape) in tensors.items():
+        n = 1
+        for d in shape:
+            n *= d
+        nbytes = n * SIZES[dtype]
+        hdr[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(data), len(data) + nbytes]}
+        data += bytes((i * 37 + len(name)) & 0xFF for i in range(nbytes))
+    h = json.dumps(hdr, separators=(",", ":")).encode()
+    if pad:
+        h += b" " * (-len(h) % 8)
+    return struct.pack("<Q", len(h)) + h + data
+
+
+def write(sub, name, blob):
+    os.makedirs(os.path.join(HERE, sub), exist_ok=True)
+    with open(os.path.join(HERE, sub, name), "wb") as f:
+        f.write(blob if isinstance(blob, bytes) else blob.encode())
+
+
+write("safetensors", "gptq_layer", st({"m.l.qweight": ("I32", [8, 8]), "m.l.scales": ("F16", [2, 8]),
+                                       "m.l.qzeros": ("I32", [2, 1]), "m.l.g_idx": ("I32", [64])}, {"format": "pt"}))
+write("safetensors", "ct_layer", st({"m.l.weight_packed": ("I32", [8, 8]), "m.l.weight_scale": ("BF16", [8, 2]),
+                                     "m.l.weight_zero_point": ("I32", [1, 2]), "m.l.weight_shape": ("I64", [2]),
+                                     "m.l.bias": ("F32", [8])}))
+write("safetensors", "ct_int", st({"m.l.weight": ("I8", [4, 16]), "m.l.weight_scale": ("F16", [4, 1])}))
+write("safetensors", "dtypes", st({"a": ("F64", [2]), "b": ("BOOL", [3]), "c": ("U8", [0]), "d": ("F32", []),
+                                   "e": ("I64", [1, 1, 1, 1, 1])}, pad=False))
+write("safetensors", "metadata_only", st({}, {"k": "v", "format": "pt"}))
+write("safetensors", "empty_object", st({}))
+write("safetensors", "zero_sized", st({"z": ("F16", [0, 4]), "w": ("F16", [2])}))
+
+cfg = lambda q, **kw: json.dumps(dict(kw, quantization_config=q), indent=1)
+write("hfconfig", "gptq", cfg({"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": True, "sym": True,
+                               "checkpoint_format": "gptq"}, torch_dtype="float16"))
+write("hfconfig", "gptq_v2_asym", cfg({"quant_method": "gptq", "bits": 8, "group_size": -1, "desc_act": False,
+                                       "sym": False, "format": "gptq_v2", "dynamic": {}}, dtype="bfloat16"))
+write("hfconfig", "awq", cfg({"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True,
+                              "version": "gemm", "modules_to_not_convert": ["visual"]}, torch_dtype="float16"))
+write("hfconfig", "quantize_config", json.dumps({"bits": 4, "group_size": 32, "desc_act": False, "sym": True}))
+write("hfconfig", "quant_config_awq", json.dumps({"w_bit": 4, "q_group_size": 64, "zero_point": True,
+                                                  "version": "GEMM"}))
+write("hfconfig", "ct_mixed", cfg({
+    "quant_method": "compressed-tensors", "format": "mixed-precision", "quantization_status": "compressed",
+    "sparsity_config": {}, "transform_config": {}, "ignore": ["lm_head", "re:.*\\.gate$"],
+    "config_groups": {
+        "group_0": {"format": "pack-quantized", "targets": ["re:.*self_attn\\..*", "model.x.y"],
+                    "weights": {"num_bits": 4, "type": "int", "symmetric": False, "strategy": "group",
+                                "group_size": 32, "actorder": "group", "dynamic": False}},
+        "group_1": {"format": "int-quantized", "targets": ["Linear"],
+                    "weights": {"num_bits": 4, "type": "int", "symmetric": True, "strategy": "channel"},
+                    "input_activations": {"num_bits": 8, "type": "int", "symmetric": True, "dynamic": True,
+                                          "strategy": "token"}}}}, torch_dtype="bfloat16"))
+write("hfconfig", "ct_unknown_format", cfg({"quant_method": "compressed-tensors", "format": "nvfp4-pack-quantized",
+                                            "config_groups": {"g": {"targets": ["Linear"],
+                                                                    "weights": {"num_bits": 4, "type": "float"}}}}))
+write("hfconfig", "unknown_method", cfg({"quant_method": "bitsandbytes", "load_in_4bit": True}))
+write("hfconfig", "plain_model", json.dumps({"architectures": ["LlamaForCausalLM"], "torch_dtype": "float32"}))
