@@ -23,7 +23,8 @@ typedef struct mpl_w4a8_job {
     const void *x;    /* [m][k] act type */
     const void *bias; /* [n] act type or NULL */
     void *y;          /* [m][n] act type */
-    int8_t *qx;       /* [m_pad][k] */
+    int8_t *qx;       /* [m_pad][lda] */
+    int64_t lda;      /* row stride of qx: k rounded up to 64, plus 64 (no 4 KiB aliasing of tile rows) */
     int32_t *sumq;    /* [m_pad][groups] */
     float *sx;        /* [m_pad] */
     char *scratch;    /* per thread: scratch_stride bytes */

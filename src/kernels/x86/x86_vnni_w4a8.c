@@ -115,6 +115,10 @@ static mpl_w4a8_variant pick_variant(const mpl_x86_w4a8 *p, int64_t m) {
 
 static size_t round64(size_t b) { return (b + 63) & ~(size_t)63; }
 
+/* Row stride of qx: k rounded up to 64 bytes plus one line, so the 16 rows of an AMX A tile (or the
+ * rows of a VNNI micro-tile) never share one L1 set (a 4 KiB stride would map them all to one). */
+static int64_t qx_stride(int64_t k) { return (k + 63) / 64 * 64 + 64; }
+
 /* Workspace: qx [m_pad][k] | sumq [m_pad][groups] | sx [m_pad] | per thread: max(f32 row, AMX scratch). */
 static size_t scratch_stride(int64_t k) {
     size_t row = (size_t)k * sizeof(float), amx = mpl_w4a8_amx_scratch(k);
@@ -127,7 +131,7 @@ static size_t workspace_size(const void *packed, int64_t m, int threads) {
     if (m < 0 || m > INT64_MAX - MPL_W4A8_ROW_PAD) return SIZE_MAX;
     int64_t mp = (m + MPL_W4A8_ROW_PAD - 1) / MPL_W4A8_ROW_PAD * MPL_W4A8_ROW_PAD;
     size_t qx, sq, sx, per;
-    if (!mpl_size_mul3(mp, p->k, 1, &qx) || !mpl_size_mul3(mp, p->groups, 4, &sq) || !mpl_size_mul3(mp, 4, 1, &sx) ||
+    if (!mpl_size_mul3(mp, qx_stride(p->k), 1, &qx) || !mpl_size_mul3(mp, p->groups, 4, &sq) || !mpl_size_mul3(mp, 4, 1, &sx) ||
         mpl_mul_overflow_sz(scratch_stride(p->k), (size_t)threads, &per))
         return SIZE_MAX;
     size_t total = round64(qx);
@@ -185,7 +189,8 @@ static mpl_status apply(const void *packed, const mpl_apply_args *a) {
     const int64_t mp = (a->m + MPL_W4A8_ROW_PAD - 1) / MPL_W4A8_ROW_PAD * MPL_W4A8_ROW_PAD;
     char *ws = a->workspace;
     j.qx = (int8_t *)ws;
-    ws += round64((size_t)mp * (size_t)p->k);
+    j.lda = qx_stride(p->k);
+    ws += round64((size_t)mp * (size_t)j.lda);
     j.sumq = (int32_t *)ws;
     ws += round64((size_t)mp * (size_t)p->groups * 4);
     j.sx = (float *)ws;

@@ -23,10 +23,14 @@ typedef struct {
     uint8_t rows[16];
 } tile_config;
 
-/* Rows of qx per chunk: about 512 KiB of int8 stays in L2 next to the B scratch. */
-#define QX_CHUNK_BYTES (512 * 1024)
+/* Rows of qx per chunk: ~1 MiB of int8 stays in L2 beside the B scratch (each chunk re-unpacks the
+ * weights, so chunks should be tall); at most AMX_MAX_ROWS (float accumulators, 32 KiB). */
+#define QX_CHUNK_BYTES (1024 * 1024)
+#define AMX_MAX_ROWS 256
+/* K positions per inner chunk: the 2-panel B chunk (K_CHUNK * 32 bytes = 16 KiB) stays in L1 across row blocks. */
+#define K_CHUNK 512
 
-size_t mpl_w4a8_amx_scratch(int64_t k) { return (size_t)k * 32 + 4096 + 4096; }
+size_t mpl_w4a8_amx_scratch(int64_t k) { return (size_t)k * 32 + 4096 + AMX_MAX_ROWS * 32 * sizeof(float); }
 
 static void unpack_panel(const uint8_t *src, uint8_t *dst, int64_t K) {
     const __m512i m0f = _mm512_set1_epi8(0x0f);
@@ -37,64 +41,87 @@ static void unpack_panel(const uint8_t *src, uint8_t *dst, int64_t K) {
     }
 }
 
-/* Float epilogue of one 16x16 C tile (rows r0.., panel pan) for group g. */
+/* Float epilogue of one 16x16 C tile (rows m0.., panel pan) for group g into facc (row stride 32). */
 static inline void tile_epilogue(const mpl_w4a8_job *j, const int32_t *c, float *facc, int64_t m0, int64_t pan,
                                  int64_t g) {
     const mpl_x86_w4a8 *p = j->p;
     const int64_t G = p->groups;
     const __m512 sc = _mm512_load_ps(p->scales + (pan * G + g) * MPL_W4A8_PANEL);
-    const __m512i z = w4a8_zeros16(p, pan, g);
-    for (int r = 0; r < 16; r++) {
-        __m512i dot = _mm512_load_si512((const void *)(c + r * 16));
-        __m512 a = _mm512_load_ps(facc + r * 32);
-        _mm512_store_ps(facc + r * 32, w4a8_group_acc(a, dot, z, j->sumq[(m0 + r) * G + g], sc));
+    const int32_t *sq = j->sumq + m0 * G + g;
+    if (p->zeros) {
+        const __m512i z = w4a8_zeros16(p, pan, g);
+        for (int r = 0; r < 16; r++) {
+            __m512i dot = _mm512_load_si512((const void *)(c + r * 16));
+            _mm512_store_ps(facc + r * 32, w4a8_group_acc(_mm512_load_ps(facc + r * 32), dot, z, sq[r * G], sc));
+        }
+    } else {
+        for (int r = 0; r < 16; r++) {
+            __m512i dot = _mm512_load_si512((const void *)(c + r * 16));
+            _mm512_store_ps(facc + r * 32, w4a8_group_acc_z8(_mm512_load_ps(facc + r * 32), dot, sq[r * G], sc));
+        }
     }
 }
 
+/*
+ * Groups [g0, g1) of the 32-row block at m0 and the column block at pan (np panels), software-pipelined
+ * by panel: while the tiles of one panel are in the TMUL, the vector units run the epilogue of the
+ * other panel's tiles (stored to cbuf a step earlier). The epilogue of four tiles (~450 uops) would
+ * otherwise overflow the reorder window and leave the TMUL idle.
+ */
 static void block32(const mpl_w4a8_job *j, int64_t m0, int64_t pan, int np, const uint8_t *bscr, int kb,
-                    int32_t *cbuf, float *facc) {
+                    int64_t g0, int64_t g1, int32_t *cbuf, float *facc) {
     const mpl_x86_w4a8 *p = j->p;
-    const int64_t K = p->k, G = p->groups, gl = p->group_len;
+    const int64_t K = p->k, gl = p->group_len, lda = j->lda;
     const uint8_t *b0 = bscr, *b1 = bscr + K * 16;
-    const int8_t *a0 = j->qx + m0 * K, *a1 = a0 + 16 * K;
-    memset(facc, 0, 32 * 32 * sizeof(float));
-    for (int64_t g = 0; g < G; g++) {
+    const int8_t *a0 = j->qx + m0 * lda, *a1 = a0 + 16 * lda;
+    int32_t *c01 = cbuf, *c23 = cbuf + 512;
+    for (int64_t g = g0; g < g1; g++) {
+        const int64_t k1 = (g + 1) * gl;
         _tile_zero(0);
         _tile_zero(1);
-        _tile_zero(2);
-        _tile_zero(3);
-        for (int64_t k0 = g * gl; k0 < (g + 1) * gl; k0 += kb) {
-            _tile_loadd(4, a0 + k0, K);
-            _tile_loadd(5, a1 + k0, K);
+        for (int64_t k0 = g * gl; k0 < k1; k0 += kb) {
+            _tile_loadd(4, a0 + k0, lda);
+            _tile_loadd(5, a1 + k0, lda);
             _tile_loadd(6, b0 + k0 * 16, 64);
             _tile_dpbsud(0, 4, 6);
             _tile_dpbsud(1, 5, 6);
-            if (np == 2) {
+        }
+        if (np == 2 && g > g0) {
+            tile_epilogue(j, c23, facc + 16, m0, pan + 1, g - 1);
+            tile_epilogue(j, c23 + 256, facc + 16 * 32 + 16, m0 + 16, pan + 1, g - 1);
+        }
+        _tile_stored(0, c01, 64);
+        _tile_stored(1, c01 + 256, 64);
+        if (np == 2) {
+            _tile_zero(2);
+            _tile_zero(3);
+            for (int64_t k0 = g * gl; k0 < k1; k0 += kb) {
+                if (gl != kb) { /* one step per group keeps tiles 4 and 5 loaded */
+                    _tile_loadd(4, a0 + k0, lda);
+                    _tile_loadd(5, a1 + k0, lda);
+                }
                 _tile_loadd(7, b1 + k0 * 16, 64);
                 _tile_dpbsud(2, 4, 7);
                 _tile_dpbsud(3, 5, 7);
             }
         }
-        _tile_stored(0, cbuf, 64);
-        _tile_stored(1, cbuf + 256, 64);
-        tile_epilogue(j, cbuf, facc, m0, pan, g);
-        tile_epilogue(j, cbuf + 256, facc + 16 * 32, m0 + 16, pan, g);
+        tile_epilogue(j, c01, facc, m0, pan, g);
+        tile_epilogue(j, c01 + 256, facc + 16 * 32, m0 + 16, pan, g);
         if (np == 2) {
-            _tile_stored(2, cbuf + 512, 64);
-            _tile_stored(3, cbuf + 768, 64);
-            tile_epilogue(j, cbuf + 512, facc + 16, m0, pan + 1, g);
-            tile_epilogue(j, cbuf + 768, facc + 16 * 32 + 16, m0 + 16, pan + 1, g);
+            _tile_stored(2, c23, 64);
+            _tile_stored(3, c23 + 256, 64);
         }
     }
-    for (int r = 0; r < 32 && m0 + r < j->m; r++)
-        for (int v = 0; v < np; v++)
-            w4a8_finish16(j, m0 + r, (pan + v) * MPL_W4A8_PANEL, _mm512_load_ps(facc + r * 32 + v * 16));
+    if (np == 2) {
+        tile_epilogue(j, c23, facc + 16, m0, pan + 1, g1 - 1);
+        tile_epilogue(j, c23 + 256, facc + 16 * 32 + 16, m0 + 16, pan + 1, g1 - 1);
+    }
 }
 
 void mpl_w4a8_gemm_amx(const mpl_w4a8_job *j, int64_t p0, int64_t p1, void *scratch) {
     const mpl_x86_w4a8 *p = j->p;
-    const int64_t K = p->k, M = j->m;
-    const int kb = p->group_len % 64 == 0 ? 64 : 32;
+    const int64_t K = p->k, M = j->m, G = p->groups, gl = p->group_len;
+    const int kb = gl % 64 == 0 ? 64 : 32;
     tile_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.palette_id = 1;
@@ -114,15 +141,36 @@ void mpl_w4a8_gemm_amx(const mpl_w4a8_job *j, int64_t p0, int64_t p1, void *scra
     uint8_t *bscr = scratch;
     int32_t *cbuf = (int32_t *)(bscr + K * 32);
     float *facc = (float *)(bscr + K * 32 + 4096);
-    int64_t mc = QX_CHUNK_BYTES / K / MPL_W4A8_ROW_PAD * MPL_W4A8_ROW_PAD;
+    int64_t mc = QX_CHUNK_BYTES / j->lda / MPL_W4A8_ROW_PAD * MPL_W4A8_ROW_PAD;
     if (mc < MPL_W4A8_ROW_PAD) mc = MPL_W4A8_ROW_PAD;
+    if (mc > AMX_MAX_ROWS) mc = AMX_MAX_ROWS;
+    const int64_t gc = gl >= K_CHUNK ? 1 : K_CHUNK / gl; /* groups per K chunk */
     for (int64_t c0 = 0; c0 < M; c0 += mc) {
         int64_t c1 = c0 + mc < M ? c0 + mc : M;
         for (int64_t pan = p0; pan < p1; pan += 2) {
             int np = p1 - pan < 2 ? 1 : 2;
             for (int v = 0; v < np; v++)
                 unpack_panel(p->nib + (size_t)(pan + v) * (size_t)K * (MPL_W4A8_PANEL / 2), bscr + (size_t)v * (size_t)K * 16, K);
-            for (int64_t m = c0; m < c1; m += 32) block32(j, m, pan, np, bscr, kb, cbuf, facc);
+            memset(facc, 0, (size_t)AMX_MAX_ROWS * 32 * sizeof(float));
+            /* Pull the next column block's nibbles into L2 a slice per block32 call, so its unpack does not
+             * wait on L3/DRAM latency. */
+            const char *next = NULL;
+            int64_t next_bytes = 0;
+            if (pan + 2 < p1) {
+                next = (const char *)(p->nib + (size_t)(pan + 2) * (size_t)K * (MPL_W4A8_PANEL / 2));
+                next_bytes = (p1 - pan - 2 < 2 ? 1 : 2) * K * (MPL_W4A8_PANEL / 2);
+            }
+            const int64_t calls = ((c1 - c0 + 31) / 32) * ((G + gc - 1) / gc);
+            const int64_t slice = (next_bytes / calls + 63) / 64 * 64;
+            int64_t pf = 0;
+            for (int64_t g0 = 0; g0 < G; g0 += gc)
+                for (int64_t m = c0; m < c1; m += 32) {
+                    for (int64_t e = pf + slice; pf < e && pf < next_bytes; pf += 64) _mm_prefetch(next + pf, _MM_HINT_T1);
+                    block32(j, m, pan, np, bscr, kb, g0, g0 + gc < G ? g0 + gc : G, cbuf, facc + (m - c0) * 32);
+                }
+            for (int64_t m = c0; m < c1; m++)
+                for (int v = 0; v < np; v++)
+                    w4a8_finish16(j, m, (pan + v) * MPL_W4A8_PANEL, _mm512_load_ps(facc + (m - c0) * 32 + v * 16));
         }
     }
     _tile_release();

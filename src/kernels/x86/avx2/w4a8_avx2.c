@@ -37,7 +37,7 @@ void mpl_w4a8_quant_rows_avx2(const mpl_w4a8_job *j, int64_t m0, int64_t m1, flo
     const size_t es = mpl_act_size(j->act);
     const __m256i absmask = _mm256_set1_epi32(0x7fffffff), maxfinite = _mm256_set1_epi32(0x7f7fffff);
     for (int64_t m = m0; m < m1; m++) {
-        int8_t *q = j->qx + m * K;
+        int8_t *q = j->qx + m * j->lda;
         int32_t *sq = j->sumq + m * G;
         if (m >= j->m) {
             memset(q, 0, (size_t)K);

@@ -72,7 +72,7 @@ static inline __attribute__((always_inline)) void ymm_tile(const mpl_w4a8_job *j
     for (int64_t g = 0; g < G; g++) {
 #pragma GCC unroll 4
         for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
-        const int8_t *xr = j->qx + m0 * K + g * gl;
+        const int8_t *xr = j->qx + m0 * j->lda + g * gl;
         const uint8_t *wg = wp + (size_t)(g * gl) * (MPL_W4A8_PANEL / 2);
         for (int64_t b = 0; b < nb; b++) {
             __m256i raw0 = _mm256_load_si256((const __m256i *)(wg + b * 64));
@@ -81,8 +81,8 @@ static inline __attribute__((always_inline)) void ymm_tile(const mpl_w4a8_job *j
             __m256i l1 = _mm256_and_si256(raw1, m0f), h1 = _mm256_and_si256(_mm256_srli_epi16(raw1, 4), m0f);
 #pragma GCC unroll 4
             for (int r = 0; r < MR; r++) {
-                __m256i xl = _mm256_set1_epi32(ymm_load_i32(xr + r * K + b * 8));
-                __m256i xh = _mm256_set1_epi32(ymm_load_i32(xr + r * K + b * 8 + 4));
+                __m256i xl = _mm256_set1_epi32(ymm_load_i32(xr + r * j->lda + b * 8));
+                __m256i xh = _mm256_set1_epi32(ymm_load_i32(xr + r * j->lda + b * 8 + 4));
                 acc[r][0] = w4a8_dot(w4a8_dot(acc[r][0], l0, xl), h0, xh);
                 acc[r][1] = w4a8_dot(w4a8_dot(acc[r][1], l1, xl), h1, xh);
             }

@@ -47,7 +47,7 @@ static inline void w4a8_store_act16(mpl_act act, void *base, int64_t i, __m512 v
     }
 }
 
-/* Zero points of panel pan, group g as int32 lanes (z = 8 for the symmetric types). */
+/* Zero points of panel pan, group g as int32 lanes; NULL layout zeros mean z = 8 (symmetric types). */
 static inline __m512i w4a8_zeros16(const mpl_x86_w4a8 *p, int64_t pan, int64_t g) {
     if (!p->zeros) return _mm512_set1_epi32(8);
     return _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)(p->zeros + (pan * p->groups + g) * MPL_W4A8_PANEL)));
@@ -61,6 +61,12 @@ static inline __m512i w4a8_zeros16(const mpl_x86_w4a8 *p, int64_t pan, int64_t g
  */
 static inline __m512 w4a8_group_acc(__m512 acc, __m512i dot, __m512i z, int32_t sumq, __m512 scale) {
     __m512i isum = _mm512_sub_epi32(dot, _mm512_mullo_epi32(z, _mm512_set1_epi32(sumq)));
+    return _mm512_add_ps(acc, _mm512_mul_ps(scale, _mm512_cvtepi32_ps(isum)));
+}
+
+/* The same for z = 8 (uint4b8, int4): a shift instead of vpmulld. */
+static inline __m512 w4a8_group_acc_z8(__m512 acc, __m512i dot, int32_t sumq, __m512 scale) {
+    __m512i isum = _mm512_sub_epi32(dot, _mm512_set1_epi32(sumq * 8));
     return _mm512_add_ps(acc, _mm512_mul_ps(scale, _mm512_cvtepi32_ps(isum)));
 }
 

@@ -26,7 +26,7 @@ void mpl_w4a8_quant_rows_avx512(const mpl_w4a8_job *j, int64_t m0, int64_t m1, f
     const size_t es = mpl_act_size(j->act);
     const __m512i absmask = _mm512_set1_epi32(0x7fffffff), infbits = _mm512_set1_epi32(0x7f800000);
     for (int64_t m = m0; m < m1; m++) {
-        int8_t *q = j->qx + m * K;
+        int8_t *q = j->qx + m * j->lda;
         int32_t *sq = j->sumq + m * G;
         if (m >= j->m) { /* padding rows of the AMX path */
             memset(q, 0, (size_t)K);
@@ -102,7 +102,7 @@ static inline __attribute__((always_inline)) void tile(const mpl_w4a8_job *j, in
         for (int r = 0; r < MR; r++)
 #pragma GCC unroll 4
             for (int v = 0; v < NV; v++) acc[r][v] = _mm512_setzero_si512();
-        const int8_t *xr = j->qx + m0 * K + g * gl;
+        const int8_t *xr = j->qx + m0 * j->lda + g * gl;
         const size_t woff = (size_t)(g * gl) * (MPL_W4A8_PANEL / 2);
         for (int64_t b = 0; b < nb; b++) {
             __m512i wl[4], wh[4];
@@ -114,8 +114,8 @@ static inline __attribute__((always_inline)) void tile(const mpl_w4a8_job *j, in
             }
 #pragma GCC unroll 6
             for (int r = 0; r < MR; r++) {
-                __m512i xl = _mm512_set1_epi32(load_i32(xr + r * K + b * 8));
-                __m512i xh = _mm512_set1_epi32(load_i32(xr + r * K + b * 8 + 4));
+                __m512i xl = _mm512_set1_epi32(load_i32(xr + r * j->lda + b * 8));
+                __m512i xh = _mm512_set1_epi32(load_i32(xr + r * j->lda + b * 8 + 4));
 #pragma GCC unroll 4
                 for (int v = 0; v < NV; v++) {
                     acc[r][v] = _mm512_dpbusd_epi32(acc[r][v], wl[v], xl);
@@ -126,9 +126,16 @@ static inline __attribute__((always_inline)) void tile(const mpl_w4a8_job *j, in
 #pragma GCC unroll 4
         for (int v = 0; v < NV; v++) {
             const __m512 sc = _mm512_load_ps(p->scales + ((pan0 + v) * G + g) * MPL_W4A8_PANEL);
-            const __m512i z = w4a8_zeros16(p, pan0 + v, g);
+            if (p->zeros) {
+                const __m512i z = w4a8_zeros16(p, pan0 + v, g);
 #pragma GCC unroll 6
-            for (int r = 0; r < MR; r++) facc[r][v] = w4a8_group_acc(facc[r][v], acc[r][v], z, j->sumq[(m0 + r) * G + g], sc);
+                for (int r = 0; r < MR; r++)
+                    facc[r][v] = w4a8_group_acc(facc[r][v], acc[r][v], z, j->sumq[(m0 + r) * G + g], sc);
+            } else {
+#pragma GCC unroll 6
+                for (int r = 0; r < MR; r++)
+                    facc[r][v] = w4a8_group_acc_z8(facc[r][v], acc[r][v], j->sumq[(m0 + r) * G + g], sc);
+            }
         }
     }
 #pragma GCC unroll 6
