@@ -1,4 +1,5 @@
 /* layer.c -- layer life cycle: create (validate, decode, choose, pack), apply, destroy. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,9 +79,16 @@ size_t mpl_layer_weight_bytes(const mpl_layer *l) {
 }
 
 /* Per-thread workspace: grows to the largest size seen on the thread, so a
- * steady-state apply allocates nothing. */
+ * steady-state apply allocates nothing. It is also registered under a pthread
+ * key whose destructor frees it when the thread exits (a _Thread_local pointer
+ * alone leaks one workspace per thread that ever called apply). */
 static _Thread_local void *tls_ws;
 static _Thread_local size_t tls_ws_size;
+static pthread_key_t ws_key;
+static pthread_once_t ws_key_once = PTHREAD_ONCE_INIT;
+static int ws_key_ok;
+
+static void ws_key_create(void) { ws_key_ok = pthread_key_create(&ws_key, mpl_aligned_free) == 0; }
 
 static void *thread_workspace(size_t bytes) {
     if (bytes <= tls_ws_size) return tls_ws;
@@ -89,6 +97,8 @@ static void *thread_workspace(size_t bytes) {
     mpl_aligned_free(tls_ws);
     tls_ws = p;
     tls_ws_size = bytes;
+    pthread_once(&ws_key_once, ws_key_create);
+    if (ws_key_ok) pthread_setspecific(ws_key, p);
     return p;
 }
 
