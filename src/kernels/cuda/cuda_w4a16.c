@@ -1,0 +1,304 @@
+/*
+ * cuda_w4a16.c -- the descriptor of kernel cuda_w4a16: can_implement, pack (host packing,
+ * one device copy), apply on device pointers (asynchronous, on the caller's stream) or on
+ * host pointers (synchronous copies through a stream-ordered pool), destroy.
+ *
+ * Paths (w4a16_launch.h): the skinny kernel for m <= skinny_max_m (decode), the
+ * tensor-core kernel above. Environment knobs, read when a layer is created:
+ *   MPL_CUDA_W4A16_PATH=auto|skinny|tc   force a path (skinny still only for m <= 16)
+ *   MPL_CUDA_W4A16_SKINNY_MAX_M=n        switch point (default MPL_CW4_DEFAULT_SKINNY_MAX_M)
+ *   MPL_CUDA_W4A16_KSPLIT=n              force the split-K factor (1..8; clusters need sm_90)
+ * Every CUDA error becomes MPL_ERR_CUDA with CUDA's name and message; nothing aborts.
+ */
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../layouts/cuda_w4a16.h"
+#include "../kernels.h"
+#include "w4a16_launch.h"
+
+/* Largest m that takes the skinny path by default: measured on the H200 (bench/cuda/NOTES.md). */
+#define MPL_CW4_DEFAULT_SKINNY_MAX_M 16
+
+/* src/platform/cuda_rt.c (declared here as in cpu.c: internal.h has no CUDA section). */
+int mpl_cuda_query(int *devices, int *cc, char *name, size_t name_cap, char *note, size_t note_cap);
+
+enum { PATH_AUTO = 0, PATH_SKINNY = 1, PATH_TC = 2 };
+
+typedef struct cw4_packed {
+    mpl_config cfg;
+    mpl_cw4_layout meta; /* sizes and format; its host pointers are NULL */
+    int device, cc, sms;
+    void *dbuf; /* one allocation: qweight | scales | scales_lo | zeros | perm */
+    const uint32_t *qweight;
+    const uint16_t *scales, *scales_lo;
+    const uint8_t *zeros;
+    const int32_t *perm;
+    size_t held_bytes;      /* qweight + scales + zeros */
+    cudaMemPool_t pool;     /* stream-ordered scratch: act-order x, host-path staging */
+    int path, skinny_max_m, ksplit;
+} cw4_packed;
+
+static mpl_status cuda_fail(cudaError_t e, const char *what) {
+    mpl_status st = mpl_set_error(MPL_ERR_CUDA, "cuda_w4a16: %s: %s: %s", what, cudaGetErrorName(e),
+                                  cudaGetErrorString(e));
+    return st;
+}
+
+static mpl_reason cw4_can_implement(const mpl_config *c, const mpl_platform *p, char *msg, size_t cap) {
+    (void)p; /* the CPU platform does not describe CUDA devices: ask the runtime (cuda_rt.c) */
+    if (c->mode != MPL_MODE_W4A16)
+        return mpl_refuse(msg, cap, MPL_REASON_MODE,
+                          "mode W4A8: cuda_w4a16 runs W4A16 only (activations used as given, not quantized)");
+    if (c->wtype != MPL_WTYPE_UINT4B8 && c->wtype != MPL_WTYPE_UINT4)
+        return mpl_refuse(msg, cap, MPL_REASON_WEIGHT_TYPE,
+                          "weight type %s: cuda_w4a16 takes uint4b8, or uint4 with zero points (4-bit codes "
+                          "with an unsigned bias)",
+                          mpl_wtype_name(c->wtype));
+    if (c->act != MPL_ACT_F16 && c->act != MPL_ACT_BF16)
+        return mpl_refuse(msg, cap, MPL_REASON_ACT_TYPE,
+                          "activation type %s: cuda_w4a16 takes f16 or bf16 (the tensor cores' 16-bit inputs)",
+                          mpl_act_name(c->act));
+    if (c->k % 8 != 0 || c->n % 8 != 0)
+        return mpl_refuse(msg, cap, MPL_REASON_SHAPE,
+                          "k = %lld, n = %lld: both must be multiples of 8 (16-byte rows of x and y)",
+                          (long long)c->k, (long long)c->n);
+    if (c->group_size != -1 && c->group_size % 16 != 0)
+        return mpl_refuse(msg, cap, MPL_REASON_GROUP_SIZE,
+                          "group size %lld: must be -1 or a multiple of 16 (each k16 MMA step lies in one group)",
+                          (long long)c->group_size);
+    int devices = 0, cc = 0;
+    char name[64], note[128];
+    mpl_cuda_query(&devices, &cc, name, sizeof name, note, sizeof note);
+    if (devices == 0) return mpl_refuse(msg, cap, MPL_REASON_DEVICE, "%s", note);
+    if (cc < 80)
+        return mpl_refuse(msg, cap, MPL_REASON_DEVICE,
+                          "device 0 (%s) has compute capability %d.%d: cuda_w4a16 needs 8.0 or newer "
+                          "(bf16 mma.sync, cp.async)",
+                          name, cc / 10, cc % 10);
+    return MPL_REASON_OK;
+}
+
+static void cw4_destroy(void *pp) {
+    cw4_packed *p = pp;
+    if (!p) return;
+    int cur = -1;
+    if (cudaGetDevice(&cur) == cudaSuccess && cur != p->device) cudaSetDevice(p->device);
+    if (p->dbuf) cudaFree(p->dbuf); /* synchronizes: no kernel still reads the weights */
+    if (p->pool) cudaMemPoolDestroy(p->pool);
+    if (cur >= 0 && cur != p->device) cudaSetDevice(cur);
+    (void)cudaGetLastError();
+    free(p);
+}
+
+static int env_int(const char *name, int fallback) {
+    const char *v = getenv(name);
+    if (!v || !*v) return fallback;
+    char *end;
+    long r = strtol(v, &end, 10);
+    return (*end || r < 0 || r > 1 << 20) ? fallback : (int)r;
+}
+
+static size_t align256(size_t v) { return (v + 255) & ~(size_t)255; }
+
+static mpl_status cw4_pack(const mpl_config *c, const mpl_canonical *w, void **out) {
+    *out = NULL;
+    cw4_packed *p = calloc(1, sizeof *p);
+    if (!p) return mpl_set_error(MPL_ERR_OUT_OF_MEMORY, "cuda_w4a16: out of memory");
+    p->cfg = *c;
+    cudaError_t e = cudaGetDevice(&p->device);
+    int major = 0, minor = 0, pools = 0;
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, p->device);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, p->device);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&p->sms, cudaDevAttrMultiProcessorCount, p->device);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, p->device);
+    if (e != cudaSuccess) {
+        free(p);
+        return cuda_fail(e, "querying the current device");
+    }
+    p->cc = major * 10 + minor;
+    if (p->cc < 80 || !pools) {
+        free(p);
+        return mpl_set_error(MPL_ERR_NO_HARDWARE,
+                             "cuda_w4a16: device %d has compute capability %d.%d%s: needs 8.0 or newer with "
+                             "memory pools",
+                             p->device, major, minor, pools ? "" : " and no memory pools");
+    }
+    mpl_cw4_layout host;
+    mpl_status st = mpl_cw4_pack(c, w, &host);
+    if (st != MPL_OK) {
+        free(p);
+        return st;
+    }
+    p->meta = host;
+    p->meta.qweight = NULL, p->meta.scales = p->meta.scales_lo = NULL, p->meta.zeros = NULL, p->meta.perm = NULL;
+    size_t bq = mpl_cw4_qweight_bytes(&host), plane = (size_t)host.groups * (size_t)host.n_pad;
+    size_t bs = plane * 2, bl = host.scales_lo ? plane * 2 : 0, bz = host.zeros ? plane : 0;
+    size_t bp = host.perm ? (size_t)host.k * 4 : 0;
+    size_t oq = 0, os = align256(oq + bq), ol = align256(os + bs), oz = align256(ol + bl), op = align256(oz + bz);
+    size_t total = align256(op + bp);
+    p->held_bytes = bq + bs + bl + bz;
+    e = cudaMalloc(&p->dbuf, total);
+    if (e != cudaSuccess) {
+        p->dbuf = NULL;
+        mpl_cw4_layout_free(&host);
+        cw4_destroy(p);
+        return cuda_fail(e, "allocating the packed weights on the device");
+    }
+    char *d = p->dbuf;
+    p->qweight = (const uint32_t *)(d + oq);
+    p->scales = (const uint16_t *)(d + os);
+    p->scales_lo = bl ? (const uint16_t *)(d + ol) : NULL;
+    p->zeros = bz ? (const uint8_t *)(d + oz) : NULL;
+    p->perm = bp ? (const int32_t *)(d + op) : NULL;
+    e = cudaMemcpy(d + oq, host.qweight, bq, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) e = cudaMemcpy(d + os, host.scales, bs, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess && bl) e = cudaMemcpy(d + ol, host.scales_lo, bl, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess && bz) e = cudaMemcpy(d + oz, host.zeros, bz, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess && bp) e = cudaMemcpy(d + op, host.perm, bp, cudaMemcpyHostToDevice);
+    mpl_cw4_layout_free(&host);
+    if (e != cudaSuccess) {
+        cw4_destroy(p);
+        return cuda_fail(e, "copying the packed weights to the device");
+    }
+    struct cudaMemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = p->device;
+    e = cudaMemPoolCreate(&p->pool, &props);
+    if (e == cudaSuccess) {
+        /* Keep freed scratch in the pool: after the first call of a size, apply allocates nothing. */
+        uint64_t keep = UINT64_MAX;
+        e = cudaMemPoolSetAttribute(p->pool, cudaMemPoolAttrReleaseThreshold, &keep);
+    } else {
+        p->pool = NULL;
+    }
+    if (e != cudaSuccess) {
+        cw4_destroy(p);
+        return cuda_fail(e, "creating the scratch memory pool");
+    }
+    const char *path = getenv("MPL_CUDA_W4A16_PATH");
+    p->path = !path ? PATH_AUTO : !strcmp(path, "skinny") ? PATH_SKINNY : !strcmp(path, "tc") ? PATH_TC : PATH_AUTO;
+    p->skinny_max_m = env_int("MPL_CUDA_W4A16_SKINNY_MAX_M", MPL_CW4_DEFAULT_SKINNY_MAX_M);
+    p->ksplit = env_int("MPL_CUDA_W4A16_KSPLIT", 0);
+    *out = p;
+    return MPL_OK;
+}
+
+static size_t cw4_workspace_size(const void *pp, int64_t m, int threads) {
+    (void)pp, (void)m, (void)threads;
+    return 0; /* device scratch comes from the layer's stream-ordered pool */
+}
+
+static size_t cw4_weight_bytes(const void *pp) { return ((const cw4_packed *)pp)->held_bytes; }
+
+/* Launch on device pointers (x already permuted for act-order). */
+static mpl_status run_kernels(const cw4_packed *p, int m, const void *x, const void *bias, void *y,
+                              cudaStream_t stream) {
+    mpl_cw4_args a;
+    memset(&a, 0, sizeof a);
+    a.qweight = p->qweight;
+    a.scales = p->scales;
+    a.scales_lo = p->scales_lo;
+    a.zeros = p->zeros;
+    a.n = (int)p->meta.n;
+    a.k = (int)p->meta.k;
+    a.n_pad = (int)p->meta.n_pad;
+    a.k_pad = (int)p->meta.k_pad;
+    if (p->meta.groups == 1) {
+        a.gs16 = 1 << 28; /* never reached: no group boundary inside K */
+        a.inv_gs16 = 0.0f;
+    } else {
+        a.gs16 = (int)(p->meta.group_size / 16);
+        a.inv_gs16 = 1.0f / (float)a.gs16;
+    }
+    a.scale_fmt = p->meta.scale_fmt;
+    a.act = (int)p->cfg.act;
+    a.m = m;
+    a.x = x;
+    a.bias = bias;
+    a.y = y;
+    a.ksplit = p->ksplit;
+    a.sms = p->sms;
+    a.cc = p->cc;
+    bool skinny = m <= MPL_CW4_SKINNY_MAX_M &&
+                  (p->path == PATH_SKINNY || (p->path == PATH_AUTO && m <= p->skinny_max_m));
+    int e = skinny ? mpl_cw4_launch_skinny(&a, stream) : mpl_cw4_launch_tc(&a, stream);
+    if (e != 0) return cuda_fail((cudaError_t)e, skinny ? "launching the skinny kernel" : "launching the tensor-core kernel");
+    return MPL_OK;
+}
+
+static mpl_status device_apply(const cw4_packed *p, int m, const void *x, const void *bias, void *y,
+                               cudaStream_t stream) {
+    if (!p->perm) return run_kernels(p, m, x, bias, y, stream);
+    size_t bytes = (size_t)m * (size_t)p->meta.k * 2;
+    void *xp = NULL;
+    cudaError_t e = cudaMallocFromPoolAsync(&xp, bytes, p->pool, stream);
+    if (e != cudaSuccess) return cuda_fail(e, "allocating act-order scratch");
+    int le = mpl_cw4_launch_permute(x, p->perm, xp, m, (int)p->meta.k, stream);
+    mpl_status st = le ? cuda_fail((cudaError_t)le, "launching the act-order permutation") : run_kernels(p, m, xp, bias, y, stream);
+    e = cudaFreeAsync(xp, stream);
+    if (st == MPL_OK && e != cudaSuccess) st = cuda_fail(e, "freeing act-order scratch");
+    return st;
+}
+
+static mpl_status host_apply(const cw4_packed *p, int m, const void *x, const void *bias, void *y) {
+    cudaStream_t stream = cudaStreamPerThread;
+    size_t bx = (size_t)m * (size_t)p->meta.k * 2, by = (size_t)m * (size_t)p->meta.n * 2;
+    size_t bb = bias ? (size_t)p->meta.n * 2 : 0;
+    size_t ox = 0, ob = align256(bx), oy = align256(ob + bb), total = align256(oy + by);
+    char *d = NULL;
+    cudaError_t e = cudaMallocFromPoolAsync((void **)&d, total, p->pool, stream);
+    if (e != cudaSuccess) return cuda_fail(e, "allocating device staging for host pointers");
+    mpl_status st = MPL_OK;
+    e = cudaMemcpyAsync(d + ox, x, bx, cudaMemcpyHostToDevice, stream);
+    if (e == cudaSuccess && bias) e = cudaMemcpyAsync(d + ob, bias, bb, cudaMemcpyHostToDevice, stream);
+    if (e != cudaSuccess) st = cuda_fail(e, "copying x and bias to the device");
+    if (st == MPL_OK) st = device_apply(p, m, d + ox, bias ? d + ob : NULL, d + oy, stream);
+    if (st == MPL_OK) {
+        e = cudaMemcpyAsync(y, d + oy, by, cudaMemcpyDeviceToHost, stream);
+        if (e != cudaSuccess) st = cuda_fail(e, "copying y to the host");
+    }
+    e = cudaFreeAsync(d, stream);
+    if (st == MPL_OK && e != cudaSuccess) st = cuda_fail(e, "freeing device staging");
+    e = cudaStreamSynchronize(stream);
+    if (st == MPL_OK && e != cudaSuccess) st = cuda_fail(e, "running the kernels");
+    return st;
+}
+
+static mpl_status cw4_apply(const void *pp, const mpl_apply_args *a) {
+    const cw4_packed *p = pp;
+    if (a->m > (int64_t)0x7fffffff)
+        return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "cuda_w4a16: m = %lld: must be below 2^31", (long long)a->m);
+    if (a->device_pointers && (((uintptr_t)a->x & 15) || ((uintptr_t)a->y & 15) || ((uintptr_t)a->bias & 1)))
+        return mpl_set_error(MPL_ERR_INVALID_ARGUMENT,
+                             "cuda_w4a16: device pointers x = %p, y = %p: must be 16-byte aligned (bias %p: 2-byte)",
+                             a->x, (void *)a->y, a->bias);
+    int cur = -1;
+    cudaError_t e = cudaGetDevice(&cur);
+    if (e != cudaSuccess) return cuda_fail(e, "cudaGetDevice");
+    if (cur != p->device && (e = cudaSetDevice(p->device)) != cudaSuccess) return cuda_fail(e, "cudaSetDevice");
+    mpl_status st = a->device_pointers ? device_apply(p, (int)a->m, a->x, a->bias, a->y, (cudaStream_t)a->stream)
+                                       : host_apply(p, (int)a->m, a->x, a->bias, a->y);
+    if (cur != p->device) cudaSetDevice(cur);
+    return st;
+}
+
+const mpl_kernel_desc mpl_kernel_cuda_w4a16 = {
+    .name = "cuda_w4a16",
+    .backend = MPL_BACKEND_CUDA,
+    .layout = "cuda_w4a16",
+    .requires = "CUDA device with compute capability 8.0+ (tuned for sm_90)",
+    .isa = 0,
+    .min_cc = 80,
+    .irregular_act_order = false,
+    .can_implement = cw4_can_implement,
+    .pack = cw4_pack,
+    .destroy = cw4_destroy,
+    .workspace_size = cw4_workspace_size,
+    .apply = cw4_apply,
+    .weight_bytes = cw4_weight_bytes,
+};

@@ -1,0 +1,162 @@
+/*
+ * w4a16_common.cuh -- device helpers shared by the CUDA W4A16 kernels: activation-type traits
+ * (dequantization into MMA fragments, the MMA itself, output conversion), loads, cp.async,
+ * group/scale/zero access and the cluster (distributed shared memory) split-K reduction.
+ *
+ * Exactness: a weight's integer value (code - zero, in [-15, 15]) is exact in f16 and bf16,
+ * and so is its product with an f16/bf16 activation in the MMA's fp32 accumulator. Each
+ * k16 MMA step therefore sums exact products in fp32; the group scale is applied in fp32
+ * to those partial sums ("fold"), never to the weights. See docs/layouts/cuda_w4a16.md.
+ */
+#ifndef MPL_CUDA_W4A16_COMMON_CUH
+#define MPL_CUDA_W4A16_COMMON_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#include <cooperative_groups.h>
+#endif
+
+#include "w4a16_launch.h"
+
+namespace cw4 {
+
+/* (a & b) | c in one instruction. */
+__device__ __forceinline__ uint32_t and_or(uint32_t a, uint32_t b, uint32_t c) {
+    uint32_t r;
+    asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+    return r;
+}
+
+/*
+ * f16 activations. Codes sit in the low mantissa bits of 1024.0 (0x6400): nibbles 0 and 4 of a
+ * word give (1024 + q) directly, nibbles 1 and 5 give (1024 + 16 q), scaled by 1/16 in the same
+ * FMA that subtracts (64 + zero). Rows g use the first form, rows g+8 the second, so one
+ * FMA per pair of weights does the whole dequantization, exactly.
+ */
+struct ActF16 {
+    static constexpr int id = 1;
+    /* Per-row additive constants: row g (first form) and row g+8 (second form). */
+    __device__ static __forceinline__ uint32_t add_row_g(uint32_t z) { return (0xE400u + z) * 0x10001u; }
+    __device__ static __forceinline__ uint32_t add_row_g8(uint32_t z) { return (0xD400u + 16u * z) * 0x10001u; }
+    __device__ static __forceinline__ void dequant(uint32_t w, uint32_t add_g, uint32_t add_g8, uint32_t a[4]) {
+        const uint32_t ONE = 0x3C003C00u, SIXTEENTH = 0x2C002C00u, MAGIC = 0x64006400u;
+        uint32_t w8 = w >> 8;
+        uint32_t q0 = and_or(w, 0x000f000fu, MAGIC), q1 = and_or(w, 0x00f000f0u, MAGIC);
+        uint32_t q2 = and_or(w8, 0x000f000fu, MAGIC), q3 = and_or(w8, 0x00f000f0u, MAGIC);
+        asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(a[0]) : "r"(q0), "r"(ONE), "r"(add_g));
+        asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(a[1]) : "r"(q1), "r"(SIXTEENTH), "r"(add_g8));
+        asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(a[2]) : "r"(q2), "r"(ONE), "r"(add_g));
+        asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(a[3]) : "r"(q3), "r"(SIXTEENTH), "r"(add_g8));
+    }
+    __device__ static __forceinline__ void mma(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+            "{%0,%1,%2,%3};"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
+    __device__ static __forceinline__ float to_float(uint16_t h) { return __half2float(__ushort_as_half(h)); }
+    __device__ static __forceinline__ uint16_t from_float(float f) { return __half_as_ushort(__float2half_rn(f)); }
+};
+
+/*
+ * bf16 activations. bf16 has 7 mantissa bits, so only the low nibble of each 16-bit half fits
+ * under 128.0 (0x4300): each pair is shifted down, masked and ORed in, then one FMA
+ * (x 1.0, + -(128 + zero)) leaves the exact integer value.
+ */
+struct ActBF16 {
+    static constexpr int id = 2;
+    __device__ static __forceinline__ uint32_t add_row_g(uint32_t z) { return (0xC300u + z) * 0x10001u; }
+    __device__ static __forceinline__ uint32_t add_row_g8(uint32_t z) { return (0xC300u + z) * 0x10001u; }
+    __device__ static __forceinline__ void dequant(uint32_t w, uint32_t add_g, uint32_t add_g8, uint32_t a[4]) {
+        const uint32_t ONE = 0x3F803F80u, MAGIC = 0x43004300u, MASK = 0x000f000fu;
+        uint32_t q0 = and_or(w, MASK, MAGIC), q1 = and_or(w >> 4, MASK, MAGIC);
+        uint32_t q2 = and_or(w >> 8, MASK, MAGIC), q3 = and_or(w >> 12, MASK, MAGIC);
+        asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(a[0]) : "r"(q0), "r"(ONE), "r"(add_g));
+        asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(a[1]) : "r"(q1), "r"(ONE), "r"(add_g8));
+        asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(a[2]) : "r"(q2), "r"(ONE), "r"(add_g));
+        asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(a[3]) : "r"(q3), "r"(ONE), "r"(add_g8));
+    }
+    __device__ static __forceinline__ void mma(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+            "{%0,%1,%2,%3};"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
+    __device__ static __forceinline__ float to_float(uint16_t h) { return __uint_as_float((uint32_t)h << 16); }
+    __device__ static __forceinline__ uint16_t from_float(float f) {
+        return __bfloat16_as_ushort(__float2bfloat16_rn(f));
+    }
+};
+
+/* Zero points of rows g (low byte) and g+8 (high byte) -> the two additive constants. */
+template <class A, bool ZP>
+__device__ __forceinline__ void zero_consts(uint32_t z16, uint32_t &add_g, uint32_t &add_g8) {
+    uint32_t zg = ZP ? (z16 & 0xffu) : 8u, zg8 = ZP ? (z16 >> 8) : 8u;
+    add_g = A::add_row_g(zg);
+    add_g8 = A::add_row_g8(zg8);
+}
+
+/* The exact float scale from the 16-bit plane(s) (mpl_cw4_scale_fmt). */
+__device__ __forceinline__ float scale_value(uint32_t hi, uint32_t lo, int fmt) {
+    if (fmt == 0) return __half2float(__ushort_as_half((unsigned short)hi));
+    return __uint_as_float((hi << 16) | (fmt == 2 ? lo : 0u));
+}
+
+/* Group of k16 step s (exact for s < 2^20; see docs/layouts/cuda_w4a16.md). */
+__device__ __forceinline__ int group_of_step(int s, float inv_gs16) {
+    return (int)(((float)s + 0.5f) * inv_gs16);
+}
+
+/* Streaming 16-byte load: weights are read once, so keep them out of L1. */
+__device__ __forceinline__ uint4 ldg_stream(const uint4 *p) {
+    uint4 r;
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+                 : "l"(p));
+    return r;
+}
+
+__device__ __forceinline__ uint32_t smem_addr(const void *p) {
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+/* 16-byte cp.async through L2 only; src_bytes 0 writes zeros (masked rows / k tail). */
+__device__ __forceinline__ void cp_async16(void *dst, const void *src, int src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;" ::"n"(N));
+}
+
+/* Cluster primitives (sm_90). The host launches clusters only on sm_90, so the sm_80 build
+ * never reaches these with more than one block. */
+__device__ __forceinline__ void cluster_sync() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    cooperative_groups::this_cluster().sync();
+#endif
+}
+__device__ __forceinline__ const float *cluster_peer(float *p, int rank) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    return cooperative_groups::this_cluster().map_shared_rank(p, (unsigned)rank);
+#else
+    (void)rank;
+    return p;
+#endif
+}
+
+/* Bias of output n as float (0 without bias). */
+template <class A>
+__device__ __forceinline__ float bias_value(const void *bias, int n) {
+    return bias ? A::to_float(((const uint16_t *)bias)[n]) : 0.0f;
+}
+
+} // namespace cw4
+
+#endif

@@ -1,0 +1,35 @@
+/* w4a16_dispatch.cu -- the tensor-core launcher by activation type, and the act-order permutation of x. */
+#include "w4a16_common.cuh"
+
+extern "C" int mpl_cw4_launch_tc_f16(const mpl_cw4_args *a, void *stream);
+extern "C" int mpl_cw4_launch_tc_bf16(const mpl_cw4_args *a, void *stream);
+
+extern "C" int mpl_cw4_launch_tc(const mpl_cw4_args *a, void *stream) {
+    return a->act == 1 ? mpl_cw4_launch_tc_f16(a, stream) : mpl_cw4_launch_tc_bf16(a, stream);
+}
+
+/* xp[i][j] = x[i][perm[j]]: each thread writes 8 consecutive outputs (one 16-byte store; k is a
+ * multiple of 8), gathering from the L2-resident row. */
+__global__ void cw4_permute(const uint16_t *__restrict__ x, const int32_t *__restrict__ perm,
+                            uint16_t *__restrict__ xp, int m, int k) {
+    int pieces = k / 8;
+    long long total = (long long)m * pieces;
+    for (long long v = blockIdx.x * (long long)blockDim.x + threadIdx.x; v < total;
+         v += (long long)gridDim.x * blockDim.x) {
+        int i = (int)(v / pieces), j = (int)(v % pieces) * 8;
+        const uint16_t *row = x + (size_t)i * k;
+        uint32_t o[4];
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            o[e] = (uint32_t)row[__ldg(perm + j + 2 * e)] | ((uint32_t)row[__ldg(perm + j + 2 * e + 1)] << 16);
+        *reinterpret_cast<uint4 *>(xp + (size_t)i * k + j) = make_uint4(o[0], o[1], o[2], o[3]);
+    }
+}
+
+extern "C" int mpl_cw4_launch_permute(const void *x, const int32_t *perm, void *xp, int m, int k, void *stream) {
+    long long total = (long long)m * (k / 8);
+    long long blocks = (total + 255) / 256;
+    if (blocks > 65535) blocks = 65535;
+    cw4_permute<<<(unsigned)blocks, 256, 0, (cudaStream_t)stream>>>((const uint16_t *)x, perm, (uint16_t *)xp, m, k);
+    return (int)cudaGetLastError();
+}

@@ -1,0 +1,273 @@
+/*
+ * w4a16_skinny.cu -- the skinny (decode) path of cuda_w4a16: m <= 16 rows.
+ *
+ * Memory-bound: the whole point is to stream the packed weights at the copy bandwidth.
+ *  - Each warp streams whole 512-byte blocks (16 rows x 64 channels): every lane does one
+ *    16-byte load per block, with U chunks x NW row tiles (8 loads, 128 bytes a lane) in flight
+ *    before the first use, bypassing L1.
+ *  - K is split across the 8 warps of a block (warp w takes chunks w, w+8, ...: the block
+ *    reads 4 KB contiguous per row tile per step) and, when there are too few row tiles to
+ *    fill the GPU, across the blocks of a cluster (sm_90), reduced through distributed shared
+ *    memory in a fixed order (deterministic, no workspace, no atomics).
+ *  - The MMA computes y^T = W x^T (weights are the 16-row A operand, x the 8-column B
+ *    operand), so m <= 8 wastes 7/8 of an MMA instead of 15/16; tensor-core work is far
+ *    below its ceiling here, what matters is bytes in flight.
+ *  - x fragments are 8-byte loads (L1-resident: every block reads the same x).
+ */
+#include "w4a16_common.cuh"
+
+namespace cw4 {
+
+constexpr int SK_THREADS = 256;
+constexpr int SK_WARPS = 8; /* warps along K within a block */
+constexpr int SK_NW = 2;    /* 16-row tiles per warp: two 16-byte loads per chunk per lane */
+constexpr int SK_U = 4;     /* chunks per warp in flight: 4 x 2 x 16 B = 128 B per lane */
+
+/* x fragments of one chunk: for each k16 step j and m tile, lane (g, t) holds
+ * x[mt*8 + g][c*64 + 16j + 4t .. +3] (zeros past m or k). */
+template <int MT>
+__device__ __forceinline__ void load_x_chunk(const mpl_cw4_args &a, int c, int g, int t, uint2 xf[4][MT]) {
+#pragma unroll
+    for (int j = 0; j < 4; j++)
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+            int m = mt * 8 + g, k = c * 64 + 16 * j + 4 * t;
+            xf[j][mt] = make_uint2(0u, 0u);
+            /* k is a multiple of 4 and K of 8, so k < K means all four are inside. */
+            if (m < a.m && k < a.k)
+                xf[j][mt] = *reinterpret_cast<const uint2 *>((const uint16_t *)a.x + (size_t)m * a.k + k);
+        }
+}
+
+/*
+ * CHUNK_GROUP: every 64-channel chunk lies in one group (group size a multiple of 64, or one
+ * group), so scales and zeros are fetched once per chunk along with the weights; otherwise
+ * they are fetched per k16 step, at the cost of exposed latency (uncommon group sizes).
+ */
+template <class A, bool ZP, int MT, bool CHUNK_GROUP>
+__global__ void __launch_bounds__(SK_THREADS, 2) cw4_skinny(const mpl_cw4_args a) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+    const int KC = a.k_pad >> 6;
+    const int S = gridDim.y, split = blockIdx.y;
+    const int c_begin = (int)((long long)KC * split / S), c_end = (int)((long long)KC * (split + 1) / S);
+    const int nt0 = blockIdx.x * SK_NW;
+    const uint4 *wq = reinterpret_cast<const uint4 *>(a.qweight);
+    const uint32_t *sc32 = reinterpret_cast<const uint32_t *>(a.scales);
+    const uint32_t *sl32 = reinterpret_cast<const uint32_t *>(a.scales_lo);
+    const uint16_t *z16 = reinterpret_cast<const uint16_t *>(a.zeros);
+
+    float acc[SK_NW][MT][4];
+#pragma unroll
+    for (int i = 0; i < SK_NW; i++)
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[i][mt][e] = 0.0f;
+
+    for (int cb = c_begin + warp; cb < c_end; cb += SK_WARPS * SK_U) {
+        uint4 wv[SK_U][SK_NW];
+        uint32_t shi[SK_U][SK_NW], slo[SK_U][SK_NW], zz[SK_U][SK_NW];
+#pragma unroll
+        for (int u = 0; u < SK_U; u++) {
+            int c = cb + u * SK_WARPS;
+#pragma unroll
+            for (int i = 0; i < SK_NW; i++)
+                wv[u][i] = c < c_end ? ldg_stream(wq + ((size_t)(nt0 + i) * KC + c) * 32 + lane) : make_uint4(0, 0, 0, 0);
+        }
+        if (CHUNK_GROUP) {
+#pragma unroll
+            for (int u = 0; u < SK_U; u++) {
+                int c = cb + u * SK_WARPS;
+                int grp = group_of_step(c * 4, a.inv_gs16);
+#pragma unroll
+                for (int i = 0; i < SK_NW; i++) {
+                    /* plane entries of a 16-row tile are interleaved: word g = rows (g, g+8) */
+                    size_t at = ((size_t)grp * a.n_pad + (size_t)(nt0 + i) * 16) / 2 + g;
+                    shi[u][i] = slo[u][i] = 0u;
+                    zz[u][i] = 0u;
+                    if (c < c_end) {
+                        shi[u][i] = __ldg(sc32 + at);
+                        if (a.scale_fmt == 2) slo[u][i] = __ldg(sl32 + at);
+                        if (ZP) zz[u][i] = __ldg(z16 + at);
+                    }
+                }
+            }
+        }
+        uint2 xf[4][MT];
+        load_x_chunk<MT>(a, cb, g, t, xf);
+#pragma unroll
+        for (int u = 0; u < SK_U; u++) {
+            int c = cb + u * SK_WARPS;
+            if (c >= c_end) break;
+            uint2 xn[4][MT];
+            /* next chunk's x now, so its latency hides behind this chunk's MMAs (masked past k) */
+            if (u + 1 < SK_U) load_x_chunk<MT>(a, c + SK_WARPS, g, t, xn);
+            float cg[SK_NW][MT][4];
+#pragma unroll
+            for (int i = 0; i < SK_NW; i++)
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) cg[i][mt][e] = 0.0f;
+            uint32_t add_g[SK_NW], add_g8[SK_NW];
+            if (CHUNK_GROUP)
+#pragma unroll
+                for (int i = 0; i < SK_NW; i++) zero_consts<A, ZP>(zz[u][i], add_g[i], add_g8[i]);
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                int grp = 0;
+                if (!CHUNK_GROUP) {
+                    grp = group_of_step(c * 4 + j, a.inv_gs16);
+#pragma unroll
+                    for (int i = 0; i < SK_NW; i++) {
+                        size_t at = ((size_t)grp * a.n_pad + (size_t)(nt0 + i) * 16) / 2 + g;
+                        zero_consts<A, ZP>(ZP ? (uint32_t)__ldg(z16 + at) : 0u, add_g[i], add_g8[i]);
+                    }
+                }
+#pragma unroll
+                for (int i = 0; i < SK_NW; i++) {
+                    uint32_t w = j == 0 ? wv[u][i].x : j == 1 ? wv[u][i].y : j == 2 ? wv[u][i].z : wv[u][i].w;
+                    uint32_t af[4];
+                    A::dequant(w, add_g[i], add_g8[i], af);
+#pragma unroll
+                    for (int mt = 0; mt < MT; mt++) A::mma(cg[i][mt], af, xf[j][mt].x, xf[j][mt].y);
+                }
+                /* Fold the finished partial sums into acc with the group scale: at the end of
+                 * the chunk (the warp's next chunk is 8 chunks on), or where a group ends. */
+                bool fold = CHUNK_GROUP ? j == 3 : (j == 3 || (c * 4 + j + 1) % a.gs16 == 0);
+                if (fold) {
+#pragma unroll
+                    for (int i = 0; i < SK_NW; i++) {
+                        uint32_t hi, lo;
+                        if (CHUNK_GROUP) {
+                            hi = shi[u][i];
+                            lo = slo[u][i];
+                        } else {
+                            size_t at = ((size_t)grp * a.n_pad + (size_t)(nt0 + i) * 16) / 2 + g;
+                            hi = __ldg(sc32 + at);
+                            lo = a.scale_fmt == 2 ? __ldg(sl32 + at) : 0u;
+                        }
+                        float s_g = scale_value(hi & 0xffffu, lo & 0xffffu, a.scale_fmt);
+                        float s_g8 = scale_value(hi >> 16, lo >> 16, a.scale_fmt);
+#pragma unroll
+                        for (int mt = 0; mt < MT; mt++) {
+                            acc[i][mt][0] += s_g * cg[i][mt][0];
+                            acc[i][mt][1] += s_g * cg[i][mt][1];
+                            acc[i][mt][2] += s_g8 * cg[i][mt][2];
+                            acc[i][mt][3] += s_g8 * cg[i][mt][3];
+#pragma unroll
+                            for (int e = 0; e < 4; e++) cg[i][mt][e] = 0.0f;
+                        }
+                    }
+                }
+            }
+            if (u + 1 < SK_U)
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+#pragma unroll
+                    for (int mt = 0; mt < MT; mt++) xf[j][mt] = xn[j][mt];
+        }
+    }
+
+    /* Reduce the 8 warps (fixed order), then the cluster's blocks (fixed order), then store. */
+    constexpr int R = SK_NW * MT * 4;         /* accumulators per lane */
+    constexpr int TN = SK_NW * 16, TM = MT * 8; /* block tile: rows of N x columns of M */
+    __shared__ float red[SK_WARPS][R][32];
+    __shared__ float tile[TM][TN + 1];
+#pragma unroll
+    for (int i = 0; i < SK_NW; i++)
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) red[warp][(i * MT + mt) * 4 + e][lane] = acc[i][mt][e];
+    __syncthreads();
+    for (int v = threadIdx.x; v < R * 32; v += SK_THREADS) {
+        int r = v >> 5, l = v & 31;
+        float s = 0.0f;
+#pragma unroll
+        for (int w = 0; w < SK_WARPS; w++) s += red[w][r][l];
+        int e = r & 3, mt = (r >> 2) % MT, i = (r >> 2) / MT;
+        int nl = i * 16 + (l >> 2) + 8 * (e >> 1), ml = mt * 8 + 2 * (l & 3) + (e & 1);
+        tile[ml][nl] = s;
+    }
+    __syncthreads();
+    const int E = TM * TN;
+    int e0 = 0, e1 = E;
+    if (S > 1) {
+        cluster_sync();
+        e0 = E * split / S;
+        e1 = E * (split + 1) / S;
+    }
+    for (int e = e0 + threadIdx.x; e < e1; e += SK_THREADS) {
+        int ml = e / TN, nl = e % TN;
+        int n = nt0 * 16 + nl;
+        if (ml >= a.m || n >= a.n) continue;
+        float s;
+        if (S > 1) {
+            s = 0.0f;
+            for (int q = 0; q < S; q++) s += cluster_peer(&tile[0][0], q)[ml * (TN + 1) + nl];
+        } else {
+            s = tile[ml][nl];
+        }
+        s += bias_value<A>(a.bias, n);
+        ((uint16_t *)a.y)[(size_t)ml * a.n + n] = A::from_float(s);
+    }
+    if (S > 1) cluster_sync(); /* keep this block's shared memory alive while peers read it */
+}
+
+template <class A, bool ZP, int MT, bool CG>
+static cudaError_t launch_one(const mpl_cw4_args *a, cudaStream_t stream, int ksplit) {
+    int ntiles = (a->n + 15) / 16;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)((ntiles + SK_NW - 1) / SK_NW), (unsigned)ksplit, 1);
+    cfg.blockDim = dim3(SK_THREADS, 1, 1);
+    cfg.dynamicSmemBytes = 0;
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 1;
+    attr[0].val.clusterDim.y = (unsigned)ksplit;
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = ksplit > 1 ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, cw4_skinny<A, ZP, MT, CG>, *a);
+}
+
+template <class A>
+static cudaError_t launch_act(const mpl_cw4_args *a, cudaStream_t stream, int ksplit) {
+    bool zp = a->zeros != nullptr;
+    bool cg = a->gs16 % 4 == 0; /* one group per chunk (also: one group overall, gs16 huge) */
+    bool two = a->m > 8;
+    if (zp) {
+        if (two) return cg ? launch_one<A, true, 2, true>(a, stream, ksplit) : launch_one<A, true, 2, false>(a, stream, ksplit);
+        return cg ? launch_one<A, true, 1, true>(a, stream, ksplit) : launch_one<A, true, 1, false>(a, stream, ksplit);
+    }
+    if (two) return cg ? launch_one<A, false, 2, true>(a, stream, ksplit) : launch_one<A, false, 2, false>(a, stream, ksplit);
+    return cg ? launch_one<A, false, 1, true>(a, stream, ksplit) : launch_one<A, false, 1, false>(a, stream, ksplit);
+}
+
+} // namespace cw4
+
+/*
+ * Split-K: with B blocks of row tiles, one wave holds sms * 2 blocks (two per SM by the launch
+ * bounds). Fewer blocks than that leave SMs idle or starved of loads in flight, so K is split
+ * until a wave is full, at most 8 ways (portable cluster size) and at least 8 chunks (one per
+ * warp) per split. Clusters need sm_90.
+ */
+extern "C" int mpl_cw4_launch_skinny(const mpl_cw4_args *a, void *stream) {
+    int KC = a->k_pad / 64;
+    int blocks = ((a->n + 15) / 16 + cw4::SK_NW - 1) / cw4::SK_NW;
+    int ksplit = a->ksplit;
+    if (ksplit <= 0) {
+        int slots = a->sms * 2;
+        ksplit = (slots + blocks - 1) / blocks;
+        if (ksplit > 8) ksplit = 8;
+        if (ksplit > KC / 8) ksplit = KC / 8;
+    }
+    if (ksplit > 8) ksplit = 8;
+    if (ksplit > KC) ksplit = KC;
+    if (ksplit < 1 || a->cc < 90) ksplit = 1;
+    cudaStream_t s = (cudaStream_t)stream;
+    cudaError_t e = a->act == 1 ? cw4::launch_act<cw4::ActF16>(a, s, ksplit) : cw4::launch_act<cw4::ActBF16>(a, s, ksplit);
+    return (int)e;
+}

@@ -1,0 +1,299 @@
+/*
+ * w4a16_tc.cuh -- the tensor-core (prefill) path of cuda_w4a16: a tiled GEMM over the same
+ * packed buffer, instantiated once per activation type in w4a16_tc_f16.cu / w4a16_tc_bf16.cu.
+ *
+ *  - Block tile BN rows of N x BM rows of M, one 64-channel chunk per pipeline stage. A stage
+ *    holds the chunk's weights (BN/16 blocks of 512 B, copied as they lie in memory), its x
+ *    rows (BM x 128 B, padded to 160 B a row: the 8-byte fragment reads are conflict-free),
+ *    and the group scales / zeros of its k16 steps. STAGES-deep cp.async pipeline, one
+ *    __syncthreads per chunk.
+ *  - Warps are WN x WM; each dequantizes its NT row tiles once per k16 step (one 16-byte
+ *    shared load per row tile per chunk) and runs NT x MTW mma.m16n8k16 (y^T = W x^T).
+ *    The x fragment of lane (g, t) is 8 contiguous bytes thanks to the layout's column order,
+ *    so a plain 8-byte shared load does what ldmatrix would (docs/layouts/cuda_w4a16.md).
+ *  - Group scales are applied in fp32 to each group's partial sums (exact integer weights in
+ *    the MMA); the partial-sum registers double the accumulators, hence one block per SM.
+ *  - Tiles are rasterised in bands of 8 row tiles of M so that concurrently running blocks
+ *    share weights and x through L2. Split-K (when there are too few tiles for a wave) goes
+ *    through a cluster and distributed shared memory, in a fixed order.
+ */
+#ifndef MPL_CUDA_W4A16_TC_CUH
+#define MPL_CUDA_W4A16_TC_CUH
+
+#include <atomic>
+
+#include "w4a16_common.cuh"
+
+namespace cw4 {
+
+constexpr int TC_THREADS = 256;
+constexpr int TC_XS = 160; /* shared bytes per x row: 128 of data + 32 so 8 rows hit 8 bank groups */
+constexpr int TC_BAND = 8; /* row tiles of M per raster band */
+constexpr int TC_MAX_DEV = 64;
+
+template <int BM, int BN, int WN, int WM, int STAGES>
+struct TcShape {
+    static constexpr int NT = BN / WN / 16; /* 16-row tiles per warp */
+    static constexpr int MTW = BM / WM / 8; /* 8-column tiles of M per warp */
+    static constexpr int W_BYTES = BN * 32;
+    static constexpr int X_BYTES = BM * TC_XS;
+    static constexpr int S_BYTES = 4 * BN * 2; /* four slots (k16 steps) of BN 16-bit scales */
+    static constexpr int Z_BYTES = 4 * BN;
+    static constexpr int STAGE = W_BYTES + X_BYTES + 2 * S_BYTES + Z_BYTES;
+    static constexpr int C_BYTES = BM * (BN + 4) * 4; /* fp32 output tile for the epilogue */
+    static constexpr int SMEM = STAGES * STAGE > C_BYTES ? STAGES * STAGE : C_BYTES;
+    static_assert(NT * WN * 16 == BN && MTW * WM * 8 == BM && WN * WM == TC_THREADS / 32, "warp layout");
+};
+
+/* nslot: 1 when every chunk lies in one group (scales/zeros once per chunk), else 4. */
+template <class A, bool ZP, int BM, int BN, int WN, int WM, int STAGES>
+__global__ void __launch_bounds__(TC_THREADS, 1)
+    cw4_tc(const mpl_cw4_args a, int tiles_m, int tiles_n, int nslot) {
+    using Sh = TcShape<BM, BN, WN, WM, STAGES>;
+    constexpr int NT = Sh::NT, MTW = Sh::MTW;
+    extern __shared__ __align__(16) unsigned char smem[];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
+    const int wn = warp % WN, wm = warp / WN;
+
+    const int tile = blockIdx.x;
+    const int band = tile / (TC_BAND * tiles_n);
+    const int first_m = band * TC_BAND;
+    const int band_m = min(tiles_m - first_m, TC_BAND);
+    const int in_band = tile - band * TC_BAND * tiles_n;
+    const int m0 = (first_m + in_band % band_m) * BM, n0 = (in_band / band_m) * BN;
+
+    const int KC = a.k_pad >> 6;
+    const int S = gridDim.y, split = blockIdx.y;
+    const int c_begin = (int)((long long)KC * split / S), c_end = (int)((long long)KC * (split + 1) / S);
+    const uint4 *wq = reinterpret_cast<const uint4 *>(a.qweight);
+    const uint16_t *x = reinterpret_cast<const uint16_t *>(a.x);
+
+    auto load_stage = [&](int c, int buf) {
+        unsigned char *st = smem + buf * Sh::STAGE;
+        for (int p = tid; p < BN * 2; p += TC_THREADS)
+            cp_async16(st + p * 16, wq + ((size_t)(n0 / 16 + (p >> 5)) * KC + c) * 32 + (p & 31), 16);
+        unsigned char *sx = st + Sh::W_BYTES;
+        for (int p = tid; p < BM * 8; p += TC_THREADS) {
+            int r = p >> 3, q = p & 7, m = m0 + r, k = c * 64 + q * 8;
+            bool ok = m < a.m && k < a.k; /* K is a multiple of 8: a 16-byte piece is all in or all out */
+            cp_async16(sx + r * TC_XS + q * 16, ok ? x + (size_t)m * a.k + k : x, ok ? 16 : 0);
+        }
+        unsigned char *ss = sx + Sh::X_BYTES;
+        for (int p = tid; p < nslot * (BN / 8); p += TC_THREADS) {
+            int s = p / (BN / 8), q = p % (BN / 8);
+            size_t at = (size_t)group_of_step(c * 4 + s, a.inv_gs16) * a.n_pad + n0 + q * 8;
+            cp_async16(ss + s * BN * 2 + q * 16, a.scales + at, 16);
+            if (a.scale_fmt == 2) cp_async16(ss + Sh::S_BYTES + s * BN * 2 + q * 16, a.scales_lo + at, 16);
+        }
+        if (ZP)
+            for (int p = tid; p < nslot * (BN / 16); p += TC_THREADS) {
+                int s = p / (BN / 16), q = p % (BN / 16);
+                size_t at = (size_t)group_of_step(c * 4 + s, a.inv_gs16) * a.n_pad + n0 + q * 16;
+                cp_async16(ss + 2 * Sh::S_BYTES + s * BN + q * 16, a.zeros + at, 16);
+            }
+    };
+
+    float acc[NT][MTW][4], cg[NT][MTW][4];
+#pragma unroll
+    for (int i = 0; i < NT; i++)
+#pragma unroll
+        for (int mt = 0; mt < MTW; mt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[i][mt][e] = cg[i][mt][e] = 0.0f;
+
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; s++) {
+        if (c_begin + s < c_end) load_stage(c_begin + s, s);
+        cp_async_commit();
+    }
+    int rem = a.gs16 - (c_begin * 4) % a.gs16; /* k16 steps until the current group ends */
+    for (int c = c_begin; c < c_end; c++) {
+        cp_async_wait<STAGES - 2>();
+        __syncthreads(); /* stage c landed for everyone; stage c-1's buffer is free */
+        {
+            int cn = c + STAGES - 1;
+            if (cn < c_end) load_stage(cn, (cn - c_begin) % STAGES);
+            cp_async_commit();
+        }
+        const unsigned char *st = smem + ((c - c_begin) % STAGES) * Sh::STAGE;
+        const unsigned char *sx = st + Sh::W_BYTES, *ss = sx + Sh::X_BYTES;
+        uint4 wv[NT];
+#pragma unroll
+        for (int i = 0; i < NT; i++) wv[i] = *reinterpret_cast<const uint4 *>(st + ((wn * NT + i) * 32 + lane) * 16);
+        uint32_t add_g[NT], add_g8[NT];
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const int slot = nslot == 1 ? 0 : j;
+            if (j == 0 || nslot != 1)
+#pragma unroll
+                for (int i = 0; i < NT; i++) {
+                    uint32_t z16 =
+                        ZP ? *reinterpret_cast<const uint16_t *>(ss + 2 * Sh::S_BYTES + slot * BN + (wn * NT + i) * 16 + 2 * g)
+                           : 0u;
+                    zero_consts<A, ZP>(z16, add_g[i], add_g8[i]);
+                }
+            uint2 xb[MTW];
+#pragma unroll
+            for (int mt = 0; mt < MTW; mt++)
+                xb[mt] = *reinterpret_cast<const uint2 *>(sx + ((wm * MTW + mt) * 8 + g) * TC_XS + (16 * j + 4 * t) * 2);
+#pragma unroll
+            for (int i = 0; i < NT; i++) {
+                uint32_t w = j == 0 ? wv[i].x : j == 1 ? wv[i].y : j == 2 ? wv[i].z : wv[i].w;
+                uint32_t af[4];
+                A::dequant(w, add_g[i], add_g8[i], af);
+#pragma unroll
+                for (int mt = 0; mt < MTW; mt++) A::mma(cg[i][mt], af, xb[mt].x, xb[mt].y);
+            }
+            --rem;
+            if (rem == 0 || (c == c_end - 1 && j == 3)) {
+                if (rem == 0) rem = a.gs16;
+#pragma unroll
+                for (int i = 0; i < NT; i++) {
+                    int off = slot * BN * 2 + (wn * NT + i) * 32 + 4 * g; /* word g: rows (g, g+8) */
+                    uint32_t hi = *reinterpret_cast<const uint32_t *>(ss + off);
+                    uint32_t lo = a.scale_fmt == 2 ? *reinterpret_cast<const uint32_t *>(ss + Sh::S_BYTES + off) : 0u;
+                    float s_g = scale_value(hi & 0xffffu, lo & 0xffffu, a.scale_fmt);
+                    float s_g8 = scale_value(hi >> 16, lo >> 16, a.scale_fmt);
+#pragma unroll
+                    for (int mt = 0; mt < MTW; mt++) {
+                        acc[i][mt][0] += s_g * cg[i][mt][0];
+                        acc[i][mt][1] += s_g * cg[i][mt][1];
+                        acc[i][mt][2] += s_g8 * cg[i][mt][2];
+                        acc[i][mt][3] += s_g8 * cg[i][mt][3];
+#pragma unroll
+                        for (int e = 0; e < 4; e++) cg[i][mt][e] = 0.0f;
+                    }
+                }
+            }
+        }
+    }
+    cp_async_wait<0>();
+    __syncthreads();
+
+    /* Epilogue: fp32 tile in shared memory (m-major), split-K sum over the cluster in rank
+     * order, bias, one rounding, 16-byte stores. */
+    float *sc = reinterpret_cast<float *>(smem);
+    constexpr int LD = BN + 4; /* (BN+4) % 32 == 4: the fragment writes hit 32 distinct banks */
+#pragma unroll
+    for (int i = 0; i < NT; i++)
+#pragma unroll
+        for (int mt = 0; mt < MTW; mt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                int nl = (wn * NT + i) * 16 + g + 8 * (e >> 1), ml = (wm * MTW + mt) * 8 + 2 * t + (e & 1);
+                sc[ml * LD + nl] = acc[i][mt][e];
+            }
+    __syncthreads();
+    const int mvalid = min(BM, a.m - m0);
+    int r0 = 0, r1 = mvalid;
+    if (S > 1) {
+        cluster_sync();
+        r0 = mvalid * split / S;
+        r1 = mvalid * (split + 1) / S;
+    }
+    constexpr int P = BN / 8;
+    for (int v = tid; v < (r1 - r0) * P; v += TC_THREADS) {
+        int ml = r0 + v / P, nl = (v % P) * 8, n = n0 + nl;
+        if (n >= a.n) continue; /* n and N are multiples of 8: the 8 outputs are all in or all out */
+        float s[8];
+        if (S > 1) {
+#pragma unroll
+            for (int e = 0; e < 8; e++) s[e] = 0.0f;
+            for (int q = 0; q < S; q++) {
+                const float *pc = cluster_peer(sc, q) + ml * LD + nl;
+                float4 u0 = *reinterpret_cast<const float4 *>(pc), u1 = *reinterpret_cast<const float4 *>(pc + 4);
+                s[0] += u0.x, s[1] += u0.y, s[2] += u0.z, s[3] += u0.w;
+                s[4] += u1.x, s[5] += u1.y, s[6] += u1.z, s[7] += u1.w;
+            }
+        } else {
+#pragma unroll
+            for (int e = 0; e < 8; e++) s[e] = sc[ml * LD + nl + e];
+        }
+        uint32_t o[4];
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            uint32_t lo16 = A::from_float(s[2 * e] + bias_value<A>(a.bias, n + 2 * e));
+            uint32_t hi16 = A::from_float(s[2 * e + 1] + bias_value<A>(a.bias, n + 2 * e + 1));
+            o[e] = lo16 | (hi16 << 16);
+        }
+        *reinterpret_cast<uint4 *>((uint16_t *)a.y + (size_t)(m0 + ml) * a.n + n) = make_uint4(o[0], o[1], o[2], o[3]);
+    }
+    if (S > 1) cluster_sync(); /* peers may still be reading this block's tile */
+}
+
+/*
+ * Split-K choice: with T tiles and `slots` resident blocks, a split s gives waves of
+ * ceil(T*s/slots); pick the s (<= 8, >= 4 chunks each) with the best filled fraction of the
+ * last wave, a small penalty per extra split (each costs a cluster reduction).
+ */
+static inline int tc_choose_ksplit(int tiles, int slots, int kc) {
+    if (tiles >= 4 * slots) return 1;
+    int best = 1;
+    double best_score = -1.0;
+    for (int s = 1; s <= 8 && s <= (kc / 4 > 1 ? kc / 4 : 1); s++) {
+        long long work = (long long)tiles * s;
+        long long waves = (work + slots - 1) / slots;
+        double score = (double)work / (double)(waves * slots) - 0.03 * (s - 1);
+        if (score > best_score) best_score = score, best = s;
+    }
+    return best;
+}
+
+template <class A, bool ZP, int BM, int BN, int WN, int WM, int STAGES>
+static cudaError_t tc_launch(const mpl_cw4_args *a, cudaStream_t stream) {
+    using Sh = TcShape<BM, BN, WN, WM, STAGES>;
+    auto kern = cw4_tc<A, ZP, BM, BN, WN, WM, STAGES>;
+    /* Per device: the shared-memory opt-in and the occupancy, set/computed once. */
+    static std::atomic<int> occ_cache[TC_MAX_DEV];
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e != cudaSuccess) return e;
+    int occ = dev < TC_MAX_DEV ? occ_cache[dev].load(std::memory_order_relaxed) : 0;
+    if (occ == 0) {
+        e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, Sh::SMEM);
+        if (e != cudaSuccess) return e;
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kern, TC_THREADS, Sh::SMEM);
+        if (e != cudaSuccess) return e;
+        if (occ < 1) return cudaErrorInvalidConfiguration;
+        if (dev < TC_MAX_DEV) occ_cache[dev].store(occ, std::memory_order_relaxed);
+    }
+    int tiles_m = (a->m + BM - 1) / BM, tiles_n = (a->n + BN - 1) / BN;
+    int tiles = tiles_m * tiles_n, kc = a->k_pad / 64;
+    int ksplit = a->ksplit > 0 ? a->ksplit : tc_choose_ksplit(tiles, a->sms * occ, kc);
+    if (ksplit > 8) ksplit = 8;
+    if (ksplit > kc) ksplit = kc;
+    if (ksplit < 1 || a->cc < 90) ksplit = 1;
+    int nslot = a->gs16 % 4 == 0 ? 1 : 4;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)tiles, (unsigned)ksplit, 1);
+    cfg.blockDim = dim3(TC_THREADS, 1, 1);
+    cfg.dynamicSmemBytes = Sh::SMEM;
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 1;
+    attr[0].val.clusterDim.y = (unsigned)ksplit;
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = ksplit > 1 ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, kern, *a, tiles_m, tiles_n, nslot);
+}
+
+/* Tile shapes by M: small M keeps 256 rows of N per block so x is re-read from L2 at most
+ * 4M/256 times the weight bytes; large M uses square 128 x 128 tiles (4 x 2 warps). */
+template <class A, bool ZP>
+static cudaError_t tc_dispatch_zp(const mpl_cw4_args *a, cudaStream_t s) {
+    if (a->m <= 16) return tc_launch<A, ZP, 16, 256, 8, 1, 5>(a, s);
+    if (a->m <= 32) return tc_launch<A, ZP, 32, 256, 8, 1, 5>(a, s);
+    if (a->m <= 64) return tc_launch<A, ZP, 64, 256, 8, 1, 5>(a, s);
+    return tc_launch<A, ZP, 128, 128, 2, 4, 4>(a, s);
+}
+
+template <class A>
+static cudaError_t tc_dispatch(const mpl_cw4_args *a, cudaStream_t s) {
+    return a->zeros ? tc_dispatch_zp<A, true>(a, s) : tc_dispatch_zp<A, false>(a, s);
+}
+
+} // namespace cw4
+
+#endif

@@ -1,0 +1,46 @@
+/* cuda_rt.c -- CUDA device query for builds with CUDA (the runtime API is plain C). */
+#include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <stdio.h>
+
+#include "../core/internal.h"
+
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static int g_devices, g_cc;
+static char g_name[64], g_note[128];
+
+/* Asked once per process: the answer does not change, and the first call initialises the
+ * CUDA runtime (tens of milliseconds), which later calls must not pay again. */
+static void query(void) {
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        snprintf(g_note, sizeof g_note, "no usable CUDA device: %s (%s)", cudaGetErrorString(e),
+                 cudaGetErrorName(e));
+        (void)cudaGetLastError();
+        return;
+    }
+    if (n == 0) {
+        snprintf(g_note, sizeof g_note, "no CUDA device found");
+        return;
+    }
+    struct cudaDeviceProp p;
+    e = cudaGetDeviceProperties(&p, 0);
+    if (e != cudaSuccess) {
+        snprintf(g_note, sizeof g_note, "cudaGetDeviceProperties(0): %s", cudaGetErrorString(e));
+        return;
+    }
+    g_devices = n;
+    g_cc = p.major * 10 + p.minor;
+    snprintf(g_name, sizeof g_name, "%.63s", p.name);
+    g_note[0] = 0;
+}
+
+int mpl_cuda_query(int *devices, int *cc, char *name, size_t name_cap, char *note, size_t note_cap) {
+    pthread_once(&g_once, query);
+    *devices = g_devices;
+    *cc = g_cc;
+    if (name_cap) snprintf(name, name_cap, "%s", g_name);
+    if (note_cap) snprintf(note, note_cap, "%s", g_note);
+    return 1;
+}
