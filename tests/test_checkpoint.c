@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "formats/safetensors.h"
@@ -231,19 +233,151 @@ static void api_errors(void **state) {
     assert_int_not_equal(mpl_model_layer_create(m, 0, &o, 0, &l), MPL_OK);
     assert_non_null(strstr(mpl_last_error(), "layer '"));
     /* A layer outlives its model. */
+    assert_int_equal(mpl_model_layer_get(m, 0, &info), MPL_OK);
+    int64_t K = info.config.k, N = info.config.n;
     assert_int_equal(mpl_model_layer_create(m, 0, NULL, MPL_ACT_F32, &l), MPL_OK);
     mpl_model_close(m);
-    float x[64 * 2], y[128 * 2];
-    for (int i = 0; i < 128; i++) x[i] = (float)(i % 7) - 3.0f;
+    float *x = malloc((size_t)(2 * K) * sizeof *x), *y = malloc((size_t)(2 * N) * sizeof *y);
+    for (int64_t i = 0; i < 2 * K; i++) x[i] = (float)(i % 7) - 3.0f;
     assert_int_equal(mpl_layer_apply(l, 2, x, NULL, y), MPL_OK);
     mpl_layer_destroy(l);
+    free(x);
+    free(y);
+}
+
+
+/* ---- the CLI (tools/cmd_checkpoint.c) driven as a user would ---- */
+
+static int cli_path(char *buf, size_t cap) {
+    const char *b = getenv("MPL_BUILD_DIR");
+    if (!b) return 0;
+    snprintf(buf, cap, "%s/mplinear", b);
+    FILE *f = fopen(buf, "rb");
+    if (!f) return 0;
+    fclose(f);
+    return 1;
+}
+
+/* Runs a shell command; returns its exit status and (up to cap bytes of) stdout. */
+static int run(const char *cmdline, char *out, size_t cap) {
+    FILE *p = popen(cmdline, "r");
+    assert_non_null(p);
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* A version 1.0 .npy file of float32 [rows, cols]. */
+static void write_npy_f32(const char *path, const float *v, int64_t rows, int64_t cols) {
+    char hdr[128];
+    int n = snprintf(hdr, sizeof hdr, "{'descr': '<f4', 'fortran_order': False, 'shape': (%lld, %lld), }",
+                     (long long)rows, (long long)cols);
+    int total = 10 + n + 1;
+    int pad = (64 - total % 64) % 64;
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    uint16_t hl = (uint16_t)(n + pad + 1);
+    fwrite("\x93NUMPY\x01\x00", 1, 8, f);
+    fwrite(&hl, 2, 1, f);
+    fwrite(hdr, 1, (size_t)n, f);
+    for (int i = 0; i < pad; i++) fputc(' ', f);
+    fputc('\n', f);
+    fwrite(v, sizeof *v, (size_t)(rows * cols), f);
+    fclose(f);
+}
+
+/* Reads the data of a version 1.0 float32 .npy file written by the CLI. */
+static float *read_npy_f32(const char *path, size_t count) {
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    unsigned char pre[10];
+    assert_int_equal(fread(pre, 1, 10, f), 10);
+    assert_int_equal(pre[6], 1);
+    size_t hl = (size_t)pre[8] | ((size_t)pre[9] << 8);
+    char *h = malloc(hl + 1);
+    assert_int_equal(fread(h, 1, hl, f), hl);
+    h[hl] = '\0';
+    assert_non_null(strstr(h, "'<f4'"));
+    free(h);
+    float *v = malloc(count * sizeof *v);
+    assert_int_equal(fread(v, sizeof *v, count, f), count);
+    fclose(f);
+    return v;
+}
+
+static void cli_commands(void **state) {
+    (void)state;
+    char bin[600], cmd[4096], out[65536], dir[512], exp[512];
+    if (!cli_path(bin, sizeof bin)) skip(); /* the CLI is not built in this configuration */
+    path_of(dir, sizeof dir, "ct-w4a16-asym", "");
+    path_of(exp, sizeof exp, "ct-w4a16-asym", ".expected.safetensors");
+    snprintf(cmd, sizeof cmd, "'%s' inspect '%s' --json", bin, dir);
+    assert_int_equal(run(cmd, out, sizeof out), 0);
+    int lines = 0;
+    for (char *p = out; (p = strchr(p, '\n')); p++) lines++;
+    assert_int_equal(lines, 7);
+    assert_non_null(strstr(out, "{\"name\": \"model.layers.0.mlp.down_proj\", \"k\": 128, \"n\": 64, \"wtype\": \"uint4\", "
+                                "\"group_size\": 32, \"zero_points\": true, \"act_order\": false"));
+    snprintf(cmd, sizeof cmd, "'%s' inspect '%s'", bin, dir);
+    assert_int_equal(run(cmd, out, sizeof out), 0);
+    assert_non_null(strstr(out, "compressed-tensors, activations f16, 7 quantized linear layers"));
+
+    /* apply: f32 activations against the tool's output; the bias is applied. */
+    mpl_st_file *ef;
+    assert_int_equal(mpl_st_open(exp, &ef), MPL_OK);
+    const char *layer = "model.layers.0.mlp.down_proj";
+    const float *x = f32_tensor(ef, layer, "x", 4, 128), *ye = f32_tensor(ef, layer, "y", 4, 64);
+    const float *s = f32_tensor(ef, layer, "s", 4, 64);
+    char xp[512], yp[512];
+    snprintf(xp, sizeof xp, "%s/mpl-ckpt-x-%d.npy", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+    snprintf(yp, sizeof yp, "%s/mpl-ckpt-y-%d.npy", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+    write_npy_f32(xp, x, 4, 128);
+    snprintf(cmd, sizeof cmd, "'%s' apply --checkpoint '%s' --layer %s --input '%s' --output '%s' --act f32 2>&1", bin,
+             dir, layer, xp, yp);
+    assert_int_equal(run(cmd, out, sizeof out), 0);
+    assert_non_null(strstr(out, "kernel: "));
+    float *y = read_npy_f32(yp, 4 * 64);
+    for (int e = 0; e < 4 * 64; e++) /* bound as in check_fixture, K = 128, exact oracle */
+        assert_true(fabs((double)y[e] - ye[e]) <= (double)(128 + 4) * ldexp(1.0, -24) * s[e] + 1e-30);
+    free(y);
+    /* Default activation type (f16 here): x and y rounded to f16, so a looser bound. */
+    snprintf(cmd, sizeof cmd, "'%s' apply --checkpoint '%s' --layer %s --input '%s' --output '%s' 2>&1", bin, dir,
+             layer, xp, yp);
+    assert_int_equal(run(cmd, out, sizeof out), 0);
+    assert_non_null(strstr(out, "act f16"));
+    y = read_npy_f32(yp, 4 * 64);
+    /* x rounded to f16 (2^-11 relative per term), the output rounded once to f16 (2^-11 |y|). */
+    for (int e = 0; e < 4 * 64; e++)
+        assert_true(fabs((double)y[e] - ye[e]) <= ldexp(1.0, -10) * (s[e] + fabs(ye[e])) + 1e-6);
+    free(y);
+    mpl_st_close(ef);
+    /* Errors: unknown layer (3), missing folder (6), bad input shape (3), help (0). */
+    snprintf(cmd, sizeof cmd, "'%s' apply --checkpoint '%s' --layer nope --input '%s' --output '%s' 2>&1", bin, dir, xp,
+             yp);
+    assert_int_equal(run(cmd, out, sizeof out), 3);
+    assert_non_null(strstr(out, "no quantized linear layer named 'nope'"));
+    snprintf(cmd, sizeof cmd, "'%s' inspect /nonexistent-mpl 2>&1", bin);
+    assert_int_equal(run(cmd, out, sizeof out), 6);
+    snprintf(cmd, sizeof cmd, "'%s' apply --checkpoint '%s' --layer model.layers.0.mlp.up_proj --input '%s' --output '%s' 2>&1",
+             bin, dir, xp, yp);
+    assert_int_equal(run(cmd, out, sizeof out), 3);
+    assert_non_null(strstr(out, "expected [M, 64]"));
+    snprintf(cmd, sizeof cmd, "'%s' inspect --help", bin);
+    assert_int_equal(run(cmd, out, sizeof out), 0);
+    /* bench: one row per layer and a total. */
+    snprintf(cmd, sizeof cmd, "'%s' bench --checkpoint '%s' --reps 3 --json", bin, dir);
+    assert_int_equal(run(cmd, out, sizeof out), 0);
+    assert_non_null(strstr(out, "\"total\": true, \"layers\": 7"));
+    unlink(xp);
+    unlink(yp);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(ct_mixed),      cmocka_unit_test(ct_asym),      cmocka_unit_test(ct_w4a8),
         cmocka_unit_test(gptq_actorder), cmocka_unit_test(gptq_v2_asym), cmocka_unit_test(awq_gemm),
-        cmocka_unit_test(api_errors),
+        cmocka_unit_test(api_errors),    cmocka_unit_test(cli_commands),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
