@@ -43,6 +43,32 @@ static bool all_exact(const float *s, size_t n, int fmt) {
     return true;
 }
 
+typedef struct {
+    mpl_cw4_layout *l;
+    const mpl_canonical *w;
+} pack_job;
+
+static void pack_rows(void *ctx, int tid, int nthreads) {
+    const pack_job *job = ctx;
+    mpl_cw4_layout *l = job->l;
+    const mpl_canonical *w = job->w;
+    int64_t NT = l->n_pad / MPL_CW4_NT, KC = l->k_pad / MPL_CW4_KC;
+    for (int64_t nt = NT * tid / nthreads; nt < NT * (tid + 1) / nthreads; nt++)
+        for (int64_t kc = 0; kc < KC; kc++)
+            for (int lane = 0; lane < 32; lane++)
+                for (int j = 0; j < 4; j++) {
+                    uint32_t word = 0;
+                    for (int i = 0; i < 8; i++) {
+                        int64_t n = nt * MPL_CW4_NT + mpl_cw4_nibble_row(lane, i);
+                        int64_t p = kc * MPL_CW4_KC + 16 * j + mpl_cw4_nibble_col(lane, i);
+                        uint32_t code = MPL_CW4_PAD_CODE;
+                        if (n < w->n && p < w->k) code = w->codes[n * w->k + (w->perm ? w->perm[p] : p)];
+                        word |= (code & 15u) << (4 * i);
+                    }
+                    l->qweight[mpl_cw4_word_index(l, nt, kc, lane, j)] = word;
+                }
+}
+
 mpl_status mpl_cw4_pack(const mpl_config *c, const mpl_canonical *w, mpl_cw4_layout *out) {
     memset(out, 0, sizeof *out);
     if (w->wtype != MPL_WTYPE_UINT4B8 && w->wtype != MPL_WTYPE_UINT4)
@@ -88,22 +114,12 @@ mpl_status mpl_cw4_pack(const mpl_config *c, const mpl_canonical *w, mpl_cw4_lay
     if (w->perm) memcpy(l->perm, w->perm, (size_t)l->k * sizeof(int32_t));
 
     /* Weights: lane (g = lane/4, t = lane%4) of block (nt, kc) holds, in word j, the eight
-     * codes of rows g and g+8 at columns 16j + 4t .. 16j + 4t + 3 (mpl_cw4_nibble_row/col). */
-    int64_t NT = l->n_pad / MPL_CW4_NT, KC = l->k_pad / MPL_CW4_KC;
-    for (int64_t nt = 0; nt < NT; nt++)
-        for (int64_t kc = 0; kc < KC; kc++)
-            for (int lane = 0; lane < 32; lane++)
-                for (int j = 0; j < 4; j++) {
-                    uint32_t word = 0;
-                    for (int i = 0; i < 8; i++) {
-                        int64_t n = nt * MPL_CW4_NT + mpl_cw4_nibble_row(lane, i);
-                        int64_t p = kc * MPL_CW4_KC + 16 * j + mpl_cw4_nibble_col(lane, i);
-                        uint32_t code = MPL_CW4_PAD_CODE;
-                        if (n < w->n && p < w->k) code = w->codes[n * w->k + (w->perm ? w->perm[p] : p)];
-                        word |= (code & 15u) << (4 * i);
-                    }
-                    l->qweight[mpl_cw4_word_index(l, nt, kc, lane, j)] = word;
-                }
+     * codes of rows g and g+8 at columns 16j + 4t .. 16j + 4t + 3 (mpl_cw4_nibble_row/col).
+     * Row tiles are independent: spread over the thread pool (a 70B MLP layer is 470M codes). */
+    pack_job job = {.l = l, .w = w};
+    int64_t NT = l->n_pad / MPL_CW4_NT;
+    int threads = mpl_pool_size();
+    mpl_parallel_run(threads < NT ? threads : (int)NT, pack_rows, &job);
     /* Scales and zeros: [group][n], padding rows get scale 0 and zero 8. */
     if (l->zeros) memset(l->zeros, MPL_CW4_PAD_CODE, plane);
     for (int64_t n = 0; n < w->n; n++)

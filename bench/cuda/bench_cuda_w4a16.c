@@ -1,0 +1,373 @@
+/*
+ * bench_cuda_w4a16.c -- cuda_w4a16 against cuBLAS bf16 (cublasGemmEx) and the device copy
+ * bandwidth, measured in the same run.
+ *
+ * Every timing is a CUDA-graph replay of L calls that rotate over R copies of the weights
+ * (R copies together >= 128 MB, over twice the H200's 60 MB L2, so every call reads cold
+ * weights), timed with CUDA events; per-call time = median over replays / L. Activations are
+ * one buffer (hot, as in inference). Our kernel runs through mpl_layer_apply_device.
+ *
+ *   bench_cuda_w4a16 [--m 1,16,64] [--shapes name,...] [--reps n] [--crossover] [--md file]
+ *
+ * Table: per shape and M, cuBLAS bf16 and ours in us, speedup, and for ours the bytes of an
+ * ideal int4 kernel (int4 weights + group-128 f16 scales + x + y) over the time as a share of
+ * the copy bandwidth. --crossover times both paths (skinny, tensor-core) for small M.
+ */
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mplinear.h"
+
+#define CK(call)                                                                                                 \
+    do {                                                                                                         \
+        cudaError_t e_ = (call);                                                                                 \
+        if (e_ != cudaSuccess) {                                                                                 \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));              \
+            exit(1);                                                                                             \
+        }                                                                                                        \
+    } while (0)
+#define CB(call)                                                                                                 \
+    do {                                                                                                         \
+        cublasStatus_t s_ = (call);                                                                              \
+        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                                       \
+            fprintf(stderr, "%s:%d: %s: cublas status %d\n", __FILE__, __LINE__, #call, (int)s_);                \
+            exit(1);                                                                                             \
+        }                                                                                                        \
+    } while (0)
+#define CM(call)                                                                                                 \
+    do {                                                                                                         \
+        mpl_status m_ = (call);                                                                                  \
+        if (m_ != MPL_OK) {                                                                                      \
+            fprintf(stderr, "%s:%d: %s: %s: %s\n", __FILE__, __LINE__, #call, mpl_status_string(m_),            \
+                    mpl_last_error());                                                                           \
+            exit(1);                                                                                             \
+        }                                                                                                        \
+    } while (0)
+
+typedef struct {
+    const char *name;
+    int64_t k, n;
+} shape;
+
+/* anchors.md: K = in_features, N = out_features */
+static const shape shapes[] = {
+    {"8B.qkv", 4096, 6144},      {"8B.o", 4096, 4096},       {"8B.gate_up", 4096, 28672},
+    {"8B.down", 14336, 4096},    {"70B.qkv", 8192, 10240},   {"70B.o", 8192, 8192},
+    {"70B.gate_up", 8192, 57344}, {"70B.down", 28672, 8192},
+};
+#define NSHAPES ((int)(sizeof shapes / sizeof shapes[0]))
+
+#define ROTATE_BYTES ((size_t)128 << 20)
+#define GROUP 128
+
+static int g_reps = 10;
+static cudaStream_t g_stream;
+static cudaEvent_t g_e0, g_e1;
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static uint64_t rng(void) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+static float frand(float lo, float hi) { return lo + (hi - lo) * (float)((rng() >> 40) * (1.0 / 16777216.0)); }
+
+static int cmp_float(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median time (us) of one replay of a captured graph, divided by calls. */
+typedef void (*issue_fn)(void *ctx, int i);
+static double time_graph(issue_fn issue, void *ctx, int calls) {
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CK(cudaStreamBeginCapture(g_stream, cudaStreamCaptureModeThreadLocal));
+    for (int i = 0; i < calls; i++) issue(ctx, i);
+    CK(cudaStreamEndCapture(g_stream, &graph));
+    CK(cudaGraphInstantiate(&exec, graph, 0));
+    CK(cudaGraphLaunch(exec, g_stream));
+    CK(cudaGraphLaunch(exec, g_stream));
+    CK(cudaStreamSynchronize(g_stream));
+    float t[64];
+    int reps = g_reps > 64 ? 64 : g_reps;
+    for (int r = 0; r < reps; r++) {
+        CK(cudaEventRecord(g_e0, g_stream));
+        CK(cudaGraphLaunch(exec, g_stream));
+        CK(cudaEventRecord(g_e1, g_stream));
+        CK(cudaEventSynchronize(g_e1));
+        CK(cudaEventElapsedTime(&t[r], g_e0, g_e1));
+    }
+    qsort(t, (size_t)reps, sizeof t[0], cmp_float);
+    CK(cudaGraphExecDestroy(exec));
+    CK(cudaGraphDestroy(graph));
+    return 1000.0 * t[reps / 2] / calls;
+}
+
+/* ---------- copy bandwidth ---------- */
+
+typedef struct {
+    void *a, *b;
+    size_t bytes;
+} copy_ctx;
+static void issue_copy(void *ctx, int i) {
+    copy_ctx *c = ctx;
+    CK(cudaMemcpyAsync(i & 1 ? c->a : c->b, i & 1 ? c->b : c->a, c->bytes, cudaMemcpyDeviceToDevice, g_stream));
+}
+/* bytes read + written per second, TB/s */
+static double copy_bandwidth(void) {
+    copy_ctx c = {.bytes = (size_t)1 << 30};
+    CK(cudaMalloc(&c.a, c.bytes));
+    CK(cudaMalloc(&c.b, c.bytes));
+    CK(cudaMemset(c.a, 1, c.bytes));
+    CK(cudaMemset(c.b, 2, c.bytes));
+    double us = time_graph(issue_copy, &c, 4);
+    CK(cudaFree(c.a));
+    CK(cudaFree(c.b));
+    return 2.0 * (double)c.bytes / (us * 1e-6) / 1e12;
+}
+
+/* ---------- cuBLAS bf16 ---------- */
+
+typedef struct {
+    cublasHandle_t h;
+    void **w;
+    int copies;
+    const void *x;
+    void *y;
+    int m, n, k;
+} blas_ctx;
+static void issue_blas(void *ctx, int i) {
+    blas_ctx *c = ctx;
+    const float one = 1.0f, zero = 0.0f;
+    /* row-major y[m][n] = x[m][k] W[n][k]^T  <=>  column-major y^T (n x m) = W^T' (n x k) x^T (k x m) */
+    CB(cublasGemmEx(c->h, CUBLAS_OP_T, CUBLAS_OP_N, c->n, c->m, c->k, &one, c->w[i % c->copies], CUDA_R_16BF, c->k,
+                    c->x, CUDA_R_16BF, c->k, &zero, c->y, CUDA_R_16BF, c->n, CUBLAS_COMPUTE_32F,
+                    CUBLAS_GEMM_DEFAULT));
+}
+
+/* ---------- ours ---------- */
+
+typedef struct {
+    mpl_layer **layers;
+    int copies;
+    const void *x;
+    void *y;
+    int64_t m;
+} ours_ctx;
+static void issue_ours(void *ctx, int i) {
+    ours_ctx *c = ctx;
+    mpl_status st = mpl_layer_apply_device(c->layers[i % c->copies], c->m, c->x, NULL, c->y, g_stream);
+    if (st != MPL_OK) {
+        fprintf(stderr, "apply_device: %s: %s\n", mpl_status_string(st), mpl_last_error());
+        exit(1);
+    }
+}
+
+static int copies_for(size_t bytes) {
+    size_t r = (ROTATE_BYTES + bytes - 1) / bytes;
+    return r < 2 ? 2 : (int)r;
+}
+static int calls_for(int copies) { return copies * ((8 + copies - 1) / copies); }
+
+/* R layers of one random uint4b8 group-128 checkpoint, created with MPL_CUDA_W4A16_PATH=path. */
+static mpl_layer **make_layers(const mpl_checkpoint_tensors *ck, const mpl_config *cfg, const char *path,
+                               int *copies) {
+    size_t bytes = (size_t)(cfg->n * cfg->k / 2 + cfg->n * (cfg->k / GROUP) * 2);
+    int r = copies_for(bytes);
+    mpl_layer **l = calloc((size_t)r, sizeof *l);
+    setenv("MPL_CUDA_W4A16_PATH", path, 1);
+    mpl_options o;
+    mpl_options_init(&o);
+    o.device = MPL_DEVICE_CUDA;
+    for (int i = 0; i < r; i++) CM(mpl_layer_create(cfg, ck, &o, &l[i]));
+    unsetenv("MPL_CUDA_W4A16_PATH");
+    if (strcmp(mpl_layer_kernel(l[0]), "cuda_w4a16") != 0) {
+        fprintf(stderr, "layer runs %s, not cuda_w4a16\n", mpl_layer_kernel(l[0]));
+        exit(1);
+    }
+    *copies = r;
+    return l;
+}
+static void free_layers(mpl_layer **l, int r) {
+    for (int i = 0; i < r; i++) mpl_layer_destroy(l[i]);
+    free(l);
+}
+
+/* A random uint4b8 group-128 layer written straight into the compressed-tensors layout (weight_packed
+ * [N][K/8] int32 of eight codes, weight_scale [N][K/128] f16): no encoding pass over 470M codes. */
+static void make_checkpoint(const shape *s, mpl_config *cfg, mpl_checkpoint_tensors *ck) {
+    mpl_config_init(cfg, s->k, s->n);
+    cfg->group_size = GROUP;
+    cfg->act = MPL_ACT_BF16;
+    memset(ck, 0, sizeof *ck);
+    size_t words = (size_t)(s->n * s->k / 8), ng = (size_t)(s->n * (s->k / GROUP));
+    uint32_t *w = malloc(words * 4);
+    uint16_t *sc = malloc(ng * 2);
+    if (!w || !sc) exit(1);
+    for (size_t i = 0; i < words; i++) w[i] = (uint32_t)(rng() >> 17);
+    for (size_t i = 0; i < ng; i++) sc[i] = mpl_f32_to_f16(frand(0.002f, 0.02f));
+    ck->layout = MPL_LAYOUT_CT;
+    ck->weight = (mpl_tensor){.data = w, .dtype = MPL_DTYPE_I32, .ndim = 2, .shape = {s->n, s->k / 8}};
+    ck->scales = (mpl_tensor){.data = sc, .dtype = MPL_DTYPE_F16, .ndim = 2, .shape = {s->n, s->k / GROUP}};
+}
+
+/* Random bf16 in [-1, 1): 16M values made on the host, tiled over the buffer on the device. */
+static void fill_bf16(void *dev, size_t count) {
+    static uint16_t *h;
+    const size_t chunk = (size_t)1 << 24;
+    if (!h) {
+        h = malloc(chunk * 2);
+        for (size_t i = 0; i < chunk; i++) h[i] = mpl_f32_to_bf16(frand(-1.0f, 1.0f));
+    }
+    for (size_t at = 0; at < count; at += chunk) {
+        size_t c = count - at < chunk ? count - at : chunk;
+        CK(cudaMemcpy((uint16_t *)dev + at, h, c * 2, cudaMemcpyHostToDevice));
+    }
+}
+
+static double ideal_bytes(const shape *s, int64_t m) {
+    return (double)s->n * (double)s->k / 2 + (double)s->n * (double)(s->k / GROUP) * 2 + (double)m * (double)s->k * 2 +
+           (double)m * (double)s->n * 2;
+}
+
+static int parse_list(const char *s, int64_t *out, int cap) {
+    int n = 0;
+    while (*s && n < cap) {
+        out[n++] = strtoll(s, (char **)&s, 10);
+        if (*s == ',') s++;
+    }
+    return n;
+}
+
+static int shape_selected(const char *list, const char *name) {
+    if (!list) return 1;
+    const char *p = strstr(list, name);
+    size_t l = strlen(name);
+    return p && (p == list || p[-1] == ',') && (p[l] == 0 || p[l] == ',');
+}
+
+int main(int argc, char **argv) {
+    int64_t ms[16] = {1, 16, 64, 256, 1024, 4096};
+    int nm = 6, crossover = 0;
+    const char *only = NULL, *md_path = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--m") && i + 1 < argc)
+            nm = parse_list(argv[++i], ms, 16);
+        else if (!strcmp(argv[i], "--shapes") && i + 1 < argc)
+            only = argv[++i];
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+            g_reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--crossover"))
+            crossover = 1;
+        else if (!strcmp(argv[i], "--md") && i + 1 < argc)
+            md_path = argv[++i];
+        else {
+            fprintf(stderr, "usage: %s [--m 1,16,...] [--shapes 8B.qkv,...] [--reps n] [--crossover] [--md file]\n",
+                    argv[0]);
+            return 2;
+        }
+    }
+    struct cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    CK(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
+    CK(cudaEventCreate(&g_e0));
+    CK(cudaEventCreate(&g_e1));
+    double bw = copy_bandwidth();
+    printf("device: %s, %d SMs, L2 %d MB; copy bandwidth (read + write) %.2f TB/s\n", prop.name,
+           prop.multiProcessorCount, prop.l2CacheSize >> 20, bw);
+    FILE *md = md_path ? fopen(md_path, "w") : NULL;
+    if (md) {
+        fprintf(md, "device: %s, %d SMs; copy bandwidth (read + write, same run) %.2f TB/s\n\n", prop.name,
+                prop.multiProcessorCount, bw);
+        fprintf(md, "| layer (K x N) | M | cuBLAS bf16 us | cuda_w4a16 us | speedup | ours %% of copy BW | ours TFLOP/s |\n");
+        fprintf(md, "|---|---|---|---|---|---|---|\n");
+    }
+    cublasHandle_t h;
+    CB(cublasCreate(&h));
+    CB(cublasSetStream(h, g_stream));
+    void *blas_ws;
+    size_t blas_ws_bytes = (size_t)64 << 20;
+    CK(cudaMalloc(&blas_ws, blas_ws_bytes));
+    CB(cublasSetWorkspace(h, blas_ws, blas_ws_bytes));
+
+    printf("%-12s %6s %11s %11s %8s %9s %9s %9s\n", "layer", "M", "cuBLAS us", "ours us", "speedup", "ours TB/s",
+           "% copyBW", "TFLOP/s");
+    for (int si = 0; si < NSHAPES; si++) {
+        const shape *s = &shapes[si];
+        if (!shape_selected(only, s->name)) continue;
+        int64_t mmax = 0;
+        for (int i = 0; i < nm; i++) mmax = ms[i] > mmax ? ms[i] : mmax;
+        mpl_config cfg;
+        mpl_checkpoint_tensors ck;
+        make_checkpoint(s, &cfg, &ck);
+        void *dx, *dy;
+        CK(cudaMalloc(&dx, (size_t)(mmax * s->k) * 2));
+        CK(cudaMalloc(&dy, (size_t)(mmax * s->n) * 2));
+        fill_bf16(dx, (size_t)(mmax * s->k));
+        if (crossover) {
+            int rs, rt;
+            mpl_layer **ls = make_layers(&ck, &cfg, "skinny", &rs);
+            mpl_layer **lt = make_layers(&ck, &cfg, "tc", &rt);
+            for (int i = 0; i < nm; i++) {
+                int64_t m = ms[i];
+                ours_ctx cs = {ls, rs, dx, dy, m}, ct = {lt, rt, dx, dy, m};
+                issue_ours(&cs, 0), issue_ours(&ct, 0);
+                CK(cudaStreamSynchronize(g_stream));
+                double us_s = m <= 16 ? time_graph(issue_ours, &cs, calls_for(rs)) : NAN;
+                double us_t = time_graph(issue_ours, &ct, calls_for(rt));
+                printf("crossover %-12s M=%-5lld skinny %9.2f us   tc %9.2f us\n", s->name, (long long)m, us_s, us_t);
+                if (md) fprintf(md, "| crossover %s | %lld | skinny %.2f | tc %.2f | | | |\n", s->name, (long long)m, us_s, us_t);
+            }
+            free_layers(ls, rs);
+            free_layers(lt, rt);
+        } else {
+            int r;
+            mpl_layer **layers = make_layers(&ck, &cfg, "auto", &r);
+            size_t wbf = (size_t)(s->n * s->k) * 2;
+            int rb = copies_for(wbf);
+            void **wb = calloc((size_t)rb, sizeof *wb);
+            for (int i = 0; i < rb; i++) {
+                CK(cudaMalloc(&wb[i], wbf));
+                if (i == 0)
+                    fill_bf16(wb[0], (size_t)(s->n * s->k));
+                else
+                    CK(cudaMemcpy(wb[i], wb[0], wbf, cudaMemcpyDeviceToDevice));
+            }
+            for (int i = 0; i < nm; i++) {
+                int64_t m = ms[i];
+                blas_ctx bc = {h, wb, rb, dx, dy, (int)m, (int)s->n, (int)s->k};
+                ours_ctx oc = {layers, r, dx, dy, m};
+                issue_blas(&bc, 0);
+                issue_ours(&oc, 0);
+                CK(cudaStreamSynchronize(g_stream));
+                double us_b = time_graph(issue_blas, &bc, calls_for(rb));
+                double us_o = time_graph(issue_ours, &oc, calls_for(r));
+                double tbs = ideal_bytes(s, m) / (us_o * 1e-6) / 1e12;
+                double tflops = 2.0 * (double)m * (double)s->n * (double)s->k / (us_o * 1e-6) / 1e12;
+                printf("%-12s %6lld %11.2f %11.2f %8.2f %9.2f %8.1f%% %9.1f\n", s->name, (long long)m, us_b, us_o,
+                       us_b / us_o, tbs, 100.0 * tbs / bw, tflops);
+                if (md)
+                    fprintf(md, "| %s (%lldx%lld) | %lld | %.1f | %.1f | %.2fx | %.1f%% | %.1f |\n", s->name,
+                            (long long)s->k, (long long)s->n, (long long)m, us_b, us_o, us_b / us_o, 100.0 * tbs / bw,
+                            tflops);
+                fflush(stdout);
+            }
+            for (int i = 0; i < rb; i++) CK(cudaFree(wb[i]));
+            free(wb);
+            free_layers(layers, r);
+        }
+        CK(cudaFree(dx));
+        CK(cudaFree(dy));
+        mpl_checkpoint_tensors_free(&ck);
+    }
+    if (md) fclose(md);
+    CK(cudaFree(blas_ws));
+    cublasDestroy(h);
+    return 0;
+}
