@@ -86,8 +86,9 @@ typedef enum tu_gidx_kind {
 
 typedef enum tu_data_kind {
     TU_DATA_RANDOM = 0, /* x in [-1,1], scales in +-[2^-7, 2^-3]: checked with tu_tolerance() */
-    TU_DATA_EXACT = 1   /* small-integer x, power-of-two scales: every fp32 partial sum is exact,
-                           so outputs must equal the rounded oracle bit for bit */
+    TU_DATA_EXACT = 1   /* small-integer x, scales in +-{2^-1..2^-4}: every fp32 partial sum is a
+                           multiple of 2^-4 below 2^20 in magnitude for K <= 2048, hence exact in
+                           any order, so outputs must equal the rounded oracle bit for bit */
 } tu_data_kind;
 
 /* A layer's weights as stored codes, the form mpl_checkpoint_encode takes. */
@@ -206,7 +207,8 @@ typedef struct tu_check_opts {
 void tu_check_opts_init(tu_check_opts *o);
 
 /*
- * One case: random weights/x/bias from seed for cfg and m rows; layers forced to `kernel` and
+ * One case: random weights/x/bias from seed for cfg and m rows (the layout must hold the config:
+ * AWQ needs n % (32/bits) == 0, ct-int wtype int4); layers forced to `kernel` and
  * to "ref"; the kernel is applied twice (outputs must be bit-identical) into guard-byte
  * buffers; both outputs are checked against the float64 oracle with tu_tolerance (EXACT
  * data: bit-exact) and the kernel against ref (EXACT: bit-identical). Everything printed on
