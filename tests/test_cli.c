@@ -599,7 +599,10 @@ static void test_apply_bad_npy(void **state) {
 
     write_bytes(bad, "", 0);
     BAD("empty file", "too short", 3, {"--weight", bad});
-    write_bytes(bad, "PK\x03\x04 this is a zip file, not npy", 34);
+    {
+        static const char zip[] = "PK\x03\x04 this is a zip file, not npy";
+        write_bytes(bad, zip, sizeof zip - 1);
+    }
     BAD("bad magic", "magic", 3, {"--weight", bad});
     {
         unsigned char b[16] = {0x93, 'N', 'U', 'M', 'P', 'Y', 4, 0, 10, 0};
