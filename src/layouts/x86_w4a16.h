@@ -1,0 +1,68 @@
+/*
+ * x86_w4a16.h -- the packed layout of the x86 W4A16 kernels (x86_avx512_w4a16,
+ * x86_avx2_w4a16). Bit-level spec: docs/layouts/x86_w4a16.md.
+ *
+ * N is cut into blocks of 64 output channels (the last one padded with zero
+ * weights and zero scales). A block is a run of groups; a group holds its 64
+ * scales, then (uint4 with zero points) its 64 zero points, then its weights
+ * as 32-byte chunks of 16 channels x 4 inputs, so that one 32-byte load feeds
+ * one micro-kernel step of one vector of channels. Blocks, groups and chunks
+ * follow each other without gaps, so a thread streaming a range of blocks
+ * reads one contiguous stretch of memory.
+ *
+ * Stored nibbles are normalised so that every weight type reads the same way:
+ * value = stored - zero, zero = 8 for uint4b8 and int4 (int4 nibbles are
+ * stored XOR 8), the per-group zero point for uint4.
+ */
+#ifndef MPL_LAYOUT_X86_W4A16_H
+#define MPL_LAYOUT_X86_W4A16_H
+
+#include "../core/internal.h"
+
+/* Output channels per block: four 16-lane AVX-512 vectors (eight AVX2 ones). */
+#define MPL_XW_NB 64
+/* Input channels per chunk, and bytes per chunk (16 channels x 4 inputs x 4 bits). */
+#define MPL_XW_CK 4
+#define MPL_XW_CHUNK_BYTES 32
+
+typedef enum mpl_xw_scale_fmt {
+    MPL_XW_SCALE_F32 = 0,
+    MPL_XW_SCALE_BF16 = 1,
+    MPL_XW_SCALE_F16 = 2
+} mpl_xw_scale_fmt;
+
+typedef struct mpl_xw_layout {
+    int64_t k, n;            /* logical shape */
+    int64_t np;              /* n rounded up to MPL_XW_NB */
+    int64_t nblocks;         /* np / MPL_XW_NB */
+    int64_t group_size;      /* effective (k when the config says -1) */
+    int64_t groups;
+    mpl_wtype wtype;         /* as configured (int4 is stored XOR 8) */
+    int zero_points;         /* 1: each group stores 64 zero points */
+    mpl_xw_scale_fmt scale_fmt; /* narrowest format that holds every scale exactly */
+    size_t scale_bytes;      /* per group: 64 * (2 or 4) */
+    size_t zero_bytes;       /* per group: 64 or 0 */
+    size_t group_bytes;      /* scale_bytes + zero_bytes + group_size * 32 */
+    size_t block_bytes;      /* groups * group_bytes */
+    uint8_t *data;           /* nblocks * block_bytes, 64-byte aligned */
+    int32_t *perm;           /* act-order: packed input j is input channel perm[j]; else NULL */
+    int32_t *g_idx;          /* act-order: the original g_idx (for unpack); else NULL */
+} mpl_xw_layout;
+
+/* Pack canonical weights (act-order must be uniform: group_size members per group). */
+mpl_status mpl_xw_pack(const mpl_config *cfg, const mpl_canonical *w, mpl_xw_layout *out);
+/* Rebuild the canonical form (codes in the original input order, scales, zeros, g_idx). */
+mpl_status mpl_xw_unpack(const mpl_xw_layout *l, mpl_canonical *out);
+void mpl_xw_free(mpl_xw_layout *l);
+/* Bytes of weights + scales + zeros (what decode streams). */
+size_t mpl_xw_bytes(const mpl_xw_layout *l);
+
+/* Address of block b, group g: scales, zeros, first chunk. */
+static inline const uint8_t *mpl_xw_group(const mpl_xw_layout *l, int64_t b, int64_t g) {
+    return l->data + (size_t)b * l->block_bytes + (size_t)g * l->group_bytes;
+}
+static inline const uint8_t *mpl_xw_group_weights(const mpl_xw_layout *l, int64_t b, int64_t g) {
+    return mpl_xw_group(l, b, g) + l->scale_bytes + l->zero_bytes;
+}
+
+#endif
