@@ -174,7 +174,7 @@ mpl_status mpl_choose_internal(const mpl_config *cfg, const mpl_options *opt, in
             if (count) *count = written;
             return MPL_OK;
         }
-        if (!is_hardware_reason(r) && r != MPL_REASON_DISABLED) any_param_reason = true;
+        if (!is_hardware_reason(r)) any_param_reason = true; /* DISABLED is a choice, not hardware */
         int w = snprintf(all + used, sizeof all - used, "\n  %s: %s: %s", table[i]->name, mpl_reason_name(r), msg);
         if (w > 0 && (size_t)w < sizeof all - used) used += (size_t)w;
     }
