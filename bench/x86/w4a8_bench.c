@@ -10,7 +10,8 @@
  *
  * Cold weights: enough layer copies that their weights total >= --cold-gib (default 1.25 GiB;
  * the L3 here is 480 MiB), applied in rotation; medians over --reps applies.
- * Usage: w4a8_bench [--reps R] [--cold-gib G] [--threads T1,T2] [--quick]
+ * Usage: w4a8_bench [--reps R] [--cold-gib G] [--threads T1,T2] [--quick] [--only decode|prefill]
+ *   --quick: no oneDNN rows; --only: one half of the table.
  */
 #define _GNU_SOURCE
 #include <immintrin.h>
@@ -64,24 +65,32 @@ typedef struct {
     long long sink;
 } rd_arg;
 
+/* Four sequential streams per thread (the decode kernel reads four weight panels at once), whole lines. */
 static void *rd_thread(void *v) {
     rd_arg *a = v;
     __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
-    for (size_t i = 0; i + 4 <= a->n; i += 4) {
-        s0 = _mm256_xor_si256(s0, _mm256_load_si256(a->p + i));
-        s1 = _mm256_xor_si256(s1, _mm256_load_si256(a->p + i + 1));
-        s2 = _mm256_xor_si256(s2, _mm256_load_si256(a->p + i + 2));
-        s3 = _mm256_xor_si256(s3, _mm256_load_si256(a->p + i + 3));
+    const size_t q = a->n / 4 / 2 * 2;
+    const __m256i *p0 = a->p, *p1 = p0 + q, *p2 = p1 + q, *p3 = p2 + q;
+    for (size_t i = 0; i < q; i += 2) {
+        s0 = _mm256_xor_si256(s0, _mm256_xor_si256(_mm256_load_si256(p0 + i), _mm256_load_si256(p0 + i + 1)));
+        s1 = _mm256_xor_si256(s1, _mm256_xor_si256(_mm256_load_si256(p1 + i), _mm256_load_si256(p1 + i + 1)));
+        s2 = _mm256_xor_si256(s2, _mm256_xor_si256(_mm256_load_si256(p2 + i), _mm256_load_si256(p2 + i + 1)));
+        s3 = _mm256_xor_si256(s3, _mm256_xor_si256(_mm256_load_si256(p3 + i), _mm256_load_si256(p3 + i + 1)));
     }
     s0 = _mm256_xor_si256(_mm256_xor_si256(s0, s1), _mm256_xor_si256(s2, s3));
     a->sink = _mm256_extract_epi64(s0, 0);
     return NULL;
 }
 
+/* Median read rate over a 1 GiB buffer (allocated and touched once). */
+static __m256i *rd_buf;
 static double read_bw(int threads) {
     const size_t bytes = (size_t)1 << 30;
-    __m256i *buf = aligned_alloc(64, bytes);
-    memset(buf, 1, bytes);
+    if (!rd_buf) {
+        rd_buf = aligned_alloc(64, bytes);
+        memset(rd_buf, 1, bytes);
+    }
+    __m256i *buf = rd_buf;
     double t[7];
     for (int r = 0; r < 7; r++) {
         pthread_t th[8];
@@ -95,7 +104,6 @@ static double read_bw(int threads) {
         for (int i = 0; i < threads; i++) pthread_join(th[i], NULL);
         t[r] = now() - t0;
     }
-    free(buf);
     return (double)bytes / median(t, 7) / 1e9;
 }
 
@@ -257,24 +265,32 @@ static void *act_random(int64_t count, float scale) {
 
 int main(int argc, char **argv) {
     int tlist[2] = {1, 2}, nt = 2, quick = 0;
+    const char *only = "";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--cold-gib") && i + 1 < argc) cold_bytes = atof(argv[++i]) * (1 << 30);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) nt = sscanf(argv[++i], "%d,%d", &tlist[0], &tlist[1]);
         else if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--reps R] [--cold-gib G] [--threads T1,T2] [--quick]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--reps R] [--cold-gib G] [--threads T1,T2] [--quick] [--only decode|prefill]\n",
+                    argv[0]);
             return 2;
         }
     }
     if (reps < 3) reps = 3;
+    for (int i = 0; i < nt; i++)
+        if (tlist[i] < 1 || tlist[i] > 8) {
+            fprintf(stderr, "--threads: each count must be in 1..8\n");
+            return 2;
+        }
     mpl_platform_info pi;
     mpl_platform_get(&pi);
     char isa[256];
     mpl_isa_string(pi.isa, isa, sizeof isa);
     printf("# cpu: %s (%d threads); isa: %s\n# reps %d (medians), cold weights >= %.2f GiB rotated\n\n", pi.cpu_model,
            pi.cpu_threads, isa, reps, cold_bytes / (1 << 30));
-    double bw[3] = {0, 0, 0};
+    double bw[9] = {0};
     for (int i = 0; i < nt; i++) {
         bw[tlist[i]] = read_bw(tlist[i]);
         printf("# read bandwidth, 1 GiB, %d thread(s): %.1f GB/s\n", tlist[i], bw[tlist[i]]);
@@ -285,24 +301,30 @@ int main(int argc, char **argv) {
         const char *name;
         int64_t k, n;
     } dec[] = {{"gate_up decode", 4096, 28672}, {"down decode", 14336, 4096}};
-    for (int d = 0; d < 2; d++) {
+    for (int d = 0; d < 2 && strcmp(only, "prefill") != 0; d++) {
         mpl_config c = w4a8_config(dec[d].k, dec[d].n);
         mpl_checkpoint_tensors ck = make_ckpt(&c);
         void *x = act_random(c.k, 1.0f), *y = malloc((size_t)c.n * 2);
         for (int i = 0; i < nt; i++) {
             int t = tlist[i];
             layer_set s = make_set(&c, &ck, t, cold_bytes);
-            row(dec[d].name, 1, c.k, c.n, t, s.kernel, time_set(&s, 1, x, y), (double)s.wbytes, bw[t]);
+            /* The machine is shared: read bandwidth is measured right before and after each timing and averaged. */
+            double b0 = read_bw(t), sec = time_set(&s, 1, x, y), b1 = read_bw(t);
+            printf("# read bandwidth around the next row, %d thread(s): %.1f / %.1f GB/s\n", t, b0, b1);
+            row(dec[d].name, 1, c.k, c.n, t, s.kernel, sec, (double)s.wbytes, 0.5 * (b0 + b1));
             free_set(&s);
             if (!quick) {
-                double sec = onednn_s8(1, c.k, c.n, t, cold_bytes);
-                if (sec > 0) row(dec[d].name, 1, c.k, c.n, t, "oneDNN s8 dense", sec, (double)c.k * (double)c.n, bw[t]);
+                b0 = read_bw(t);
+                sec = onednn_s8(1, c.k, c.n, t, cold_bytes);
+                b1 = read_bw(t);
+                if (sec > 0) row(dec[d].name, 1, c.k, c.n, t, "oneDNN s8 dense", sec, (double)c.k * (double)c.n, 0.5 * (b0 + b1));
             }
         }
         mpl_checkpoint_tensors_free(&ck);
         free(x);
         free(y);
     }
+    if (!strcmp(only, "decode")) return 0;
     /* Prefill. */
     const int64_t M = 512, K = 4096, N = 4096;
     mpl_config c = w4a8_config(K, N);

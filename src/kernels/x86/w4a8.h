@@ -30,7 +30,6 @@ typedef struct mpl_w4a8_job {
     char *scratch;    /* per thread: scratch_stride bytes */
     size_t scratch_stride;
     int variant;      /* mpl_w4a8_variant */
-    int nthreads;
 } mpl_w4a8_job;
 
 typedef enum mpl_w4a8_variant {

@@ -119,7 +119,7 @@ static size_t round64(size_t b) { return (b + 63) & ~(size_t)63; }
  * rows of a VNNI micro-tile) never share one L1 set (a 4 KiB stride would map them all to one). */
 static int64_t qx_stride(int64_t k) { return (k + 63) / 64 * 64 + 64; }
 
-/* Workspace: qx [m_pad][k] | sumq [m_pad][groups] | sx [m_pad] | per thread: max(f32 row, AMX scratch). */
+/* Workspace: qx [m_pad][qx_stride] | sumq [m_pad][groups] | sx [m_pad] | per thread: max(f32 row, AMX scratch). */
 static size_t scratch_stride(int64_t k) {
     size_t row = (size_t)k * sizeof(float), amx = mpl_w4a8_amx_scratch(k);
     return round64(row > amx ? row : amx);
@@ -143,9 +143,9 @@ static size_t workspace_size(const void *packed, int64_t m, int threads) {
 
 static void quant_task(void *ctx, int tid, int nt) {
     const mpl_w4a8_job *j = ctx;
-    int64_t rows = (int64_t)((j->variant == MPL_W4A8_AMX)
-                                 ? (j->m + MPL_W4A8_ROW_PAD - 1) / MPL_W4A8_ROW_PAD * MPL_W4A8_ROW_PAD
-                                 : j->m);
+    /* The AMX path reads whole 32-row blocks: its padding rows get q = 0. */
+    int64_t rows = j->variant == MPL_W4A8_AMX ? (j->m + MPL_W4A8_ROW_PAD - 1) / MPL_W4A8_ROW_PAD * MPL_W4A8_ROW_PAD
+                                              : j->m;
     int64_t m0 = rows * tid / nt, m1 = rows * (tid + 1) / nt;
     float *fbuf = (float *)(j->scratch + (size_t)tid * j->scratch_stride);
     if (j->variant >= MPL_W4A8_AVX512)
@@ -197,7 +197,6 @@ static mpl_status apply(const void *packed, const mpl_apply_args *a) {
     ws += round64((size_t)mp * 4);
     j.scratch = ws;
     j.scratch_stride = scratch_stride(p->k);
-    j.nthreads = threads;
     mpl_parallel_run(a->m < QUANT_PARALLEL_ROWS ? 1 : threads, quant_task, &j);
     mpl_parallel_run(threads, gemm_task, &j);
     return MPL_OK;
