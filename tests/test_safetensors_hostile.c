@@ -372,6 +372,17 @@ static void folder_configs(void **state) {
                "{\"quantization_config\":{\"quant_method\":\"compressed-tensors\",\"format\":\"pack-quantized\","
                "\"config_groups\":{\"g\":{\"targets\":[\"re:[\"],\"weights\":{\"num_bits\":4,\"group_size\":32}}}}}");
     expect_open(MPL_ERR_UNSUPPORTED, "config.json", "re:[");
+    /* Patterns that could make regcomp/regexec slow (found by fuzz_hfconfig) are refused. */
+    write_text("config.json",
+               "{\"quantization_config\":{\"quant_method\":\"compressed-tensors\",\"format\":\"pack-quantized\","
+               "\"config_groups\":{\"g\":{\"targets\":[\"re:.*\\\\*******.gate$\"],\"weights\":{\"num_bits\":4,"
+               "\"group_size\":32}}}}}");
+    expect_open(MPL_ERR_UNSUPPORTED, "config.json", "quantifier right after another");
+    write_text("config.json",
+               "{\"quantization_config\":{\"quant_method\":\"compressed-tensors\",\"format\":\"pack-quantized\","
+               "\"config_groups\":{\"g\":{\"targets\":[\"re:(a*)\\\\1\"],\"weights\":{\"num_bits\":4,"
+               "\"group_size\":32}}}}}");
+    expect_open(MPL_ERR_UNSUPPORTED, "config.json", "back-reference");
     write_text("config.json",
                "{\"quantization_config\":{\"quant_method\":\"compressed-tensors\",\"format\":\"pack-quantized\","
                "\"config_groups\":{\"g\":{\"targets\":[\"Linear\"],\"weights\":{\"num_bits\":4,\"group_size\":32},"

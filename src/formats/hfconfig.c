@@ -245,12 +245,42 @@ static mpl_status parse_awq(const char *label, json_object *q, mpl_hf_config *c)
 
 /* ---- compressed-tensors ---- */
 
+/*
+ * Patterns come from the file: keep them to what module-name patterns need, so
+ * that neither regcomp nor regexec can be made to take exponential time.
+ * Refused: more than 512 bytes, more than 32 quantifiers, a quantifier right
+ * after another ("a**", undefined in POSIX), back-references (a GNU extension
+ * whose matching is NP-hard).
+ */
+static const char *regex_untame(const char *p) {
+    size_t n = strlen(p), quants = 0;
+    if (n > 512) return "longer than 512 bytes";
+    int prev_quant = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] == '\\' && i + 1 < n) {
+            if (p[i + 1] >= '1' && p[i + 1] <= '9') return "a back-reference";
+            i++;
+            prev_quant = 0;
+            continue;
+        }
+        int q = p[i] == '*' || p[i] == '+' || p[i] == '?' || p[i] == '{';
+        if (q && prev_quant) return "a quantifier right after another";
+        if (q && ++quants > 32) return "more than 32 quantifiers";
+        if (p[i] == '{') /* skip the bound's digits */
+            while (i + 1 < n && p[i] != '}') i++;
+        prev_quant = q;
+    }
+    return NULL;
+}
+
 /* Python's re.match semantics on POSIX ERE: anchored at the start; \d becomes [0-9]. */
 static mpl_status compile_target(const char *label, const char *ctx, const char *s, mpl_hf_target *t) {
     t->text = strdup(s);
     if (!t->text) return mpl_set_error(MPL_ERR_OUT_OF_MEMORY, "%s: out of memory", label);
     if (strncmp(s, "re:", 3) == 0) {
         const char *p = s + 3;
+        const char *why = regex_untame(p);
+        if (why) return UNSUP("%s: %s'%.80s': pattern refused (%s)", label, ctx, s, why);
         size_t n = strlen(p);
         char *pat = malloc(n * 5 + 8); /* "\d" -> "[0-9]" at most 5/2 longer; plus "^(" ")" */
         if (!pat) return mpl_set_error(MPL_ERR_OUT_OF_MEMORY, "%s: out of memory", label);
