@@ -7,7 +7,8 @@
 # folder holding binaries built elsewhere (test_cuda_w4a16, bench_cuda_w4a16, mplinear, and lib/ with
 # any shared libraries the device image lacks, e.g. libcmocka.so.0). H200_DEPS may name a folder with
 # include/cmocka.h and lib/libcmocka.so for the build. Logs and the results table go to $OUT:
-#   nvidia-smi.txt, build.log, test.log, cli.log, bench.log, h200.md (table), crossover.log, sanitizer.log
+#   nvidia-smi.txt, build.log, test.log, cli.log, bench.log, h200.md (table), crossover.log, ncu_*.txt (H200_NCU=1),
+#   sanitizer.log (H200_SANITIZE=1)
 # "quick" runs a reduced benchmark (M = 1 and 16 on the two Llama-3-70B MLP shapes).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -49,7 +50,7 @@ grep -E "PASSED|FAILED|SKIPPED|device matrix|^FAIL" "$OUT/test.log" | head -40
 stamp "cli"
 { "$C" info --device cuda --k 8192 --n 57344 --group-size 128
   "$C" verify --device cuda --k 7392 --n 1408 --m 16 --group-size 32 --act f16
-  "$C" verify --device cuda --k 4096 --n 10944 --m 300 --wtype uint4 --group-size 64 --act-order; } > "$OUT/cli.log" 2>&1
+  "$C" verify --device cuda --k 4096 --n 10944 --m 33 --wtype uint4 --group-size 64 --act-order; } > "$OUT/cli.log" 2>&1
 echo "cli exit $?" >> "$OUT/cli.log"
 tail -5 "$OUT/cli.log"
 
@@ -60,6 +61,14 @@ else
     timeout 240 "$B" --md "$OUT/h200.md" 2>&1 | tee "$OUT/bench.log"
     stamp "crossover"
     timeout 100 "$B" --crossover --m 1,2,4,8,12,16,24,32,48,64 --shapes 8B.qkv,8B.gate_up,70B.down 2>&1 | tee "$OUT/crossover.log"
+fi
+
+if [ -n "${H200_NCU:-}" ] && command -v ncu > /dev/null; then
+    stamp "ncu (one launch each: tensor-core M=4096 70B.o, skinny M=1 70B.down)"
+    sec="--section SpeedOfLight --section WarpStateStats --section ComputeWorkloadAnalysis --section SchedulerStats --section MemoryWorkloadAnalysis --section Occupancy"
+    timeout 120 ncu --clock-control none $sec -k regex:cw4_tc -c 1 "$B" --shapes 70B.o --m 4096 --reps 1 > "$OUT/ncu_tc.txt" 2>&1
+    timeout 90 ncu --clock-control none $sec -k regex:cw4_skinny -c 1 "$B" --shapes 70B.down --m 1 --reps 1 > "$OUT/ncu_skinny.txt" 2>&1
+    grep -E "Duration|Throughput|Issue Slots Busy|Executed Ipc|No Eligible|Stall|Registers|Achieved Occupancy" "$OUT/ncu_tc.txt" | head -30
 fi
 
 if [ -n "${H200_SANITIZE:-}" ] && command -v compute-sanitizer > /dev/null; then

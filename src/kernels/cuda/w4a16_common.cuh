@@ -103,9 +103,12 @@ __device__ __forceinline__ void zero_consts(uint32_t z16, uint32_t &add_g, uint3
 }
 
 /* The exact float scale from the 16-bit plane(s) (mpl_cw4_scale_fmt). */
+/* Branch-free: both conversions and a select, so the callers' unrolled folds are not duplicated
+ * per format (the loop body must stay small for the instruction cache). */
 __device__ __forceinline__ float scale_value(uint32_t hi, uint32_t lo, int fmt) {
-    if (fmt == 0) return __half2float(__ushort_as_half((unsigned short)hi));
-    return __uint_as_float((hi << 16) | (fmt == 2 ? lo : 0u));
+    float h = __half2float(__ushort_as_half((unsigned short)hi));
+    float b = __uint_as_float((hi << 16) | (fmt == 2 ? lo : 0u));
+    return fmt == 0 ? h : b;
 }
 
 /* Group of k16 step s (exact for s < 2^20; see docs/layouts/cuda_w4a16.md). */

@@ -2,9 +2,9 @@
  * w4a16_skinny.cu -- the skinny (decode) path of cuda_w4a16: m <= 16 rows.
  *
  * Memory-bound: the whole point is to stream the packed weights at the copy bandwidth.
- *  - Each warp streams whole 512-byte blocks (16 rows x 64 channels): every lane does one
- *    16-byte load per block, with U chunks x NW row tiles (8 loads, 128 bytes a lane) in flight
- *    before the first use, bypassing L1.
+ *  - Each warp streams whole 512-byte blocks (16 rows x 64 channels): every lane copies 16 bytes
+ *    per block with cp.async (L2 only) into its warp's own shared-memory ring, SK_STAGES - 1
+ *    chunks ahead (7 KB in flight per warp, 112 KB per SM), and reads them back itself.
  *  - K is split across the 8 warps of a block (warp w takes chunks w, w+8, ...: the block
  *    reads 4 KB contiguous per row tile per step) and, when there are too few row tiles to
  *    fill the GPU, across the blocks of a cluster (sm_90), reduced through distributed shared
@@ -14,14 +14,21 @@
  *    below its ceiling here, what matters is bytes in flight.
  *  - x fragments are 8-byte loads (L1-resident: every block reads the same x).
  */
+#include <atomic>
+
 #include "w4a16_common.cuh"
 
 namespace cw4 {
 
 constexpr int SK_THREADS = 256;
-constexpr int SK_WARPS = 8; /* warps along K within a block */
-constexpr int SK_NW = 2;    /* 16-row tiles per warp: two 16-byte loads per chunk per lane */
-constexpr int SK_U = 4;     /* chunks per warp in flight: 4 x 2 x 16 B = 128 B per lane */
+constexpr int SK_WARPS = 8;  /* warps along K within a block */
+constexpr int SK_NW = 2;     /* 16-row tiles per warp: two 512-byte blocks per chunk */
+constexpr int SK_STAGES = 8; /* per-warp ring: 7 chunks (7 KB) in flight per warp, 112 KB per SM */
+/* One ring stage: weights (NW x 512 B) | scales (NW x 32 B) | scales_lo (NW x 32 B) | zeros (NW x 16 B). */
+constexpr int SK_OFF_S = SK_NW * 512, SK_OFF_L = SK_OFF_S + SK_NW * 32, SK_OFF_Z = SK_OFF_L + SK_NW * 32;
+constexpr int SK_STAGE = SK_OFF_Z + SK_NW * 16;
+constexpr int SK_SMEM = SK_WARPS * SK_STAGES * SK_STAGE;
+static_assert(SK_STAGE % 16 == 0, "stage alignment");
 
 /* x fragments of one chunk: for each k16 step j and m tile, lane (g, t) holds
  * x[mt*8 + g][c*64 + 16j + 4t .. +3] (zeros past m or k). */
@@ -39,22 +46,44 @@ __device__ __forceinline__ void load_x_chunk(const mpl_cw4_args &a, int c, int g
         }
 }
 
+/* Copies of chunk c into one ring stage: each lane its own 16 bytes of each block (it alone reads
+ * them back), and with CHUNK_GROUP a few lanes the group's scales and zeros for the whole warp. */
+template <bool ZP, bool CHUNK_GROUP>
+__device__ __forceinline__ void sk_issue(const mpl_cw4_args &a, int nt0, int KC, int c, int lane, unsigned char *st) {
+    const uint4 *wq = reinterpret_cast<const uint4 *>(a.qweight);
+#pragma unroll
+    for (int i = 0; i < SK_NW; i++) cp_async16(st + i * 512 + lane * 16, wq + ((size_t)(nt0 + i) * KC + c) * 32 + lane, 16);
+    if (CHUNK_GROUP && lane < 5 * SK_NW) {
+        size_t row0 = (size_t)group_of_step(c * 4, a.inv_gs16) * a.n_pad + (size_t)nt0 * 16;
+        if (lane < 2 * SK_NW) /* scales: 32 bytes per row tile */
+            cp_async16(st + SK_OFF_S + lane * 16, a.scales + row0 + lane * 8, 16);
+        else if (lane < 4 * SK_NW) {
+            if (a.scale_fmt == 2) cp_async16(st + SK_OFF_L + (lane - 2 * SK_NW) * 16, a.scales_lo + row0 + (lane - 2 * SK_NW) * 8, 16);
+        } else if (ZP) /* zeros: 16 bytes per row tile */
+            cp_async16(st + SK_OFF_Z + (lane - 4 * SK_NW) * 16, a.zeros + row0 + (lane - 4 * SK_NW) * 16, 16);
+    }
+}
+
 /*
  * CHUNK_GROUP: every 64-channel chunk lies in one group (group size a multiple of 64, or one
- * group), so scales and zeros are fetched once per chunk along with the weights; otherwise
- * they are fetched per k16 step, at the cost of exposed latency (uncommon group sizes).
+ * group), so scales and zeros ride in the ring with the weights; otherwise they are fetched per
+ * k16 step from global memory, at the cost of exposed latency (uncommon group sizes).
+ *
+ * Each warp runs its own cp.async ring over its chunks (c = first, first + 8, ...): no block
+ * barrier in the loop, and SK_STAGES - 1 chunks stay in flight while one is computed.
  */
 template <class A, bool ZP, int MT, bool CHUNK_GROUP>
 __global__ void __launch_bounds__(SK_THREADS, 2) cw4_skinny(const mpl_cw4_args a) {
+    extern __shared__ __align__(16) unsigned char smem[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
     const int KC = a.k_pad >> 6;
     const int S = gridDim.y, split = blockIdx.y;
     const int c_begin = (int)((long long)KC * split / S), c_end = (int)((long long)KC * (split + 1) / S);
     const int nt0 = blockIdx.x * SK_NW;
-    const uint4 *wq = reinterpret_cast<const uint4 *>(a.qweight);
     const uint32_t *sc32 = reinterpret_cast<const uint32_t *>(a.scales);
     const uint32_t *sl32 = reinterpret_cast<const uint32_t *>(a.scales_lo);
     const uint16_t *z16 = reinterpret_cast<const uint16_t *>(a.zeros);
+    unsigned char *ring = smem + warp * (SK_STAGES * SK_STAGE);
 
     float acc[SK_NW][MT][4];
 #pragma unroll
@@ -64,128 +93,118 @@ __global__ void __launch_bounds__(SK_THREADS, 2) cw4_skinny(const mpl_cw4_args a
 #pragma unroll
             for (int e = 0; e < 4; e++) acc[i][mt][e] = 0.0f;
 
-    for (int cb = c_begin + warp; cb < c_end; cb += SK_WARPS * SK_U) {
-        uint4 wv[SK_U][SK_NW];
-        uint32_t shi[SK_U][SK_NW], slo[SK_U][SK_NW], zz[SK_U][SK_NW];
+    const int first = c_begin + warp;
+    const int count = first < c_end ? (c_end - first + SK_WARPS - 1) / SK_WARPS : 0;
 #pragma unroll
-        for (int u = 0; u < SK_U; u++) {
-            int c = cb + u * SK_WARPS;
-#pragma unroll
-            for (int i = 0; i < SK_NW; i++)
-                wv[u][i] = c < c_end ? ldg_stream(wq + ((size_t)(nt0 + i) * KC + c) * 32 + lane) : make_uint4(0, 0, 0, 0);
-        }
-        if (CHUNK_GROUP) {
-#pragma unroll
-            for (int u = 0; u < SK_U; u++) {
-                int c = cb + u * SK_WARPS;
-                int grp = group_of_step(c * 4, a.inv_gs16);
-#pragma unroll
-                for (int i = 0; i < SK_NW; i++) {
-                    /* plane entries of a 16-row tile are interleaved: word g = rows (g, g+8) */
-                    size_t at = ((size_t)grp * a.n_pad + (size_t)(nt0 + i) * 16) / 2 + g;
-                    shi[u][i] = slo[u][i] = 0u;
-                    zz[u][i] = 0u;
-                    if (c < c_end) {
-                        shi[u][i] = __ldg(sc32 + at);
-                        if (a.scale_fmt == 2) slo[u][i] = __ldg(sl32 + at);
-                        if (ZP) zz[u][i] = __ldg(z16 + at);
-                    }
-                }
-            }
-        }
-        uint2 xf[4][MT];
-        load_x_chunk<MT>(a, cb, g, t, xf);
-#pragma unroll
-        for (int u = 0; u < SK_U; u++) {
-            int c = cb + u * SK_WARPS;
-            if (c >= c_end) break;
-            uint2 xn[4][MT];
-            /* next chunk's x now, so its latency hides behind this chunk's MMAs (masked past k) */
-            if (u + 1 < SK_U) load_x_chunk<MT>(a, c + SK_WARPS, g, t, xn);
-            float cg[SK_NW][MT][4];
-#pragma unroll
-            for (int i = 0; i < SK_NW; i++)
-#pragma unroll
-                for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-                    for (int e = 0; e < 4; e++) cg[i][mt][e] = 0.0f;
-            uint32_t add_g[SK_NW], add_g8[SK_NW];
-            if (CHUNK_GROUP)
-#pragma unroll
-                for (int i = 0; i < SK_NW; i++) zero_consts<A, ZP>(zz[u][i], add_g[i], add_g8[i]);
-#pragma unroll
-            for (int j = 0; j < 4; j++) {
-                int grp = 0;
-                if (!CHUNK_GROUP) {
-                    grp = group_of_step(c * 4 + j, a.inv_gs16);
-#pragma unroll
-                    for (int i = 0; i < SK_NW; i++) {
-                        size_t at = ((size_t)grp * a.n_pad + (size_t)(nt0 + i) * 16) / 2 + g;
-                        zero_consts<A, ZP>(ZP ? (uint32_t)__ldg(z16 + at) : 0u, add_g[i], add_g8[i]);
-                    }
-                }
-#pragma unroll
-                for (int i = 0; i < SK_NW; i++) {
-                    uint32_t w = j == 0 ? wv[u][i].x : j == 1 ? wv[u][i].y : j == 2 ? wv[u][i].z : wv[u][i].w;
-                    uint32_t af[4];
-                    A::dequant(w, add_g[i], add_g8[i], af);
-#pragma unroll
-                    for (int mt = 0; mt < MT; mt++) A::mma(cg[i][mt], af, xf[j][mt].x, xf[j][mt].y);
-                }
-                /* Fold the finished partial sums into acc with the group scale: at the end of
-                 * the chunk (the warp's next chunk is 8 chunks on), or where a group ends. */
-                bool fold = CHUNK_GROUP ? j == 3 : (j == 3 || (c * 4 + j + 1) % a.gs16 == 0);
-                if (fold) {
-#pragma unroll
-                    for (int i = 0; i < SK_NW; i++) {
-                        uint32_t hi, lo;
-                        if (CHUNK_GROUP) {
-                            hi = shi[u][i];
-                            lo = slo[u][i];
-                        } else {
-                            size_t at = ((size_t)grp * a.n_pad + (size_t)(nt0 + i) * 16) / 2 + g;
-                            hi = __ldg(sc32 + at);
-                            lo = a.scale_fmt == 2 ? __ldg(sl32 + at) : 0u;
-                        }
-                        float s_g = scale_value(hi & 0xffffu, lo & 0xffffu, a.scale_fmt);
-                        float s_g8 = scale_value(hi >> 16, lo >> 16, a.scale_fmt);
-#pragma unroll
-                        for (int mt = 0; mt < MT; mt++) {
-                            acc[i][mt][0] += s_g * cg[i][mt][0];
-                            acc[i][mt][1] += s_g * cg[i][mt][1];
-                            acc[i][mt][2] += s_g8 * cg[i][mt][2];
-                            acc[i][mt][3] += s_g8 * cg[i][mt][3];
-#pragma unroll
-                            for (int e = 0; e < 4; e++) cg[i][mt][e] = 0.0f;
-                        }
-                    }
-                }
-            }
-            if (u + 1 < SK_U)
-#pragma unroll
-                for (int j = 0; j < 4; j++)
-#pragma unroll
-                    for (int mt = 0; mt < MT; mt++) xf[j][mt] = xn[j][mt];
-        }
+    for (int s = 0; s < SK_STAGES - 1; s++) {
+        if (s < count) sk_issue<ZP, CHUNK_GROUP>(a, nt0, KC, first + s * SK_WARPS, lane, ring + s * SK_STAGE);
+        cp_async_commit();
     }
+    uint2 xf[4][MT];
+    load_x_chunk<MT>(a, first, g, t, xf);
+    for (int it = 0; it < count; it++) {
+        cp_async_wait<SK_STAGES - 2>();
+        __syncwarp(); /* stage `it` visible to the warp; the stage read last iteration is free */
+        {
+            int s = it + SK_STAGES - 1;
+            if (s < count) sk_issue<ZP, CHUNK_GROUP>(a, nt0, KC, first + s * SK_WARPS, lane, ring + (s % SK_STAGES) * SK_STAGE);
+            cp_async_commit();
+        }
+        const int c = first + it * SK_WARPS;
+        const unsigned char *st = ring + (it % SK_STAGES) * SK_STAGE;
+        /* next chunk's x now, so its latency hides behind this chunk's MMAs (masked past k) */
+        uint2 xn[4][MT];
+        load_x_chunk<MT>(a, c + SK_WARPS, g, t, xn);
+        uint4 wv[SK_NW];
+        uint32_t add_g[SK_NW], add_g8[SK_NW];
+#pragma unroll
+        for (int i = 0; i < SK_NW; i++) {
+            wv[i] = *reinterpret_cast<const uint4 *>(st + i * 512 + lane * 16);
+            if (CHUNK_GROUP)
+                zero_consts<A, ZP>(ZP ? (uint32_t)*reinterpret_cast<const uint16_t *>(st + SK_OFF_Z + i * 16 + 2 * g) : 0u,
+                                   add_g[i], add_g8[i]);
+        }
+        float cg[SK_NW][MT][4];
+#pragma unroll
+        for (int i = 0; i < SK_NW; i++)
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) cg[i][mt][e] = 0.0f;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            int grp = 0;
+            if (!CHUNK_GROUP) {
+                grp = group_of_step(c * 4 + j, a.inv_gs16);
+#pragma unroll
+                for (int i = 0; i < SK_NW; i++) {
+                    size_t at = ((size_t)grp * a.n_pad + (size_t)(nt0 + i) * 16) / 2 + g;
+                    zero_consts<A, ZP>(ZP ? (uint32_t)__ldg(z16 + at) : 0u, add_g[i], add_g8[i]);
+                }
+            }
+#pragma unroll
+            for (int i = 0; i < SK_NW; i++) {
+                uint32_t w = j == 0 ? wv[i].x : j == 1 ? wv[i].y : j == 2 ? wv[i].z : wv[i].w;
+                uint32_t af[4];
+                A::dequant(w, add_g[i], add_g8[i], af);
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++) A::mma(cg[i][mt], af, xf[j][mt].x, xf[j][mt].y);
+            }
+            /* Fold the finished partial sums into acc with the group scale: at the end of
+             * the chunk (the warp's next chunk is 8 chunks on), or where a group ends. */
+            bool fold = CHUNK_GROUP ? j == 3 : (j == 3 || (c * 4 + j + 1) % a.gs16 == 0);
+            if (fold) {
+#pragma unroll
+                for (int i = 0; i < SK_NW; i++) {
+                    uint32_t hi, lo = 0u;
+                    if (CHUNK_GROUP) {
+                        hi = *reinterpret_cast<const uint32_t *>(st + SK_OFF_S + i * 32 + 4 * g);
+                        if (a.scale_fmt == 2) lo = *reinterpret_cast<const uint32_t *>(st + SK_OFF_L + i * 32 + 4 * g);
+                    } else {
+                        size_t at = ((size_t)grp * a.n_pad + (size_t)(nt0 + i) * 16) / 2 + g;
+                        hi = __ldg(sc32 + at);
+                        if (a.scale_fmt == 2) lo = __ldg(sl32 + at);
+                    }
+                    float s_g = scale_value(hi & 0xffffu, lo & 0xffffu, a.scale_fmt);
+                    float s_g8 = scale_value(hi >> 16, lo >> 16, a.scale_fmt);
+#pragma unroll
+                    for (int mt = 0; mt < MT; mt++) {
+                        acc[i][mt][0] += s_g * cg[i][mt][0];
+                        acc[i][mt][1] += s_g * cg[i][mt][1];
+                        acc[i][mt][2] += s_g8 * cg[i][mt][2];
+                        acc[i][mt][3] += s_g8 * cg[i][mt][3];
+#pragma unroll
+                        for (int e = 0; e < 4; e++) cg[i][mt][e] = 0.0f;
+                    }
+                }
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++) xf[j][mt] = xn[j][mt];
+    }
+    cp_async_wait<0>();
+    __syncthreads(); /* every ring drained: the shared memory is reused below */
 
     /* Reduce the 8 warps (fixed order), then the cluster's blocks (fixed order), then store. */
-    constexpr int R = SK_NW * MT * 4;         /* accumulators per lane */
+    constexpr int R = SK_NW * MT * 4;           /* accumulators per lane */
     constexpr int TN = SK_NW * 16, TM = MT * 8; /* block tile: rows of N x columns of M */
-    __shared__ float red[SK_WARPS][R][32];
+    static_assert(SK_WARPS * R * 32 * 4 <= SK_SMEM, "reduction fits in the ring");
+    float *red = reinterpret_cast<float *>(smem); /* [warp][R][32] */
     __shared__ float tile[TM][TN + 1];
 #pragma unroll
     for (int i = 0; i < SK_NW; i++)
 #pragma unroll
         for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) red[warp][(i * MT + mt) * 4 + e][lane] = acc[i][mt][e];
+            for (int e = 0; e < 4; e++) red[(warp * R + (i * MT + mt) * 4 + e) * 32 + lane] = acc[i][mt][e];
     __syncthreads();
     for (int v = threadIdx.x; v < R * 32; v += SK_THREADS) {
         int r = v >> 5, l = v & 31;
         float s = 0.0f;
 #pragma unroll
-        for (int w = 0; w < SK_WARPS; w++) s += red[w][r][l];
+        for (int w = 0; w < SK_WARPS; w++) s += red[(w * R + r) * 32 + l];
         int e = r & 3, mt = (r >> 2) % MT, i = (r >> 2) / MT;
         int nl = i * 16 + (l >> 2) + 8 * (e >> 1), ml = mt * 8 + 2 * (l & 3) + (e & 1);
         tile[ml][nl] = s;
@@ -221,7 +240,7 @@ static cudaError_t launch_one(const mpl_cw4_args *a, cudaStream_t stream, int ks
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3((unsigned)((ntiles + SK_NW - 1) / SK_NW), (unsigned)ksplit, 1);
     cfg.blockDim = dim3(SK_THREADS, 1, 1);
-    cfg.dynamicSmemBytes = 0;
+    cfg.dynamicSmemBytes = SK_SMEM;
     cfg.stream = stream;
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeClusterDimension;
@@ -230,6 +249,17 @@ static cudaError_t launch_one(const mpl_cw4_args *a, cudaStream_t stream, int ks
     attr[0].val.clusterDim.z = 1;
     cfg.attrs = attr;
     cfg.numAttrs = ksplit > 1 ? 1 : 0;
+    /* above 48 KB of dynamic shared memory needs the opt-in, once per device */
+    static std::atomic<unsigned long long> configured{0};
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e != cudaSuccess) return e;
+    unsigned long long bit = 1ull << (dev & 63);
+    if (!(configured.load(std::memory_order_relaxed) & bit)) {
+        e = cudaFuncSetAttribute(cw4_skinny<A, ZP, MT, CG>, cudaFuncAttributeMaxDynamicSharedMemorySize, SK_SMEM);
+        if (e != cudaSuccess) return e;
+        configured.fetch_or(bit, std::memory_order_relaxed);
+    }
     return cudaLaunchKernelEx(&cfg, cw4_skinny<A, ZP, MT, CG>, *a);
 }
 
@@ -249,10 +279,10 @@ static cudaError_t launch_act(const mpl_cw4_args *a, cudaStream_t stream, int ks
 } // namespace cw4
 
 /*
- * Split-K: with B blocks of row tiles, one wave holds sms * 2 blocks (two per SM by the launch
- * bounds). Fewer blocks than that leave SMs idle or starved of loads in flight, so K is split
- * until a wave is full, at most 8 ways (portable cluster size) and at least 8 chunks (one per
- * warp) per split. Clusters need sm_90.
+ * Split-K: one wave holds sms * 2 blocks (two per SM: launch bounds and the rings' shared
+ * memory). A memory-bound kernel wants every SM busy but no second, partial wave, so K is split
+ * by the largest factor that keeps blocks * split within one wave (at most 8, the portable
+ * cluster size, and at least 8 chunks -- one per warp -- per split). Clusters need sm_90.
  */
 extern "C" int mpl_cw4_launch_skinny(const mpl_cw4_args *a, void *stream) {
     int KC = a->k_pad / 64;
@@ -260,8 +290,7 @@ extern "C" int mpl_cw4_launch_skinny(const mpl_cw4_args *a, void *stream) {
     int ksplit = a->ksplit;
     if (ksplit <= 0) {
         int slots = a->sms * 2;
-        ksplit = (slots + blocks - 1) / blocks;
-        if (ksplit > 8) ksplit = 8;
+        ksplit = blocks >= slots ? 1 : slots / blocks;
         if (ksplit > KC / 8) ksplit = KC / 8;
     }
     if (ksplit > 8) ksplit = 8;

@@ -68,29 +68,49 @@ __global__ void __launch_bounds__(TC_THREADS, 1)
     const uint4 *wq = reinterpret_cast<const uint4 *>(a.qweight);
     const uint16_t *x = reinterpret_cast<const uint16_t *>(a.x);
 
+    /* Per-thread copy plan, fixed for the whole K loop: compile-time trip counts, one base
+     * pointer per operand advancing by a chunk per stage, piece r at a fixed stride from it. */
+    constexpr int WPIECES = BN * 2, XPIECES = BM * 8;
+    constexpr int WP = (WPIECES + TC_THREADS - 1) / TC_THREADS, XP = (XPIECES + TC_THREADS - 1) / TC_THREADS;
+    /* piece p = tid + 256 r: weights row tile (tid >> 5) + 8 r, lane tid & 31; x row (tid >> 3) + 32 r, piece tid & 7 */
+    const uint4 *wbase = wq + (size_t)(n0 / 16 + (tid >> 5)) * KC * 32 + (tid & 31);
+    const size_t wstride = (size_t)8 * KC * 32;
+    const uint16_t *xbase = x + (size_t)min(m0 + (tid >> 3), a.m - 1) * a.k + (tid & 7) * 8;
+    const size_t xstride = (size_t)32 * a.k;
+    const int xk = (tid & 7) * 8;
+    unsigned xrows = 0; /* bit r: piece r's row is inside M */
+#pragma unroll
+    for (int r = 0; r < XP; r++)
+        if (tid + r * TC_THREADS < XPIECES && m0 + (tid >> 3) + 32 * r < a.m) xrows |= 1u << r;
     auto load_stage = [&](int c, int buf) {
         unsigned char *st = smem + buf * Sh::STAGE;
-        for (int p = tid; p < BN * 2; p += TC_THREADS)
-            cp_async16(st + p * 16, wq + ((size_t)(n0 / 16 + (p >> 5)) * KC + c) * 32 + (p & 31), 16);
-        unsigned char *sx = st + Sh::W_BYTES;
-        for (int p = tid; p < BM * 8; p += TC_THREADS) {
-            int r = p >> 3, q = p & 7, m = m0 + r, k = c * 64 + q * 8;
-            bool ok = m < a.m && k < a.k; /* K is a multiple of 8: a 16-byte piece is all in or all out */
-            cp_async16(sx + r * TC_XS + q * 16, ok ? x + (size_t)m * a.k + k : x, ok ? 16 : 0);
+#pragma unroll
+        for (int r = 0; r < WP; r++) {
+            int p = tid + r * TC_THREADS;
+            if (WPIECES % TC_THREADS == 0 || p < WPIECES) cp_async16(st + p * 16, wbase + r * wstride + c * 32, 16);
         }
+        unsigned char *sx = st + Sh::W_BYTES;
+        const bool kin = xk < a.k - c * 64; /* K is a multiple of 8: a piece is all in or all out */
+#pragma unroll
+        for (int r = 0; r < XP; r++) {
+            int p = tid + r * TC_THREADS;
+            if (XPIECES % TC_THREADS == 0 || p < XPIECES) {
+                bool ok = kin && (xrows >> r & 1u);
+                cp_async16(sx + (p >> 3) * TC_XS + (p & 7) * 16, ok ? xbase + r * xstride + c * 64 : x, ok ? 16 : 0);
+            }
+        }
+        /* scales, scales_lo and zeros of the chunk's k16 steps: a few threads */
         unsigned char *ss = sx + Sh::X_BYTES;
-        for (int p = tid; p < nslot * (BN / 8); p += TC_THREADS) {
-            int s = p / (BN / 8), q = p % (BN / 8);
+        if (tid < nslot * (BN / 8)) {
+            int s = tid / (BN / 8), q = tid % (BN / 8);
             size_t at = (size_t)group_of_step(c * 4 + s, a.inv_gs16) * a.n_pad + n0 + q * 8;
             cp_async16(ss + s * BN * 2 + q * 16, a.scales + at, 16);
             if (a.scale_fmt == 2) cp_async16(ss + Sh::S_BYTES + s * BN * 2 + q * 16, a.scales_lo + at, 16);
-        }
-        if (ZP)
-            for (int p = tid; p < nslot * (BN / 16); p += TC_THREADS) {
-                int s = p / (BN / 16), q = p % (BN / 16);
-                size_t at = (size_t)group_of_step(c * 4 + s, a.inv_gs16) * a.n_pad + n0 + q * 16;
-                cp_async16(ss + 2 * Sh::S_BYTES + s * BN + q * 16, a.zeros + at, 16);
+            if (ZP && q < BN / 16) {
+                size_t zt = (size_t)group_of_step(c * 4 + s, a.inv_gs16) * a.n_pad + n0 + q * 16;
+                cp_async16(ss + 2 * Sh::S_BYTES + s * BN + q * 16, a.zeros + zt, 16);
             }
+        }
     };
 
     float acc[NT][MTW][4], cg[NT][MTW][4];
