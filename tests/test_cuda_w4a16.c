@@ -439,6 +439,16 @@ static void device_matrix(void **state) {
     };
     for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++)
         bad += run_ms(&groups[i], few_m, (int)(sizeof few_m / sizeof few_m[0]), seed, &cases);
+    /* the tensor-core tile variants for m > 64 (MPL_CUDA_W4A16_TC_VARIANT) */
+    const int64_t var_m[] = {65, 257, 1024};
+    for (int v = 1; v <= 2; v++) {
+        setenv("MPL_CUDA_W4A16_TC_VARIANT", v == 1 ? "1" : "2", 1);
+        for (int j = 0; j < 3; j++) {
+            bad += !run_case(&full[0], var_m[j], tu_case_seed(seed, (uint64_t)cases), "tc", 0), cases++;
+            bad += !run_case(&full[3], var_m[j], tu_case_seed(seed, (uint64_t)cases), "tc", 0), cases++;
+        }
+        unsetenv("MPL_CUDA_W4A16_TC_VARIANT");
+    }
     /* tensor-parallel slices (N, K not multiples of 128), with forced split-K 1 and 3 */
     const dcase tp[] = {
         {1408, 7392, 128, 0, 0, MPL_ACT_BF16, RN, F16, G, 1},

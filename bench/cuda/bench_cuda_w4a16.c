@@ -7,11 +7,12 @@
  * weights), timed with CUDA events; per-call time = median over replays / L. Activations are
  * one buffer (hot, as in inference). Our kernel runs through mpl_layer_apply_device.
  *
- *   bench_cuda_w4a16 [--m 1,16,64] [--shapes name,...] [--reps n] [--crossover] [--md file]
+ *   bench_cuda_w4a16 [--m 1,16,64] [--shapes name,...] [--reps n] [--crossover] [--variants] [--md file]
  *
  * Table: per shape and M, cuBLAS bf16 and ours in us, speedup, and for ours the bytes of an
  * ideal int4 kernel (int4 weights + group-128 f16 scales + x + y) over the time as a share of
- * the copy bandwidth. --crossover times both paths (skinny, tensor-core) for small M.
+ * the copy bandwidth. --crossover times both paths (skinny, tensor-core) for small M; --variants the
+ * tensor-core tile shapes for m > 64.
  */
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -187,16 +188,18 @@ static int calls_for(int copies) { return copies * ((8 + copies - 1) / copies); 
 
 /* R layers of one random uint4b8 group-128 checkpoint, created with MPL_CUDA_W4A16_PATH=path. */
 static mpl_layer **make_layers(const mpl_checkpoint_tensors *ck, const mpl_config *cfg, const char *path,
-                               int *copies) {
+                               const char *variant, int *copies) {
     size_t bytes = (size_t)(cfg->n * cfg->k / 2 + cfg->n * (cfg->k / GROUP) * 2);
     int r = copies_for(bytes);
     mpl_layer **l = calloc((size_t)r, sizeof *l);
     setenv("MPL_CUDA_W4A16_PATH", path, 1);
+    setenv("MPL_CUDA_W4A16_TC_VARIANT", variant, 1);
     mpl_options o;
     mpl_options_init(&o);
     o.device = MPL_DEVICE_CUDA;
     for (int i = 0; i < r; i++) CM(mpl_layer_create(cfg, ck, &o, &l[i]));
     unsetenv("MPL_CUDA_W4A16_PATH");
+    unsetenv("MPL_CUDA_W4A16_TC_VARIANT");
     if (strcmp(mpl_layer_kernel(l[0]), "cuda_w4a16") != 0) {
         fprintf(stderr, "layer runs %s, not cuda_w4a16\n", mpl_layer_kernel(l[0]));
         exit(1);
@@ -264,7 +267,7 @@ static int shape_selected(const char *list, const char *name) {
 
 int main(int argc, char **argv) {
     int64_t ms[16] = {1, 16, 64, 256, 1024, 4096};
-    int nm = 6, crossover = 0;
+    int nm = 6, crossover = 0, variants = 0;
     const char *only = NULL, *md_path = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--m") && i + 1 < argc)
@@ -275,10 +278,12 @@ int main(int argc, char **argv) {
             g_reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--crossover"))
             crossover = 1;
+        else if (!strcmp(argv[i], "--variants"))
+            variants = 1;
         else if (!strcmp(argv[i], "--md") && i + 1 < argc)
             md_path = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--m 1,16,...] [--shapes 8B.qkv,...] [--reps n] [--crossover] [--md file]\n",
+            fprintf(stderr, "usage: %s [--m 1,16,...] [--shapes 8B.qkv,...] [--reps n] [--crossover] [--variants] [--md file]\n",
                     argv[0]);
             return 2;
         }
@@ -323,10 +328,26 @@ int main(int argc, char **argv) {
         CK(cudaMalloc(&dx, (size_t)(mmax * s->k) * 2));
         CK(cudaMalloc(&dy, (size_t)(mmax * s->n) * 2));
         fill_bf16(dx, (size_t)(mmax * s->k));
-        if (crossover) {
+        if (variants) {
+            /* the tensor-core tile variants for m > 64 (MPL_CUDA_W4A16_TC_VARIANT) */
+            static const char *const names[] = {"0", "1", "2"};
+            for (int v = 0; v < 3; v++) {
+                int rv;
+                mpl_layer **lv = make_layers(&ck, &cfg, "tc", names[v], &rv);
+                for (int i = 0; i < nm; i++) {
+                    ours_ctx cv = {lv, rv, dx, dy, ms[i]};
+                    issue_ours(&cv, 0);
+                    CK(cudaStreamSynchronize(g_stream));
+                    double us = time_graph(issue_ours, &cv, calls_for(rv));
+                    printf("variant %s %-12s M=%-5lld %10.2f us %7.1f TFLOP/s\n", names[v], s->name, (long long)ms[i], us,
+                           2.0 * (double)ms[i] * (double)s->n * (double)s->k / (us * 1e-6) / 1e12);
+                }
+                free_layers(lv, rv);
+            }
+        } else if (crossover) {
             int rs, rt;
-            mpl_layer **ls = make_layers(&ck, &cfg, "skinny", &rs);
-            mpl_layer **lt = make_layers(&ck, &cfg, "tc", &rt);
+            mpl_layer **ls = make_layers(&ck, &cfg, "skinny", "0", &rs);
+            mpl_layer **lt = make_layers(&ck, &cfg, "tc", "0", &rt);
             for (int i = 0; i < nm; i++) {
                 int64_t m = ms[i];
                 ours_ctx cs = {ls, rs, dx, dy, m}, ct = {lt, rt, dx, dy, m};
@@ -341,7 +362,7 @@ int main(int argc, char **argv) {
             free_layers(lt, rt);
         } else {
             int r;
-            mpl_layer **layers = make_layers(&ck, &cfg, "auto", &r);
+            mpl_layer **layers = make_layers(&ck, &cfg, "auto", "0", &r);
             size_t wbf = (size_t)(s->n * s->k) * 2;
             int rb = copies_for(wbf);
             void **wb = calloc((size_t)rb, sizeof *wb);

@@ -61,6 +61,8 @@ else
     timeout 240 "$B" --md "$OUT/h200.md" 2>&1 | tee "$OUT/bench.log"
     stamp "crossover"
     timeout 100 "$B" --crossover --m 1,2,4,8,12,16,24,32,48,64 --shapes 8B.qkv,8B.gate_up,70B.down 2>&1 | tee "$OUT/crossover.log"
+    stamp "tensor-core tile variants"
+    timeout 100 "$B" --variants --m 256,1024,4096 --shapes 8B.qkv,70B.o 2>&1 | tee "$OUT/variants.log"
 fi
 
 if [ -n "${H200_NCU:-}" ] && command -v ncu > /dev/null; then

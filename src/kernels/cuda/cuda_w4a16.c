@@ -8,6 +8,7 @@
  *   MPL_CUDA_W4A16_PATH=auto|skinny|tc   force a path (skinny still only for m <= 16)
  *   MPL_CUDA_W4A16_SKINNY_MAX_M=n        switch point (default MPL_CW4_DEFAULT_SKINNY_MAX_M)
  *   MPL_CUDA_W4A16_KSPLIT=n              force the split-K factor (1..8; clusters need sm_90)
+ *   MPL_CUDA_W4A16_TC_VARIANT=0|1|2      tensor-core tile shape for m > 64 (w4a16_launch.h)
  * Every CUDA error becomes MPL_ERR_CUDA with CUDA's name and message; nothing aborts.
  */
 #include <cuda_runtime_api.h>
@@ -38,7 +39,7 @@ typedef struct cw4_packed {
     const int32_t *perm;
     size_t held_bytes;      /* qweight + scales + zeros */
     cudaMemPool_t pool;     /* stream-ordered scratch: act-order x, host-path staging */
-    int path, skinny_max_m, ksplit;
+    int path, skinny_max_m, ksplit, tc_variant;
 } cw4_packed;
 
 static mpl_status cuda_fail(cudaError_t e, const char *what) {
@@ -184,6 +185,7 @@ static mpl_status cw4_pack(const mpl_config *c, const mpl_canonical *w, void **o
     p->path = !path ? PATH_AUTO : !strcmp(path, "skinny") ? PATH_SKINNY : !strcmp(path, "tc") ? PATH_TC : PATH_AUTO;
     p->skinny_max_m = env_int("MPL_CUDA_W4A16_SKINNY_MAX_M", MPL_CW4_DEFAULT_SKINNY_MAX_M);
     p->ksplit = env_int("MPL_CUDA_W4A16_KSPLIT", 0);
+    p->tc_variant = env_int("MPL_CUDA_W4A16_TC_VARIANT", 0);
     *out = p;
     return MPL_OK;
 }
@@ -224,6 +226,7 @@ static mpl_status run_kernels(const cw4_packed *p, int m, const void *x, const v
     a.ksplit = p->ksplit;
     a.sms = p->sms;
     a.cc = p->cc;
+    a.tc_variant = p->tc_variant;
     bool skinny = m <= MPL_CW4_SKINNY_MAX_M &&
                   (p->path == PATH_SKINNY || (p->path == PATH_AUTO && m <= p->skinny_max_m));
     int e = skinny ? mpl_cw4_launch_skinny(&a, stream) : mpl_cw4_launch_tc(&a, stream);

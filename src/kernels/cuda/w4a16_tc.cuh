@@ -306,6 +306,8 @@ static cudaError_t tc_dispatch_zp(const mpl_cw4_args *a, cudaStream_t s) {
     if (a->m <= 16) return tc_launch<A, ZP, 16, 256, 8, 1, 5>(a, s);
     if (a->m <= 32) return tc_launch<A, ZP, 32, 256, 8, 1, 5>(a, s);
     if (a->m <= 64) return tc_launch<A, ZP, 64, 256, 8, 1, 5>(a, s);
+    if (a->tc_variant == 1) return tc_launch<A, ZP, 128, 128, 4, 2, 4>(a, s);
+    if (a->tc_variant == 2) return tc_launch<A, ZP, 64, 256, 8, 1, 5>(a, s);
     return tc_launch<A, ZP, 128, 128, 2, 4, 4>(a, s);
 }
 
