@@ -312,11 +312,13 @@ static void odd_shapes(void **state) {
         {1408, 31, 128, MPL_WTYPE_UINT4, MPL_ACT_F16, 0},
         {4104, 16, -1, MPL_WTYPE_UINT4B8, MPL_ACT_BF16, 0},
         {96, 129, 32, MPL_WTYPE_UINT4, MPL_ACT_F32, 1},
+        {1024, 40, -1, MPL_WTYPE_UINT4, MPL_ACT_F32, 0},  /* AMX: one group spans several K chunks */
+        {1088, 20, 544, MPL_WTYPE_INT4, MPL_ACT_BF16, 1}, /* AMX: groups straddle K chunks, kb 32 */
     };
     int failures = 0;
     for (int vi = 0; vi < nvariants; vi++)
         for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
-            for (int64_t m = 1; m <= 40; m += 13) {
+            for (int64_t m = 1; m <= 70; m += 13) {
                 rng_state = 5000 + si * 7 + (uint64_t)m;
                 failures += run_case(&shapes[si], m, ROWS_PLAIN, 1, 0, &variants[vi]);
             }

@@ -8,10 +8,13 @@
  * maximum) when the group length allows, else 32.
  *
  * Blocking: a 2-panel column block's nibbles are unpacked once per chunk of
- * rows into a B scratch (k*32 bytes, L2-resident), then every 32-row block
- * of the chunk runs over all K. At each group end the C tiles go to memory
- * and AVX-512 applies the compensation and scale into float accumulators
- * (the same operations, in the same order, as the VNNI variants).
+ * rows into a B scratch (k*32 bytes, L2-resident). K is then walked in
+ * chunks of K_CHUNK positions whose B slice (16 KiB) stays in L1 while every
+ * 32-row block of the row chunk passes over it; a group longer than a chunk
+ * parks its partial C tiles in an int32 scratch between chunks. At each
+ * group end the C tiles go to memory and AVX-512 applies the compensation and
+ * scale into float accumulators (the same operations, in the same order, as
+ * the VNNI variants).
  */
 #include "../avx512/w4a8_avx512.h"
 
@@ -24,13 +27,16 @@ typedef struct {
 } tile_config;
 
 /* Rows of qx per chunk: ~1 MiB of int8 stays in L2 beside the B scratch (each chunk re-unpacks the
- * weights, so chunks should be tall); at most AMX_MAX_ROWS (float accumulators, 32 KiB). */
+ * weights, so chunks should be tall); at most AMX_MAX_ROWS (float and int32 accumulators, 32 KiB each). */
 #define QX_CHUNK_BYTES (1024 * 1024)
 #define AMX_MAX_ROWS 256
-/* K positions per inner chunk: the 2-panel B chunk (K_CHUNK * 32 bytes = 16 KiB) stays in L1 across row blocks. */
+/* K positions per inner chunk: the 2-panel B slice (K_CHUNK * 32 bytes = 16 KiB) stays in L1 across row blocks. */
 #define K_CHUNK 512
 
-size_t mpl_w4a8_amx_scratch(int64_t k) { return (size_t)k * 32 + 4096 + AMX_MAX_ROWS * 32 * sizeof(float); }
+/* B scratch | 4 staged C tiles | float accumulators | parked int32 C tiles. */
+size_t mpl_w4a8_amx_scratch(int64_t k) {
+    return (size_t)k * 32 + 4096 + 2 * (size_t)AMX_MAX_ROWS * 32 * sizeof(float);
+}
 
 static void unpack_panel(const uint8_t *src, uint8_t *dst, int64_t K) {
     const __m512i m0f = _mm512_set1_epi8(0x0f);
@@ -63,40 +69,54 @@ static inline void tile_epilogue(const mpl_w4a8_job *j, const int32_t *c, float 
 }
 
 /*
- * Groups [g0, g1) of the 32-row block at m0 and the column block at pan (np panels), software-pipelined
- * by panel: while the tiles of one panel are in the TMUL, the vector units run the epilogue of the
- * other panel's tiles (stored to cbuf a step earlier). The epilogue of four tiles (~450 uops) would
- * otherwise overflow the reorder window and leave the TMUL idle.
+ * K positions [kc0, kc1) of the 32-row block at m0 and the column block at pan (np panels).
+ * Software-pipelined by panel: while one panel's tiles are in the TMUL, the vector units run the
+ * epilogue of the other panel's tiles (staged in cbuf a step earlier); the epilogue of four tiles
+ * (~450 uops) would otherwise overflow the reorder window and leave the TMUL idle. cacc parks the
+ * C tiles of a group that continues in the next chunk (4 tiles of 16x16 int32, tile t at t*256).
  */
 static void block32(const mpl_w4a8_job *j, int64_t m0, int64_t pan, int np, const uint8_t *bscr, int kb,
-                    int64_t g0, int64_t g1, int32_t *cbuf, float *facc) {
+                    int64_t kc0, int64_t kc1, int32_t *cbuf, float *facc, int32_t *cacc) {
     const mpl_x86_w4a8 *p = j->p;
     const int64_t K = p->k, gl = p->group_len, lda = j->lda;
     const uint8_t *b0 = bscr, *b1 = bscr + K * 16;
     const int8_t *a0 = j->qx + m0 * lda, *a1 = a0 + 16 * lda;
     int32_t *c01 = cbuf, *c23 = cbuf + 512;
-    for (int64_t g = g0; g < g1; g++) {
-        const int64_t k1 = (g + 1) * gl;
-        _tile_zero(0);
-        _tile_zero(1);
-        for (int64_t k0 = g * gl; k0 < k1; k0 += kb) {
+    int64_t pending = -1; /* group whose panel-1 tiles wait in c23 for their epilogue */
+    for (int64_t g = kc0 / gl; g * gl < kc1; g++) {
+        const int64_t ks = g * gl > kc0 ? g * gl : kc0, ke = (g + 1) * gl < kc1 ? (g + 1) * gl : kc1;
+        const int fresh = ks == g * gl, ends = ke == (g + 1) * gl;
+        if (fresh) {
+            _tile_zero(0);
+            _tile_zero(1);
+        } else {
+            _tile_loadd(0, cacc, 64);
+            _tile_loadd(1, cacc + 256, 64);
+        }
+        for (int64_t k0 = ks; k0 < ke; k0 += kb) {
             _tile_loadd(4, a0 + k0, lda);
             _tile_loadd(5, a1 + k0, lda);
             _tile_loadd(6, b0 + k0 * 16, 64);
             _tile_dpbsud(0, 4, 6);
             _tile_dpbsud(1, 5, 6);
         }
-        if (np == 2 && g > g0) {
-            tile_epilogue(j, c23, facc + 16, m0, pan + 1, g - 1);
-            tile_epilogue(j, c23 + 256, facc + 16 * 32 + 16, m0 + 16, pan + 1, g - 1);
+        if (pending >= 0) {
+            tile_epilogue(j, c23, facc + 16, m0, pan + 1, pending);
+            tile_epilogue(j, c23 + 256, facc + 16 * 32 + 16, m0 + 16, pan + 1, pending);
+            pending = -1;
         }
-        _tile_stored(0, c01, 64);
-        _tile_stored(1, c01 + 256, 64);
+        _tile_stored(0, ends ? c01 : cacc, 64);
+        _tile_stored(1, ends ? c01 + 256 : cacc + 256, 64);
         if (np == 2) {
-            _tile_zero(2);
-            _tile_zero(3);
-            for (int64_t k0 = g * gl; k0 < k1; k0 += kb) {
-                if (gl != kb) { /* one step per group keeps tiles 4 and 5 loaded */
+            if (fresh) {
+                _tile_zero(2);
+                _tile_zero(3);
+            } else {
+                _tile_loadd(2, cacc + 512, 64);
+                _tile_loadd(3, cacc + 768, 64);
+            }
+            for (int64_t k0 = ks; k0 < ke; k0 += kb) {
+                if (ke - ks != kb) { /* a one-step segment keeps tiles 4 and 5 loaded */
                     _tile_loadd(4, a0 + k0, lda);
                     _tile_loadd(5, a1 + k0, lda);
                 }
@@ -105,22 +125,25 @@ static void block32(const mpl_w4a8_job *j, int64_t m0, int64_t pan, int np, cons
                 _tile_dpbsud(3, 5, 7);
             }
         }
-        tile_epilogue(j, c01, facc, m0, pan, g);
-        tile_epilogue(j, c01 + 256, facc + 16 * 32, m0 + 16, pan, g);
+        if (ends) {
+            tile_epilogue(j, c01, facc, m0, pan, g);
+            tile_epilogue(j, c01 + 256, facc + 16 * 32, m0 + 16, pan, g);
+        }
         if (np == 2) {
-            _tile_stored(2, c23, 64);
-            _tile_stored(3, c23 + 256, 64);
+            _tile_stored(2, ends ? c23 : cacc + 512, 64);
+            _tile_stored(3, ends ? c23 + 256 : cacc + 768, 64);
+            if (ends) pending = g;
         }
     }
-    if (np == 2) {
-        tile_epilogue(j, c23, facc + 16, m0, pan + 1, g1 - 1);
-        tile_epilogue(j, c23 + 256, facc + 16 * 32 + 16, m0 + 16, pan + 1, g1 - 1);
+    if (pending >= 0) {
+        tile_epilogue(j, c23, facc + 16, m0, pan + 1, pending);
+        tile_epilogue(j, c23 + 256, facc + 16 * 32 + 16, m0 + 16, pan + 1, pending);
     }
 }
 
 void mpl_w4a8_gemm_amx(const mpl_w4a8_job *j, int64_t p0, int64_t p1, void *scratch) {
     const mpl_x86_w4a8 *p = j->p;
-    const int64_t K = p->k, M = j->m, G = p->groups, gl = p->group_len;
+    const int64_t K = p->k, M = j->m, gl = p->group_len;
     const int kb = gl % 64 == 0 ? 64 : 32;
     tile_config cfg;
     memset(&cfg, 0, sizeof cfg);
@@ -141,10 +164,12 @@ void mpl_w4a8_gemm_amx(const mpl_w4a8_job *j, int64_t p0, int64_t p1, void *scra
     uint8_t *bscr = scratch;
     int32_t *cbuf = (int32_t *)(bscr + K * 32);
     float *facc = (float *)(bscr + K * 32 + 4096);
+    int32_t *cacc = (int32_t *)(facc + AMX_MAX_ROWS * 32);
     int64_t mc = QX_CHUNK_BYTES / j->lda / MPL_W4A8_ROW_PAD * MPL_W4A8_ROW_PAD;
     if (mc < MPL_W4A8_ROW_PAD) mc = MPL_W4A8_ROW_PAD;
     if (mc > AMX_MAX_ROWS) mc = AMX_MAX_ROWS;
-    const int64_t gc = gl >= K_CHUNK ? 1 : K_CHUNK / gl; /* groups per K chunk */
+    /* K chunk: whole groups when they are short, else K_CHUNK positions (a multiple of kb). */
+    const int64_t kc = gl >= K_CHUNK ? K_CHUNK : K_CHUNK / gl * gl;
     for (int64_t c0 = 0; c0 < M; c0 += mc) {
         int64_t c1 = c0 + mc < M ? c0 + mc : M;
         for (int64_t pan = p0; pan < p1; pan += 2) {
@@ -160,13 +185,14 @@ void mpl_w4a8_gemm_amx(const mpl_w4a8_job *j, int64_t p0, int64_t p1, void *scra
                 next = (const char *)(p->nib + (size_t)(pan + 2) * (size_t)K * (MPL_W4A8_PANEL / 2));
                 next_bytes = (p1 - pan - 2 < 2 ? 1 : 2) * K * (MPL_W4A8_PANEL / 2);
             }
-            const int64_t calls = ((c1 - c0 + 31) / 32) * ((G + gc - 1) / gc);
+            const int64_t calls = ((c1 - c0 + 31) / 32) * ((K + kc - 1) / kc);
             const int64_t slice = (next_bytes / calls + 63) / 64 * 64;
             int64_t pf = 0;
-            for (int64_t g0 = 0; g0 < G; g0 += gc)
+            for (int64_t k0 = 0; k0 < K; k0 += kc)
                 for (int64_t m = c0; m < c1; m += 32) {
                     for (int64_t e = pf + slice; pf < e && pf < next_bytes; pf += 64) _mm_prefetch(next + pf, _MM_HINT_T1);
-                    block32(j, m, pan, np, bscr, kb, g0, g0 + gc < G ? g0 + gc : G, cbuf, facc + (m - c0) * 32);
+                    block32(j, m, pan, np, bscr, kb, k0, k0 + kc < K ? k0 + kc : K, cbuf, facc + (m - c0) * 32,
+                            cacc + (m - c0) * 32);
                 }
             for (int64_t m = c0; m < c1; m++)
                 for (int v = 0; v < np; v++)
