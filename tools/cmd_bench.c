@@ -19,9 +19,14 @@
 
 #include "cli.h"
 
+#ifdef MPL_HAVE_CUDA
+/* Device buffers and events for timing CUDA layers on device pointers (the public API takes them as void *). */
+#include <cuda_runtime_api.h>
+#endif
+
 /* Default cap on all copies' weights: a decode benchmark never needs more (2 x the largest LLCs around). */
 #define CLI_BENCH_DEFAULT_MAX_BYTES ((uint64_t)8 << 30)
-/* When the LLC size is unknown, rotate over this much (bigger than any LLC the project targets but one). */
+/* When the cache size is unknown, rotate over this much (over twice any LLC or GPU L2 the project targets). */
 #define CLI_BENCH_FALLBACK_COLD ((uint64_t)1 << 30)
 
 static void help(void) {
@@ -34,6 +39,8 @@ static void help(void) {
            "--max-bytes (default 8G, and half the machine's memory) and --max-copies; rotates over them\n"
            "and reports the median seconds per apply, GB/s of weight traffic (weight bytes / second)\n"
            "and GFLOP/s (2*M*N*K / second). Byte counts take K/M/G suffixes (powers of 1024).\n"
+           "With --device cuda (CUDA builds): x and y live on the GPU, the cache to exceed is the GPU's\n"
+           "L2, and each sample is one pass over all copies launched back to back between CUDA events.\n"
            "\n");
     cli_print_config_help(stdout, 1, NULL, NULL);
     printf("  --reps R            timed applies (default 20); the median is reported\n"
@@ -94,6 +101,59 @@ uint64_t cli_llc_bytes(void) {
     return best;
 }
 
+#ifdef MPL_HAVE_CUDA
+static uint64_t gpu_l2_bytes(int dev) {
+    int v = 0;
+    if (cudaDeviceGetAttribute(&v, cudaDevAttrL2CacheSize, dev) != cudaSuccess) return 0;
+    return v > 0 ? (uint64_t)v : 0;
+}
+
+/*
+ * CUDA layers: x and y live on the device and every sample is one pass over all copies,
+ * launched back to back on the default stream between two CUDA events (as a forward pass
+ * launches layers), so launch latency overlaps with the previous kernel as it does in
+ * inference. times[r] = the pass's time / copies. Host-pointer apply would add the x/y
+ * copies and a synchronisation to every call.
+ */
+static int time_cuda(const char *cmd, mpl_layer **layers, int64_t copies, int64_t m, const void *hx, size_t xbytes,
+                     size_t ybytes, int reps, double *times) {
+    void *dx = NULL, *dy = NULL;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    cudaError_t ce = cudaMalloc(&dx, xbytes ? xbytes : 1);
+    if (ce == cudaSuccess) ce = cudaMalloc(&dy, ybytes ? ybytes : 1);
+    if (ce == cudaSuccess) ce = cudaMemcpy(dx, hx, xbytes, cudaMemcpyHostToDevice);
+    if (ce == cudaSuccess) ce = cudaEventCreate(&e0);
+    if (ce == cudaSuccess) ce = cudaEventCreate(&e1);
+    int rc = CLI_EXIT_OK;
+    mpl_status st = MPL_OK;
+    /* Warm-up pass: first launches load modules and size scratch pools. */
+    for (int64_t i = 0; ce == cudaSuccess && st == MPL_OK && i < copies; i++)
+        st = mpl_layer_apply_device(layers[i], m, dx, NULL, dy, NULL);
+    if (ce == cudaSuccess && st == MPL_OK) ce = cudaDeviceSynchronize();
+    for (int r = 0; ce == cudaSuccess && st == MPL_OK && r < reps; r++) {
+        ce = cudaEventRecord(e0, 0);
+        for (int64_t i = 0; ce == cudaSuccess && st == MPL_OK && i < copies; i++)
+            st = mpl_layer_apply_device(layers[i], m, dx, NULL, dy, NULL);
+        if (ce == cudaSuccess) ce = cudaEventRecord(e1, 0);
+        if (ce == cudaSuccess) ce = cudaEventSynchronize(e1);
+        float ms = 0;
+        if (ce == cudaSuccess) ce = cudaEventElapsedTime(&ms, e0, e1);
+        times[r] = (double)ms * 1e-3 / (double)copies;
+    }
+    if (st != MPL_OK)
+        rc = cli_lib_error(cmd, st, "apply on device");
+    else if (ce != cudaSuccess) {
+        cli_error(cmd, "CUDA: %s", cudaGetErrorString(ce));
+        rc = CLI_EXIT_RESOURCE;
+    }
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    cudaFree(dx);
+    cudaFree(dy);
+    return rc;
+}
+#endif
+
 static double now_seconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -131,7 +191,12 @@ int cli_bench_run(const char *cmd, const cli_setup *s, const cli_bench_params *p
     size_t wb = mpl_layer_weight_bytes(first);
     if (wb == 0) wb = 1; /* a kernel that reports nothing still gets a finite copy count */
     /* How many copies: >= target bytes, >= 2, within the caps. */
+    /* The cache the weights must not fit in: the CPU's LLC, or the GPU's L2 for CUDA layers. */
+#ifdef MPL_HAVE_CUDA
+    r->llc_bytes = s->opt.device == MPL_DEVICE_CUDA ? gpu_l2_bytes(s->opt.cuda_device) : cli_llc_bytes();
+#else
     r->llc_bytes = cli_llc_bytes();
+#endif
     uint64_t target = p->cold_bytes ? p->cold_bytes : r->llc_bytes ? 2 * r->llc_bytes : CLI_BENCH_FALLBACK_COLD;
     uint64_t max_bytes = p->max_bytes ? p->max_bytes : CLI_BENCH_DEFAULT_MAX_BYTES;
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
@@ -190,6 +255,12 @@ int cli_bench_run(const char *cmd, const cli_setup *s, const cli_bench_params *p
     cli_rng_seed(&rng, p->seed + 17);
     for (size_t i = 0; i < mk; i++) xf[i] = (float)cli_rng_gauss(&rng);
     cli_f32_to_act(c->act, xf, x, mk);
+#ifdef MPL_HAVE_CUDA
+    if (s->opt.device == MPL_DEVICE_CUDA) {
+        if ((rc = time_cuda(cmd, layers, copies, M, x, mk * es, mn * es, reps, times))) goto out;
+        goto stats;
+    }
+#endif
     /* Warm-up on the last copy: sizes the thread's workspace and wakes the pool. */
     if ((st = mpl_layer_apply(layers[copies - 1], M, x, NULL, y)) != MPL_OK) {
         rc = cli_lib_error(cmd, st, "apply");
@@ -206,6 +277,9 @@ int cli_bench_run(const char *cmd, const cli_setup *s, const cli_bench_params *p
         }
         times[i] = t1 - t0;
     }
+#ifdef MPL_HAVE_CUDA
+stats:
+#endif
     qsort(times, (size_t)reps, sizeof(double), cmp_double);
     r->seconds = reps % 2 ? times[reps / 2] : 0.5 * (times[reps / 2 - 1] + times[reps / 2]);
     double sec = r->seconds > 0 ? r->seconds : 1e-12;
@@ -285,9 +359,6 @@ int cli_bench(int argc, char **argv) {
                 "mplinear bench: note: copies capped at %lld (%.1f MiB rotated, target %.1f MiB): weights may be "
                 "partly cache-resident\n",
                 (long long)r.copies, mib(rotated), mib(r.target_bytes));
-    if (s.opt.device == MPL_DEVICE_CUDA)
-        fprintf(stderr, "mplinear bench: note: CUDA layers are timed through host-pointer apply, which includes the "
-                        "host<->device copies of x and y\n");
     if (json) {
         printf("{\"kernel\": ");
         print_json_string(r.kernel);
@@ -305,11 +376,17 @@ int cli_bench(int argc, char **argv) {
     }
     char desc[256];
     cli_config_string(c, desc, sizeof desc);
-    printf("bench %s, m=%lld, threads %d, device %s\n", desc, (long long)s.m, r.threads,
-           s.opt.device == MPL_DEVICE_CUDA ? "cuda" : "cpu");
-    printf("kernel %s: %.2f MiB of weights per copy, %lld copies = %.1f MiB rotated (LLC %s%.0f MiB)\n", r.kernel,
-           mib(r.weight_bytes), (long long)r.copies, mib(rotated), r.llc_bytes ? "" : "unknown, assumed ",
-           r.llc_bytes ? mib(r.llc_bytes) : mib(CLI_BENCH_FALLBACK_COLD / 2));
+    if (s.opt.device == MPL_DEVICE_CUDA)
+        printf("bench %s, m=%lld, device cuda\n", desc, (long long)s.m);
+    else
+        printf("bench %s, m=%lld, threads %d, device cpu\n", desc, (long long)s.m, r.threads);
+    const char *cache = s.opt.device == MPL_DEVICE_CUDA ? "GPU L2" : "LLC";
+    if (r.llc_bytes)
+        printf("kernel %s: %.2f MiB of weights per copy, %lld copies = %.1f MiB rotated (%s %.1f MiB)\n", r.kernel,
+               mib(r.weight_bytes), (long long)r.copies, mib(rotated), cache, mib(r.llc_bytes));
+    else
+        printf("kernel %s: %.2f MiB of weights per copy, %lld copies = %.1f MiB rotated (%s size unknown)\n",
+               r.kernel, mib(r.weight_bytes), (long long)r.copies, mib(rotated), cache);
     printf("median %.4f ms per apply over %d reps: %.2f GB/s of weights, %.2f GFLOP/s\n", r.seconds * 1e3, p.reps,
            r.gbps, r.gflops);
     return CLI_EXIT_OK;

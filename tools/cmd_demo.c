@@ -109,14 +109,18 @@ int cli_demo(int argc, char **argv) {
     cli_bench_result br;
     if ((rc = cli_bench_run(cmd, &s, &p, &br))) return rc;
     uint64_t rotated = (uint64_t)br.copies * br.weight_bytes;
-    char llc[64] = "LLC size unknown";
-    if (br.llc_bytes) snprintf(llc, sizeof llc, "LLC %.0f MiB", (double)br.llc_bytes / 1048576.0);
-    printf("speed: median %.4f ms per apply (%d reps, %d threads; %lld copies = %.0f MiB of weights rotated, %s): "
+    int cuda = s.opt.device == MPL_DEVICE_CUDA;
+    char llc[64], thr[32] = "";
+    if (br.llc_bytes)
+        snprintf(llc, sizeof llc, "%s %.0f MiB", cuda ? "GPU L2" : "LLC", (double)br.llc_bytes / 1048576.0);
+    else
+        snprintf(llc, sizeof llc, "%s size unknown", cuda ? "GPU L2" : "LLC");
+    if (!cuda) snprintf(thr, sizeof thr, ", %d threads", br.threads);
+    printf("speed: median %.4f ms per apply (%d reps%s; %lld copies = %.1f MiB of weights rotated, %s): "
            "%.2f GB/s of weights, %.2f GFLOP/s\n",
-           br.seconds * 1e3, p.reps, br.threads, (long long)br.copies, (double)rotated / 1048576.0, llc, br.gbps,
-           br.gflops);
+           br.seconds * 1e3, p.reps, thr, (long long)br.copies, (double)rotated / 1048576.0, llc, br.gbps, br.gflops);
     if (br.capped)
-        printf("  (copies capped: %.0f MiB rotated < target %.0f MiB; weights may be partly cache-resident)\n",
+        printf("  (copies capped: %.1f MiB rotated < target %.1f MiB; weights may be partly cache-resident)\n",
                (double)rotated / 1048576.0, (double)br.target_bytes / 1048576.0);
     return CLI_EXIT_OK;
 }
