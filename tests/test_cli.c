@@ -587,6 +587,32 @@ static void test_apply_base_ok(void **state) {
     remove(out);
 }
 
+/* Format versions 2.0 and 3.0 (4-byte header length) are accepted, and give the same Y as 1.0. */
+static void test_apply_npy_versions(void **state) {
+    (void)state;
+    char x2[4200], b3[4200], y1[4200], y2[4200];
+    snprintf(x2, sizeof x2, "%s", path_in("x_v2.npy"));
+    snprintf(b3, sizeof b3, "%s", path_in("b_v3.npy"));
+    snprintf(y1, sizeof y1, "%s", path_in("y_v1.npy"));
+    snprintf(y2, sizeof y2, "%s", path_in("y_v23.npy"));
+    float x[BM * BK], b[BN];
+    for (int i = 0; i < BM * BK; i++) x[i] = (float)((i % 7) - 3) * 0.5f;
+    for (int i = 0; i < BN; i++) b[i] = 0.25f * (float)(i % 5);
+    write_npy_raw(x2, 2, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 96), }", x, sizeof x);
+    write_npy_raw(b3, 3, "{\"descr\": \"<f4\", \"shape\": (13,), \"fortran_order\": False}", b, sizeof b);
+    assert_int_equal(run_apply_kv(NULL, 0, y1), 0);
+    const kv ov[] = {{"--input", x2}, {"--bias", b3}};
+    int rc = run_apply_kv(ov, 2, y2);
+    if (rc) show("npy v2/v3", rc);
+    assert_int_equal(rc, 0);
+    float *a = read_y(y1, BM, BN), *c = read_y(y2, BM, BN);
+    assert_non_null(a);
+    assert_non_null(c);
+    assert_memory_equal(a, c, sizeof(float) * BM * BN);
+    free(a);
+    free(c);
+}
+
 static void test_apply_bad_npy(void **state) {
     (void)state;
     const char *p = path_in("bad.npy");
@@ -1025,6 +1051,7 @@ int main(void) {
         cmocka_unit_test(test_apply_base_ok),
         cmocka_unit_test(test_apply_matrix),
         cmocka_unit_test(test_apply_gptq_hand_packed),
+        cmocka_unit_test(test_apply_npy_versions),
         cmocka_unit_test(test_apply_bad_npy),
         cmocka_unit_test(test_apply_bad_shapes),
         cmocka_unit_test(test_verify),
