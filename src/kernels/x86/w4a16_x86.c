@@ -83,6 +83,13 @@ typedef struct {
 
 static size_t al64(size_t v) { return (v + 63) & ~(size_t)63; }
 
+/* Rows per prefill chunk: x rows of the chunk fill at most half of a 2 MiB L2 (multiple of 32). */
+static int64_t prefill_mchunk(const mpl_xw_kernel *kn) {
+    size_t row = kn->gemm_kind == MPL_XW_GEMM_F32 ? (size_t)kn->l.k * 4 : (size_t)kn->kp * 2;
+    int64_t rows = (int64_t)((1u << 20) / row) / 32 * 32;
+    return rows < 32 ? 32 : rows;
+}
+
 static void plan(const mpl_xw_kernel *kn, int64_t m, int threads, bool decode, ws_plan *p) {
     size_t M = (size_t)m, K = (size_t)kn->l.k, T = (size_t)(threads > 0 ? threads : 1);
     size_t Mp = (M + 31) / 32 * 32;
@@ -95,7 +102,8 @@ static void plan(const mpl_xw_kernel *kn, int64_t m, int threads, bool decode, w
     p->part = off;
     off += decode && decode_splits(kn, threads) > 1 ? al64(T * M * (size_t)kn->l.np * 4) : 0;
     p->cbuf = off;
-    p->cbuf_stride = al64(Mp * MPL_XW_NB * 4);
+    size_t crows = decode ? M : Mp < (size_t)prefill_mchunk(kn) ? Mp : (size_t)prefill_mchunk(kn);
+    p->cbuf_stride = al64(crows * MPL_XW_NB * 4);
     off += T * p->cbuf_stride;
     p->panel = off;
     off += decode ? 0 : T * (size_t)MPL_XW_PANEL_BYTES;
@@ -117,7 +125,7 @@ typedef struct {
     char *ws;
     ws_plan p;
     int64_t splits;
-    int64_t mchunks, mchunk;
+    int64_t mchunk;
 } xw_job;
 
 static int ncols_of(const mpl_xw_kernel *kn, int64_t b) {
@@ -185,26 +193,39 @@ static void prep_task(void *ctx, int tid, int nt) {
     int64_t m0 = M * tid / nt, m1 = M * (tid + 1) / nt;
     if (kn->gemm_kind == MPL_XW_GEMM_F32)
         kn->ops->prep_f32(kn, j->a->x, m0, m1, (float *)(j->ws + j->p.xf));
+    else if (kn->gemm_kind == MPL_XW_GEMM_AMX)
+        mpl_xw_prep_amx(kn, j->a->x, m0, m1, M, (uint16_t *)(j->ws + j->p.xb));
     else
-        kn->ops->prep_bf16(kn, j->a->x, m0, m1, (uint16_t *)(j->ws + j->p.xb));
+        kn->ops->prep_bf16(kn, j->a->x, m0, m1, M, (uint16_t *)(j->ws + j->p.xb));
 }
 
+/*
+ * Prefill: threads form a grid of tn block ranges x tm row ranges (rows split only when blocks
+ * are fewer than threads). Each thread walks its rows in chunks whose x fits half of L2, and
+ * inside a chunk all its blocks, so x is read from L2 once per block instead of streaming the
+ * whole of x from L3 for every block (measured: 2x at M=512, K=4096 on AMX).
+ */
 static void prefill_task(void *ctx, int tid, int nt) {
     xw_job *j = ctx;
     const mpl_xw_kernel *kn = j->kn;
-    int64_t M = j->a->m;
-    int64_t items = kn->l.nblocks * j->mchunks;
-    int64_t i0 = items * tid / nt, i1 = items * (tid + 1) / nt;
+    int64_t M = j->a->m, nb = kn->l.nblocks;
+    int64_t tn = nb < nt ? nb : nt, tm = nt / tn;
+    if (tid >= tn * tm) return;
+    int64_t bi = tid % tn, mi = tid / tn;
+    int64_t b0 = nb * bi / tn, b1 = nb * (bi + 1) / tn;
+    int64_t tiles = (M + 31) / 32;
+    int64_t r0 = tiles * mi / tm * 32, r1 = tiles * (mi + 1) / tm * 32;
+    if (r1 > M) r1 = M;
     const void *xs = kn->gemm_kind == MPL_XW_GEMM_F32 ? (const void *)(j->ws + j->p.xf) : (const void *)(j->ws + j->p.xb);
     float *c = (float *)(j->ws + j->p.cbuf + (size_t)tid * j->p.cbuf_stride);
     void *panel = j->ws + j->p.panel + (size_t)tid * MPL_XW_PANEL_BYTES;
     void *scratch = j->ws + j->p.scratch + (size_t)tid * al64(MPL_XW_SCRATCH_BYTES);
-    for (int64_t it = i0; it < i1; it++) {
-        int64_t b = it / j->mchunks, mc = it % j->mchunks;
-        int64_t m0 = mc * j->mchunk, m1 = m0 + j->mchunk < M ? m0 + j->mchunk : M;
-        if (m0 >= m1) continue;
-        kn->ops->gemm[kn->gemm_kind](kn, xs, m0, m1, b, panel, c, scratch);
-        kn->ops->store(kn->cfg.act, c, m1 - m0, ncols_of(kn, b), bias_of(j, b), y_of(j, m0, b), kn->l.n);
+    for (int64_t m0 = r0; m0 < r1; m0 += j->mchunk) {
+        int64_t m1 = m0 + j->mchunk < r1 ? m0 + j->mchunk : r1;
+        for (int64_t b = b0; b < b1; b++) {
+            kn->ops->gemm[kn->gemm_kind](kn, xs, m0, m1, b, panel, c, scratch);
+            kn->ops->store(kn->cfg.act, c, m1 - m0, ncols_of(kn, b), bias_of(j, b), y_of(j, m0, b), kn->l.n);
+        }
     }
 }
 
@@ -221,17 +242,7 @@ mpl_status mpl_xw_apply(const void *pp, const mpl_apply_args *a) {
         if (j.splits > 1) mpl_parallel_run(T, reduce_task, &j);
         return MPL_OK;
     }
-    /* Prefill: blocks over threads; when blocks are fewer than threads, rows too (32-row multiples). */
-    int64_t M = a->m, Mp = (M + 31) / 32 * 32;
-    j.mchunks = 1;
-    if (kn->l.nblocks < T) {
-        int64_t want = (T + kn->l.nblocks - 1) / kn->l.nblocks;
-        j.mchunks = want < Mp / 32 ? want : Mp / 32;
-    }
-    j.mchunk = (Mp / 32 + j.mchunks - 1) / j.mchunks * 32;
-    j.mchunks = (M + j.mchunk - 1) / j.mchunk;
-    if (kn->gemm_kind != MPL_XW_GEMM_F32 && Mp > M)
-        memset(j.ws + j.p.xb + (size_t)M * (size_t)kn->kp * 2, 0, (size_t)(Mp - M) * (size_t)kn->kp * 2);
+    j.mchunk = prefill_mchunk(kn);
     mpl_parallel_run(T, prep_task, &j);
     mpl_parallel_run(T, prefill_task, &j);
     return MPL_OK;

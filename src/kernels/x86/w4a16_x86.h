@@ -21,8 +21,8 @@
 
 /* Prefill K-panel budget per thread: half of a 1-2 MiB L2, the rest holds x rows and outputs. */
 #define MPL_XW_PANEL_BYTES (512u * 1024u)
-/* Bytes per thread for AMX tile spills (4 C tiles of 16x16 fp32) plus the tile config. */
-#define MPL_XW_SCRATCH_BYTES (4u * 1024u + 64u)
+/* Bytes per thread for AMX tile spills (two sets of 4 C tiles of 16x16 fp32, double-buffered). */
+#define MPL_XW_SCRATCH_BYTES (8u * 1024u)
 
 typedef enum mpl_xw_gemm_kind {
     MPL_XW_GEMM_F32 = 0,  /* f32 panel, FMA micro-kernel (any activation type) */
@@ -39,8 +39,9 @@ struct mpl_xw_kernel;
 typedef struct mpl_xw_ops {
     /* Rows [m0, m1) of x -> f32 in the input order of the packed weights (act-order gathered). */
     void (*prep_f32)(const struct mpl_xw_kernel *kn, const void *x, int64_t m0, int64_t m1, float *xf);
-    /* Rows [m0, m1) of bf16 x -> xb (gathered, zero-padded to kp); NULL when the ISA has no bf16 path. */
-    void (*prep_bf16)(const struct mpl_xw_kernel *kn, const void *x, int64_t m0, int64_t m1, uint16_t *xb);
+    /* Rows [m0, m1) of bf16 x -> xb (gathered, zero-padded to kp), row-major; NULL when the ISA has
+     * no bf16 path. m: all rows of the call. */
+    void (*prep_bf16)(const struct mpl_xw_kernel *kn, const void *x, int64_t m0, int64_t m1, int64_t m, uint16_t *xb);
     /* Decode: c[m][0..63] = sum over inputs [k0, k1) of block b for rows 0..m-1 (scaled per group). */
     void (*gemv)(const struct mpl_xw_kernel *kn, const float *xf, int64_t m, int64_t b, int64_t k0, int64_t k1,
                  float *c);
@@ -67,6 +68,9 @@ extern const mpl_xw_ops mpl_xw_ops_avx2;
 
 /* AMX (src/kernels/x86/amx/): asks Linux for tile state once; false when refused or absent. */
 bool mpl_xw_amx_available(void);
+/* x for AMX: tiles of 16 rows x k-step inputs stored contiguously (A-tile loads touch one page,
+ * not 16 rows 2*kp bytes apart); rows m..roundup(m, 16) zeroed by the call whose m1 == m. */
+void mpl_xw_prep_amx(const mpl_xw_kernel *kn, const void *x, int64_t m0, int64_t m1, int64_t m, uint16_t *xb);
 void mpl_xw_gemm_amx(const mpl_xw_kernel *kn, const void *xs, int64_t m0, int64_t m1, int64_t b, void *panel,
                      float *c, void *scratch);
 

@@ -17,9 +17,6 @@
 
 #include "w4a16_avx512.h"
 
-/* Prefetch distance: 1 KiB = 8 steps ahead, enough to cover DRAM latency at ~14 GB/s
- * per core without running past the L1 fill buffers (measured: 512 B-2 KiB all within noise). */
-#define XW_PF_BYTES 1024
 
 /*
  * c[r][0..63] (r < MR) = sum over inputs [k0, k1) of rows xr (stride K), scaled per group.
@@ -137,11 +134,16 @@ static void prep_f32(const mpl_xw_kernel *kn, const void *x, int64_t m0, int64_t
     }
 }
 
-static void prep_bf16(const mpl_xw_kernel *kn, const void *x, int64_t m0, int64_t m1, uint16_t *xb) {
+static void prep_bf16(const mpl_xw_kernel *kn, const void *x, int64_t m0, int64_t m1, int64_t m, uint16_t *xb) {
     const int64_t K = kn->l.k, kp = kn->kp;
-    for (int64_t m = m0; m < m1; m++) {
-        const uint16_t *src = (const uint16_t *)x + m * K;
-        uint16_t *dst = xb + m * kp;
+    int64_t mpad = m1 == m ? (m + 31) / 32 * 32 : m1; /* the micro-kernel reads 6-row tiles only up to m */
+    for (int64_t r = m0; r < mpad; r++) {
+        uint16_t *dst = xb + r * kp;
+        if (r >= m) {
+            memset(dst, 0, (size_t)kp * 2);
+            continue;
+        }
+        const uint16_t *src = (const uint16_t *)x + r * K;
         if (kn->l.perm)
             for (int64_t j = 0; j < K; j++) dst[j] = src[kn->l.perm[j]];
         else

@@ -1,0 +1,555 @@
+/*
+ * mplbench.c -- the x86 W4A16 kernels (x86_avx512_w4a16, x86_avx2_w4a16) beside their ceilings,
+ * all measured in the same run:
+ *   read bandwidth: sum over a 1 GiB buffer with wide loads, same thread count, measured right
+ *                   before each shape's rows (the machine is shared: ceilings drift by minutes);
+ *   dense baselines: oneDNN f32 and bf16 matmul (Debian libdnnl-dev) and OpenBLAS sgemv/sgemm
+ *                   (libopenblas-dev) at the same shape, when built with them;
+ *   our kernel:     through the public API, weights cold (enough layer copies that their packed
+ *                   weights total >= --cold-gib, applied in rotation), median of --reps calls.
+ * Columns: time, weight GB/s and % of read bandwidth (decode is memory-bound), GFLOP/s
+ * (2*M*N*K / time), and each baseline's time. Rows print as a markdown table.
+ *
+ * --sweep: decode path vs prefill path for M = 1..64 (the hook in w4a16_x86.h forces one),
+ * to measure where the driver should switch.
+ *
+ * Usage: mplbench [--kernel NAME] [--threads 1,2] [--m 1,4,16,64,512] [--shapes 8b,70b,tp|LIST]
+ *                 [--reps R] [--cold-gib G] [--act bf16|f16|f32] [--group G] [--no-dense] [--sweep]
+ *   LIST: KxN[,KxN...]   e.g. --shapes 4096x28672,14336x4096
+ */
+#define _GNU_SOURCE
+#include <immintrin.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef MPL_BENCH_DNNL
+#include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
+#endif
+#ifdef MPL_BENCH_OPENBLAS
+#include <cblas.h>
+void openblas_set_num_threads(int);
+#endif
+
+#include "kernels/x86/w4a16_x86.h"
+#include "mplinear.h"
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static uint64_t g_rs = 0x9e3779b97f4a7c15ull;
+static uint64_t rnd(void) {
+    uint64_t z = (g_rs += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static float frand(void) { return (float)((double)(rnd() >> 11) / 9007199254740992.0 * 2.0 - 1.0); }
+
+/* ---------- options ---------- */
+
+static const char *opt_kernel = NULL;
+static int opt_threads[8] = {1, 2}, opt_nthreads = 2;
+static int64_t opt_m[32] = {1, 4, 16, 64, 512};
+static int opt_nm = 5;
+static int opt_reps = 15;
+static double opt_cold = 1.25;
+static mpl_act opt_act = MPL_ACT_BF16;
+static int64_t opt_group = 128;
+static int opt_dense = 1, opt_sweep = 0;
+typedef struct {
+    const char *name;
+    int64_t k, n;
+} shape;
+static shape opt_shapes[32];
+static int opt_nshapes = 0;
+
+static const shape shapes_8b[] = {{"8B qkv", 4096, 6144}, {"8B o", 4096, 4096}, {"8B gate_up", 4096, 28672},
+                                  {"8B down", 14336, 4096}};
+static const shape shapes_70b[] = {{"70B qkv", 8192, 10240}, {"70B o", 8192, 8192}, {"70B gate_up", 8192, 57344},
+                                   {"70B down", 28672, 8192}};
+static const shape shapes_tp[] = {{"TP 1408", 4096, 1408}, {"TP 7392", 7392, 4096}, {"TP 10944", 4096, 10944}};
+
+static void add_shapes(const shape *s, int n) {
+    for (int i = 0; i < n && opt_nshapes < 32; i++) opt_shapes[opt_nshapes++] = s[i];
+}
+
+static int parse_list(const char *s, int64_t *out, int cap) {
+    int n = 0;
+    while (*s && n < cap) {
+        out[n++] = strtoll(s, (char **)&s, 10);
+        if (*s == ',') s++;
+    }
+    return n;
+}
+
+static void parse_args(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
+        if (!strcmp(a, "--kernel")) opt_kernel = v, i++;
+        else if (!strcmp(a, "--threads")) {
+            int64_t t[8];
+            opt_nthreads = parse_list(v, t, 8);
+            for (int j = 0; j < opt_nthreads; j++) opt_threads[j] = (int)t[j];
+            i++;
+        } else if (!strcmp(a, "--m")) opt_nm = parse_list(v, opt_m, 32), i++;
+        else if (!strcmp(a, "--reps")) opt_reps = atoi(v), i++;
+        else if (!strcmp(a, "--cold-gib")) opt_cold = atof(v), i++;
+        else if (!strcmp(a, "--group")) opt_group = atoll(v), i++;
+        else if (!strcmp(a, "--act")) {
+            if (mpl_act_parse(v, &opt_act) != MPL_OK) {
+                fprintf(stderr, "%s\n", mpl_last_error());
+                exit(2);
+            }
+            i++;
+        } else if (!strcmp(a, "--no-dense")) opt_dense = 0;
+        else if (!strcmp(a, "--sweep")) opt_sweep = 1;
+        else if (!strcmp(a, "--shapes")) {
+            for (const char *p = v; *p;) {
+                if (!strncmp(p, "8b", 2)) add_shapes(shapes_8b, 4), p += 2;
+                else if (!strncmp(p, "70b", 3)) add_shapes(shapes_70b, 4), p += 3;
+                else if (!strncmp(p, "tp", 2)) add_shapes(shapes_tp, 3), p += 2;
+                else {
+                    char *e;
+                    int64_t k = strtoll(p, &e, 10), n = *e == 'x' ? strtoll(e + 1, &e, 10) : 0;
+                    if (k <= 0 || n <= 0) {
+                        fprintf(stderr, "bad shape list '%s' (8b, 70b, tp or KxN)\n", v);
+                        exit(2);
+                    }
+                    opt_shapes[opt_nshapes] = (shape){"custom", k, n};
+                    opt_nshapes++;
+                    p = e;
+                }
+                if (*p == ',') p++;
+            }
+            i++;
+        } else {
+            fprintf(stderr, "unknown option %s (see the comment at the top of mplbench.c)\n", a);
+            exit(2);
+        }
+    }
+    if (!opt_nshapes) add_shapes(shapes_8b, 4);
+}
+
+/* ---------- read bandwidth ---------- */
+
+static char *g_bw_buf;
+static const size_t BW_BYTES = (size_t)1 << 30;
+
+typedef struct {
+    const char *p;
+    size_t n;
+    long long sink;
+} rd_arg;
+
+__attribute__((target("avx512f"))) static long long read_sum512(const char *p, size_t n) {
+    __m512i s0 = _mm512_setzero_si512(), s1 = s0, s2 = s0, s3 = s0;
+    for (size_t i = 0; i + 256 <= n; i += 256) {
+        s0 = _mm512_add_epi64(s0, _mm512_load_si512(p + i));
+        s1 = _mm512_add_epi64(s1, _mm512_load_si512(p + i + 64));
+        s2 = _mm512_add_epi64(s2, _mm512_load_si512(p + i + 128));
+        s3 = _mm512_add_epi64(s3, _mm512_load_si512(p + i + 192));
+    }
+    return _mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(s0, s1), _mm512_add_epi64(s2, s3)));
+}
+
+__attribute__((target("avx2"))) static long long read_sum256(const char *p, size_t n) {
+    __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
+    for (size_t i = 0; i + 128 <= n; i += 128) {
+        s0 = _mm256_add_epi64(s0, _mm256_load_si256((const __m256i *)(p + i)));
+        s1 = _mm256_add_epi64(s1, _mm256_load_si256((const __m256i *)(p + i + 32)));
+        s2 = _mm256_add_epi64(s2, _mm256_load_si256((const __m256i *)(p + i + 64)));
+        s3 = _mm256_add_epi64(s3, _mm256_load_si256((const __m256i *)(p + i + 96)));
+    }
+    s0 = _mm256_add_epi64(_mm256_add_epi64(s0, s1), _mm256_add_epi64(s2, s3));
+    return _mm256_extract_epi64(s0, 0) + _mm256_extract_epi64(s0, 1) + _mm256_extract_epi64(s0, 2) +
+           _mm256_extract_epi64(s0, 3);
+}
+
+static void *rd_thread(void *v) {
+    rd_arg *a = v;
+    a->sink = __builtin_cpu_supports("avx512f") ? read_sum512(a->p, a->n) : read_sum256(a->p, a->n);
+    return NULL;
+}
+
+/* Median read bandwidth (GB/s) of `reps` sweeps over the 1 GiB buffer with `threads` threads. */
+static double read_bw(int threads, int reps) {
+    double t[16];
+    for (int r = 0; r < reps; r++) {
+        pthread_t th[8];
+        rd_arg a[8];
+        size_t per = BW_BYTES / (size_t)threads / 256 * 256;
+        double t0 = now();
+        for (int i = 1; i < threads; i++) {
+            a[i] = (rd_arg){g_bw_buf + per * (size_t)i, per, 0};
+            pthread_create(&th[i], NULL, rd_thread, &a[i]);
+        }
+        a[0] = (rd_arg){g_bw_buf, per, 0};
+        rd_thread(&a[0]);
+        for (int i = 1; i < threads; i++) pthread_join(th[i], NULL);
+        t[r] = now() - t0;
+    }
+    return (double)(BW_BYTES / (size_t)threads / 256 * 256 * (size_t)threads) / median(t, reps) / 1e9;
+}
+
+/* ---------- our kernel over rotating layer copies ---------- */
+
+typedef struct {
+    mpl_layer **l;
+    int copies;
+    size_t wbytes;
+    const char *kernel;
+} layer_set;
+
+static mpl_config make_cfg(int64_t k, int64_t n) {
+    mpl_config c;
+    mpl_config_init(&c, k, n);
+    c.act = opt_act;
+    c.group_size = opt_group == -1 || k % opt_group ? -1 : opt_group;
+    c.wtype = MPL_WTYPE_UINT4B8;
+    return c;
+}
+
+static int make_set(layer_set *s, const mpl_config *c, int threads) {
+    int64_t G = c->group_size == -1 ? 1 : c->k / c->group_size;
+    uint8_t *codes = malloc((size_t)(c->n * c->k));
+    float *scales = malloc((size_t)(c->n * G) * 4);
+    if (!codes || !scales) return -1;
+    for (int64_t i = 0; i < c->n * c->k; i += 8) {
+        uint64_t r = rnd();
+        for (int j = 0; j < 8 && i + j < c->n * c->k; j++) codes[i + j] = (uint8_t)((r >> (4 * j)) & 15);
+    }
+    for (int64_t i = 0; i < c->n * G; i++) scales[i] = (float)(0.001 * (1 + (double)(rnd() % 16)));
+    mpl_checkpoint_tensors ck;
+    mpl_status st = mpl_checkpoint_encode(c, MPL_LAYOUT_CT, codes, scales, MPL_DTYPE_BF16, NULL, NULL, &ck);
+    free(codes);
+    free(scales);
+    if (st != MPL_OK) {
+        fprintf(stderr, "encode: %s\n", mpl_last_error());
+        return -1;
+    }
+    mpl_options o;
+    mpl_options_init(&o);
+    o.threads = threads;
+    o.kernel = opt_kernel;
+    mpl_layer *first;
+    if (mpl_layer_create(c, &ck, &o, &first) != MPL_OK) {
+        fprintf(stderr, "create: %s\n", mpl_last_error());
+        mpl_checkpoint_tensors_free(&ck);
+        return -1;
+    }
+    s->wbytes = mpl_layer_weight_bytes(first);
+    s->kernel = mpl_layer_kernel(first);
+    s->copies = (int)ceil(opt_cold * (double)(1 << 30) / (double)s->wbytes);
+    if (s->copies < 2) s->copies = 2;
+    s->l = calloc((size_t)s->copies, sizeof *s->l);
+    s->l[0] = first;
+    for (int i = 1; i < s->copies; i++)
+        if (mpl_layer_create(c, &ck, &o, &s->l[i]) != MPL_OK) {
+            fprintf(stderr, "create copy %d: %s\n", i, mpl_last_error());
+            return -1;
+        }
+    mpl_checkpoint_tensors_free(&ck);
+    return 0;
+}
+
+static void free_set(layer_set *s) {
+    for (int i = 0; i < s->copies; i++) mpl_layer_destroy(s->l[i]);
+    free(s->l);
+    memset(s, 0, sizeof *s);
+}
+
+/* Median seconds per apply; each call on the next copy, so weights come from DRAM. */
+static double time_set(layer_set *s, int64_t m, const void *x, void *y, int reps) {
+    double t[256];
+    if (reps > 256) reps = 256;
+    for (int i = 0; i < s->copies && i < 4; i++) mpl_layer_apply(s->l[i], m, x, NULL, y); /* workspace, pool */
+    for (int r = 0; r < reps; r++) {
+        mpl_layer *l = s->l[(r + 4) % s->copies];
+        double t0 = now();
+        mpl_layer_apply(l, m, x, NULL, y);
+        t[r] = now() - t0;
+    }
+    return median(t, reps);
+}
+
+/* ---------- dense baselines ---------- */
+
+#ifdef MPL_BENCH_DNNL
+/* oneDNN matmul x[M][K] . W[K][N] in dt (f32 or bf16), weights in oneDNN's own packed format,
+ * rotated over copies totalling >= the cold size; returns the median seconds or -1. */
+static double onednn_matmul(int64_t M, int64_t K, int64_t N, dnnl_data_type_t dt, int threads, int reps) {
+    omp_set_num_threads(threads);
+    dnnl_engine_t eng = NULL;
+    dnnl_stream_t str = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_primitive_t prim = NULL;
+    dnnl_memory_t a = NULL, c = NULL, *w = NULL;
+    int copies = 0;
+    double med = -1;
+    dnnl_memory_desc_t a_md, b_md, c_md;
+    dnnl_dims_t ad = {M, K}, bd = {K, N}, cd = {M, N};
+    dnnl_matmul_desc_t mmd;
+    if (dnnl_engine_create(&eng, dnnl_cpu, 0) || dnnl_stream_create(&str, eng, dnnl_stream_default_flags) ||
+        dnnl_memory_desc_init_by_tag(&a_md, 2, ad, dt, dnnl_ab) ||
+        dnnl_memory_desc_init_by_tag(&b_md, 2, bd, dt, dnnl_format_tag_any) ||
+        dnnl_memory_desc_init_by_tag(&c_md, 2, cd, dt, dnnl_ab) || dnnl_matmul_desc_init(&mmd, &a_md, &b_md, NULL, &c_md) ||
+        dnnl_primitive_desc_create(&pd, &mmd, NULL, eng, NULL) || dnnl_primitive_create(&prim, pd))
+        goto out;
+    const dnnl_memory_desc_t *wmd = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    size_t wbytes = dnnl_memory_desc_get_size(wmd);
+    copies = (int)ceil(opt_cold * (double)(1 << 30) / (double)wbytes);
+    if (copies < 1) copies = 1;
+    w = calloc((size_t)copies, sizeof *w);
+    if (dnnl_memory_create(&a, &a_md, eng, DNNL_MEMORY_ALLOCATE) || dnnl_memory_create(&c, &c_md, eng, DNNL_MEMORY_ALLOCATE))
+        goto out;
+    void *ap;
+    dnnl_memory_get_data_handle(a, &ap);
+    memset(ap, 0x3c, dnnl_memory_desc_get_size(&a_md)); /* finite, nonzero in f32 and bf16 */
+    for (int i = 0; i < copies; i++) {
+        if (dnnl_memory_create(&w[i], wmd, eng, DNNL_MEMORY_ALLOCATE)) goto out;
+        void *wp;
+        dnnl_memory_get_data_handle(w[i], &wp);
+        memset(wp, 0x3c, wbytes);
+    }
+    double t[256];
+    if (reps > 256) reps = 256;
+    for (int r = -2; r < reps; r++) {
+        dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, w[(r + 2) % copies]}, {DNNL_ARG_DST, c}};
+        double t0 = now();
+        if (dnnl_primitive_execute(prim, str, 3, args) || dnnl_stream_wait(str)) goto out;
+        if (r >= 0) t[r] = now() - t0;
+    }
+    med = median(t, reps);
+out:
+    for (int i = 0; i < copies && w; i++)
+        if (w[i]) dnnl_memory_destroy(w[i]);
+    free(w);
+    if (a) dnnl_memory_destroy(a);
+    if (c) dnnl_memory_destroy(c);
+    if (prim) dnnl_primitive_destroy(prim);
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    if (str) dnnl_stream_destroy(str);
+    if (eng) dnnl_engine_destroy(eng);
+    return med;
+}
+#endif
+
+#ifdef MPL_BENCH_OPENBLAS
+/* OpenBLAS f32: sgemv (M=1) or sgemm, W[N][K] row-major, rotated copies; median seconds. */
+static double openblas_f32(int64_t M, int64_t K, int64_t N, int threads, int reps) {
+    openblas_set_num_threads(threads);
+    size_t wbytes = (size_t)(K * N) * 4;
+    int copies = (int)ceil(opt_cold * (double)(1 << 30) / (double)wbytes);
+    if (copies < 1) copies = 1;
+    float **w = calloc((size_t)copies, sizeof *w);
+    float *x = malloc((size_t)(M * K) * 4), *y = malloc((size_t)(M * N) * 4);
+    double med = -1;
+    if (!w || !x || !y) goto out;
+    for (int64_t i = 0; i < M * K; i++) x[i] = frand();
+    for (int i = 0; i < copies; i++) {
+        w[i] = aligned_alloc(64, (wbytes + 63) / 64 * 64);
+        if (!w[i]) goto out;
+        for (int64_t j = 0; j < K * N; j++) w[i][j] = 0.01f * (float)((j * 7 + i) % 15 - 7);
+    }
+    double t[256];
+    if (reps > 256) reps = 256;
+    for (int r = -2; r < reps; r++) {
+        const float *wr = w[(r + 2) % copies];
+        double t0 = now();
+        if (M == 1)
+            cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)N, (int)K, 1.0f, wr, (int)K, x, 1, 0.0f, y, 1);
+        else
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)M, (int)N, (int)K, 1.0f, x, (int)K, wr, (int)K,
+                        0.0f, y, (int)N);
+        if (r >= 0) t[r] = now() - t0;
+    }
+    med = median(t, reps);
+out:
+    for (int i = 0; i < copies && w; i++) free(w[i]);
+    free(w);
+    free(x);
+    free(y);
+    return med;
+}
+#endif
+
+/* Fewer repetitions for calls that take long (prefill of large shapes): ~2 s per measurement. */
+static int reps_for(double flops, double rate_guess) {
+    int r = (int)(2.0 / (flops / rate_guess));
+    if (r > opt_reps) r = opt_reps;
+    return r < 3 ? 3 : r;
+}
+
+static void fmt_time(char *b, size_t cap, double s) {
+    if (s < 0)
+        snprintf(b, cap, "—");
+    else if (s < 1e-3)
+        snprintf(b, cap, "%.1f µs", s * 1e6);
+    else
+        snprintf(b, cap, "%.2f ms", s * 1e3);
+}
+
+static void *make_x(int64_t m, int64_t k) {
+    size_t es = opt_act == MPL_ACT_F32 ? 4 : 2;
+    void *x = malloc((size_t)(m * k) * es);
+    if (!x) return NULL;
+    for (int64_t i = 0; i < m * k; i++) {
+        float v = frand();
+        if (opt_act == MPL_ACT_F32)
+            ((float *)x)[i] = v;
+        else if (opt_act == MPL_ACT_BF16)
+            ((uint16_t *)x)[i] = mpl_f32_to_bf16(v);
+        else
+            ((uint16_t *)x)[i] = mpl_f32_to_f16(v);
+    }
+    return x;
+}
+
+static void settle(void) { usleep(100 * 1000); /* other pools' spinning threads go to sleep */ }
+
+static int run_table(void) {
+    int64_t mmax = 1;
+    for (int i = 0; i < opt_nm; i++)
+        if (opt_m[i] > mmax) mmax = opt_m[i];
+    printf("| shape (K x N) | M | thr | kernel | time | GB/s | %% of read BW | read BW (GB/s) | GFLOP/s | GFLOP/s/thr"
+           " | oneDNN bf16 | oneDNN f32 | OpenBLAS f32 | vs best dense |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (int si = 0; si < opt_nshapes; si++) {
+        const shape *sh = &opt_shapes[si];
+        mpl_config c = make_cfg(sh->k, sh->n);
+        void *x = make_x(mmax, sh->k);
+        void *y = malloc((size_t)(mmax * sh->n) * 4);
+        if (!x || !y) return 1;
+        for (int ti = 0; ti < opt_nthreads; ti++) {
+            int T = opt_threads[ti];
+            layer_set s;
+            if (make_set(&s, &c, T)) return 1;
+            for (int mi = 0; mi < opt_nm; mi++) {
+                int64_t M = opt_m[mi];
+                double flops = 2.0 * (double)M * (double)sh->k * (double)sh->n;
+                settle();
+                double bw = read_bw(T, 5);
+                double t = time_set(&s, M, x, y, reps_for(flops, 300e9 * T));
+                double tb = -1, tf = -1, tl = -1;
+                if (opt_dense) {
+#ifdef MPL_BENCH_DNNL
+                    settle();
+                    tb = onednn_matmul(M, sh->k, sh->n, dnnl_bf16, T, reps_for(flops, 300e9 * T));
+                    settle();
+                    tf = onednn_matmul(M, sh->k, sh->n, dnnl_f32, T, reps_for(flops, 150e9 * T));
+#endif
+#ifdef MPL_BENCH_OPENBLAS
+                    settle();
+                    tl = openblas_f32(M, sh->k, sh->n, T, reps_for(flops, 150e9 * T));
+#endif
+                }
+                double best = -1;
+                if (tb > 0) best = tb;
+                if (tf > 0 && (best < 0 || tf < best)) best = tf;
+                if (tl > 0 && (best < 0 || tl < best)) best = tl;
+                char ct[32], cb[32], cf[32], cl[32], cv[32];
+                fmt_time(ct, sizeof ct, t);
+                fmt_time(cb, sizeof cb, tb);
+                fmt_time(cf, sizeof cf, tf);
+                fmt_time(cl, sizeof cl, tl);
+                if (best > 0)
+                    snprintf(cv, sizeof cv, "%.2fx", best / t);
+                else
+                    snprintf(cv, sizeof cv, "—");
+                double gbs = (double)s.wbytes / t / 1e9;
+                printf("| %s %lldx%lld | %lld | %d | %s | %s | %.1f | %.0f%% | %.1f | %.0f | %.0f | %s | %s | %s | %s |\n",
+                       sh->name, (long long)sh->k, (long long)sh->n, (long long)M, T, s.kernel, ct, gbs,
+                       100.0 * gbs / bw, bw, flops / t / 1e9, flops / t / 1e9 / T, cb, cf, cl, cv);
+                fflush(stdout);
+            }
+            free_set(&s);
+        }
+        free(x);
+        free(y);
+    }
+    return 0;
+}
+
+/* Decode path vs prefill path over M (both forced), cold weights: where should the driver switch? */
+static int run_sweep(void) {
+    static const int64_t ms[] = {1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64};
+    printf("| shape (K x N) | thr | M | decode | prefill | chosen (auto) | faster |\n|---|---|---|---|---|---|---|\n");
+    for (int si = 0; si < opt_nshapes; si++) {
+        const shape *sh = &opt_shapes[si];
+        mpl_config c = make_cfg(sh->k, sh->n);
+        void *x = make_x(64, sh->k);
+        void *y = malloc((size_t)(64 * sh->n) * 4);
+        for (int ti = 0; ti < opt_nthreads; ti++) {
+            int T = opt_threads[ti];
+            layer_set s;
+            if (!x || !y || make_set(&s, &c, T)) return 1;
+            for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++) {
+                double t[3];
+                for (int p = 0; p < 3; p++) {
+                    mpl_xw_force_path(p == 2 ? 0 : p + 1);
+                    t[p] = time_set(&s, ms[mi], x, y, opt_reps);
+                }
+                mpl_xw_force_path(0);
+                char a[32], b[32], d[32];
+                fmt_time(a, sizeof a, t[0]);
+                fmt_time(b, sizeof b, t[1]);
+                fmt_time(d, sizeof d, t[2]);
+                printf("| %s %lldx%lld | %d | %lld | %s | %s | %s | %s |\n", sh->name, (long long)sh->k,
+                       (long long)sh->n, T, (long long)ms[mi], a, b, d, t[0] <= t[1] ? "decode" : "prefill");
+                fflush(stdout);
+            }
+            free_set(&s);
+        }
+        free(x);
+        free(y);
+    }
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    parse_args(argc, argv);
+    mpl_platform_info pi;
+    mpl_platform_get(&pi);
+    char isa[256];
+    mpl_isa_string(pi.isa, isa, sizeof isa);
+    printf("cpu: %s, %d threads; isa: %s%s%s\n", pi.cpu_model, pi.cpu_threads, isa, pi.isa_cap[0] ? "; MPL_MAX_ISA=" : "",
+           pi.isa_cap);
+    printf("config: uint4b8, %s activations, group %lld, weights cold (>= %.2f GiB of copies), medians of <= %d calls; "
+           "dense baselines:%s%s%s\n\n",
+           mpl_act_name(opt_act), (long long)opt_group, opt_cold, opt_reps,
+#ifdef MPL_BENCH_DNNL
+           opt_dense ? " oneDNN" : "",
+#else
+           "",
+#endif
+#ifdef MPL_BENCH_OPENBLAS
+           opt_dense ? " OpenBLAS" : "",
+#else
+           "",
+#endif
+           opt_dense ? "" : " off");
+    g_bw_buf = aligned_alloc(64, BW_BYTES);
+    if (!g_bw_buf) return 1;
+    memset(g_bw_buf, 1, BW_BYTES);
+    int rc = opt_sweep ? run_sweep() : run_table();
+    free(g_bw_buf);
+    return rc;
+}
