@@ -66,11 +66,17 @@ else
 fi
 
 if [ -n "${H200_NCU:-}" ] && command -v ncu > /dev/null; then
-    stamp "ncu (one launch each: tensor-core M=4096 70B.o, skinny M=1 70B.down)"
+    stamp "ncu (one launch: tensor-core M=4096 70B.o and/or skinny M=1 70B.gate_up)"
     sec="--section SpeedOfLight --section WarpStateStats --section ComputeWorkloadAnalysis --section SchedulerStats --section MemoryWorkloadAnalysis --section Occupancy"
-    timeout 120 ncu --clock-control none $sec -k regex:cw4_tc -c 1 "$B" --shapes 70B.o --m 4096 --reps 1 > "$OUT/ncu_tc.txt" 2>&1
-    timeout 90 ncu --clock-control none $sec -k regex:cw4_skinny -c 1 "$B" --shapes 70B.down --m 1 --reps 1 > "$OUT/ncu_skinny.txt" 2>&1
-    grep -E "Duration|Throughput|Issue Slots Busy|Executed Ipc|No Eligible|Stall|Registers|Achieved Occupancy" "$OUT/ncu_tc.txt" | head -30
+    # H200_NCU=tc, skinny or both (any other value)
+    if [ "$H200_NCU" != skinny ]; then
+        timeout 120 ncu --clock-control none $sec -k regex:cw4_tc -c 1 "$B" --shapes 70B.o --m 4096 --reps 1 > "$OUT/ncu_tc.txt" 2>&1
+        grep -E "Duration|Throughput|Issue Slots Busy|No Eligible|Achieved Occupancy" "$OUT/ncu_tc.txt" | head -12
+    fi
+    if [ "$H200_NCU" != tc ]; then
+        timeout 90 ncu --clock-control none $sec -k regex:cw4_skinny -c 1 "$B" --shapes 70B.gate_up --m 1 --reps 1 > "$OUT/ncu_skinny.txt" 2>&1
+        grep -E "Duration|DRAM Throughput|Issue Slots Busy|No Eligible|Achieved Occupancy" "$OUT/ncu_skinny.txt" | head -12
+    fi
 fi
 
 if [ -n "${H200_SANITIZE:-}" ] && command -v compute-sanitizer > /dev/null; then

@@ -32,8 +32,8 @@ typedef struct mpl_cw4_args {
     int ksplit;                /* blocks along K reducing through a cluster (1 = none; 0 = choose) */
     int sms;                   /* multiprocessors of the device */
     int cc;                    /* compute capability, major*10+minor */
-    int tc_variant;            /* tensor-core tile for m > 64: 0 = 128x128 (4x2 warps of 64x32), 1 = 128x128
-                                  (4x2 warps of 32x64), 2 = 256x64 as for m <= 64 (MPL_CUDA_W4A16_TC_VARIANT) */
+    int tc_variant;            /* tensor-core tile (N x M) for m > 64: 0 = 256x64 (8x1 warps of 32x64), 1 = 128x128
+                                  (2x4 warps of 64x32), 2 = 128x128 (4x2 warps of 32x64) (MPL_CUDA_W4A16_TC_VARIANT) */
 } mpl_cw4_args;
 
 /* Rows of M the skinny kernel takes at most (two 8-row MMA tiles). */

@@ -22,8 +22,8 @@ namespace cw4 {
 
 constexpr int SK_THREADS = 256;
 constexpr int SK_WARPS = 8;  /* warps along K within a block */
-constexpr int SK_NW = 2;     /* 16-row tiles per warp: two 512-byte blocks per chunk */
-constexpr int SK_STAGES = 8; /* per-warp ring: 7 chunks (7 KB) in flight per warp, 112 KB per SM */
+constexpr int SK_NW = 4;     /* 16-row tiles per warp: 2 KB per chunk, so per-chunk overheads (x, ring) amortize */
+constexpr int SK_STAGES = 4; /* per-warp ring: 3 chunks (6 KB) in flight per warp, 96 KB per SM */
 /* One ring stage: weights (NW x 512 B) | scales (NW x 32 B) | scales_lo (NW x 32 B) | zeros (NW x 16 B). */
 constexpr int SK_OFF_S = SK_NW * 512, SK_OFF_L = SK_OFF_S + SK_NW * 32, SK_OFF_Z = SK_OFF_L + SK_NW * 32;
 constexpr int SK_STAGE = SK_OFF_Z + SK_NW * 16;
@@ -93,28 +93,41 @@ __global__ void __launch_bounds__(SK_THREADS, 2) cw4_skinny(const mpl_cw4_args a
 #pragma unroll
             for (int e = 0; e < 4; e++) acc[i][mt][e] = 0.0f;
 
-    const int first = c_begin + warp;
-    const int count = first < c_end ? (c_end - first + SK_WARPS - 1) / SK_WARPS : 0;
+    /* each warp a contiguous run of chunks: groups end inside a run, so most chunks need no fold */
+    const int first = c_begin + (c_end - c_begin) * warp / SK_WARPS;
+    const int count = c_begin + (c_end - c_begin) * (warp + 1) / SK_WARPS - first;
 #pragma unroll
     for (int s = 0; s < SK_STAGES - 1; s++) {
-        if (s < count) sk_issue<ZP, CHUNK_GROUP>(a, nt0, KC, first + s * SK_WARPS, lane, ring + s * SK_STAGE);
+        if (s < count) sk_issue<ZP, CHUNK_GROUP>(a, nt0, KC, first + s, lane, ring + s * SK_STAGE);
         cp_async_commit();
     }
+    float cg[SK_NW][MT][4]; /* the current group's partial sums */
+#pragma unroll
+    for (int i = 0; i < SK_NW; i++)
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) cg[i][mt][e] = 0.0f;
     uint2 xf[4][MT];
-    load_x_chunk<MT>(a, first, g, t, xf);
+    if (MT == 1) load_x_chunk<MT>(a, first, g, t, xf);
+    int rem = a.gs16 - (first * 4) % a.gs16; /* k16 steps until the current group ends */
     for (int it = 0; it < count; it++) {
         cp_async_wait<SK_STAGES - 2>();
         __syncwarp(); /* stage `it` visible to the warp; the stage read last iteration is free */
         {
             int s = it + SK_STAGES - 1;
-            if (s < count) sk_issue<ZP, CHUNK_GROUP>(a, nt0, KC, first + s * SK_WARPS, lane, ring + (s % SK_STAGES) * SK_STAGE);
+            if (s < count) sk_issue<ZP, CHUNK_GROUP>(a, nt0, KC, first + s, lane, ring + (s % SK_STAGES) * SK_STAGE);
             cp_async_commit();
         }
-        const int c = first + it * SK_WARPS;
+        const int c = first + it;
         const unsigned char *st = ring + (it % SK_STAGES) * SK_STAGE;
-        /* next chunk's x now, so its latency hides behind this chunk's MMAs (masked past k) */
+        /* m <= 8: next chunk's x now, so its latency hides behind this chunk's MMAs (masked past k);
+         * m > 8 loads it here, the registers of a second copy would spill */
         uint2 xn[4][MT];
-        load_x_chunk<MT>(a, c + SK_WARPS, g, t, xn);
+        if (MT == 1)
+            load_x_chunk<MT>(a, c + 1, g, t, xn);
+        else
+            load_x_chunk<MT>(a, c, g, t, xf);
         uint4 wv[SK_NW];
         uint32_t add_g[SK_NW], add_g8[SK_NW];
 #pragma unroll
@@ -124,13 +137,6 @@ __global__ void __launch_bounds__(SK_THREADS, 2) cw4_skinny(const mpl_cw4_args a
                 zero_consts<A, ZP>(ZP ? (uint32_t)*reinterpret_cast<const uint16_t *>(st + SK_OFF_Z + i * 16 + 2 * g) : 0u,
                                    add_g[i], add_g8[i]);
         }
-        float cg[SK_NW][MT][4];
-#pragma unroll
-        for (int i = 0; i < SK_NW; i++)
-#pragma unroll
-            for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) cg[i][mt][e] = 0.0f;
 #pragma unroll
         for (int j = 0; j < 4; j++) {
             int grp = 0;
@@ -150,9 +156,10 @@ __global__ void __launch_bounds__(SK_THREADS, 2) cw4_skinny(const mpl_cw4_args a
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++) A::mma(cg[i][mt], af, xf[j][mt].x, xf[j][mt].y);
             }
-            /* Fold the finished partial sums into acc with the group scale: at the end of
-             * the chunk (the warp's next chunk is 8 chunks on), or where a group ends. */
-            bool fold = CHUNK_GROUP ? j == 3 : (j == 3 || (c * 4 + j + 1) % a.gs16 == 0);
+            /* Fold the finished partial sums into acc with the group scale where a group
+             * ends, and at the end of the warp's run. */
+            bool fold = --rem == 0 || (j == 3 && it == count - 1);
+            if (rem == 0) rem = a.gs16;
             if (fold) {
 #pragma unroll
                 for (int i = 0; i < SK_NW; i++) {
@@ -179,10 +186,11 @@ __global__ void __launch_bounds__(SK_THREADS, 2) cw4_skinny(const mpl_cw4_args a
                 }
             }
         }
+        if (MT == 1)
 #pragma unroll
-        for (int j = 0; j < 4; j++)
+            for (int j = 0; j < 4; j++)
 #pragma unroll
-            for (int mt = 0; mt < MT; mt++) xf[j][mt] = xn[j][mt];
+                for (int mt = 0; mt < MT; mt++) xf[j][mt] = xn[j][mt];
     }
     cp_async_wait<0>();
     __syncthreads(); /* every ring drained: the shared memory is reused below */
