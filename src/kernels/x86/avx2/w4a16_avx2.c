@@ -102,12 +102,15 @@ static void gemv(const mpl_xw_kernel *kn, const float *xf, int64_t m, int64_t b,
 static void dequant_f32_panel(const mpl_xw_layout *l, int64_t b, int64_t g, int64_t c0, int64_t c1, float *panel) {
     const uint8_t *grp = mpl_xw_group(l, b, g);
     const uint8_t *wp = mpl_xw_group_weights(l, b, g) + (size_t)c0 * 128;
+    __m256 z[8];
+    for (int h = 0; h < 8; h++) z[h] = load_zeros(l, grp, h);
     for (int64_t c = c0; c < c1; c++, wp += 128, panel += 4 * 64) {
+#pragma GCC unroll 8
         for (int h = 0; h < 8; h++) {
             __m256i d = load_dwords(wp, h);
-            __m256 z = load_zeros(l, grp, h);
+#pragma GCC unroll 4
             for (int p = 0; p < 4; p++) {
-                __m256 w = _mm256_sub_ps(_mm256_sub_ps(nib_float(d, p), _mm256_set1_ps(nib_base(p))), z);
+                __m256 w = _mm256_sub_ps(_mm256_sub_ps(nib_float(d, p), _mm256_set1_ps(nib_base(p))), z[h]);
                 _mm256_store_ps(panel + koff[p] * 64 + 8 * h, w);
             }
         }
