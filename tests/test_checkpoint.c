@@ -41,6 +41,7 @@ static const fixture fixtures[] = {
     {"gptq-g32-actorder", "gptq", 7, MPL_LAYOUT_GPTQ, MPL_WTYPE_UINT4B8, 32, 0, 1, MPL_MODE_W4A16, 0, 0},
     {"gptq-v2-asym", "gptq", 7, MPL_LAYOUT_GPTQ_V2, MPL_WTYPE_UINT4, 32, 1, 0, MPL_MODE_W4A16, 0, 0},
     {"awq-gemm-g32", "awq", 7, MPL_LAYOUT_AWQ, MPL_WTYPE_UINT4, 32, 1, 0, MPL_MODE_W4A16, MPL_ACT_F16, 0},
+    {"ct-w4a16-gptq", "compressed-tensors", 7, MPL_LAYOUT_CT, MPL_WTYPE_UINT4B8, 32, 0, 0, MPL_MODE_W4A16, MPL_ACT_BF16, 0},
 };
 
 static const char *fixture_root(void) {
@@ -207,6 +208,11 @@ static void gptq_v2_asym(void **state) {
 static void awq_gemm(void **state) {
     (void)state;
     check_fixture(&fixtures[5]);
+}
+
+static void ct_gptq(void **state) {
+    (void)state;
+    check_fixture(&fixtures[6]);
 }
 
 static void api_errors(void **state) {
@@ -376,7 +382,7 @@ static void cli_commands(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(ct_mixed),      cmocka_unit_test(ct_asym),      cmocka_unit_test(ct_w4a8),
-        cmocka_unit_test(gptq_actorder), cmocka_unit_test(gptq_v2_asym), cmocka_unit_test(awq_gemm),
+        cmocka_unit_test(gptq_actorder), cmocka_unit_test(gptq_v2_asym), cmocka_unit_test(awq_gemm),      cmocka_unit_test(ct_gptq),
         cmocka_unit_test(api_errors),    cmocka_unit_test(cli_commands),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
