@@ -8,6 +8,8 @@
  *   prefill M=512, K=N=4096: GOP/s (2*M*N*K / time) and GOP/s per thread; ratio to W4A16.
  *   accuracy: relative Frobenius error of W4A8 against the float64 W4A16 result (Gaussian x, 8 rows).
  *
+ * "cpu ms": median thread CPU time of 1-thread rows (time the shared machine gave to other processes
+ * excluded; a check on the wall-clock median, not a replacement for it).
  * Cold weights: enough layer copies that their weights total >= --cold-gib (default 1.25 GiB;
  * the L3 here is 480 MiB), applied in rotation; medians over --reps applies.
  * Usage: w4a8_bench [--reps R] [--cold-gib G] [--threads T1,T2] [--quick] [--only decode|prefill]
@@ -33,6 +35,15 @@ static double now(void) {
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
+
+/* This thread's CPU time: with one thread it excludes the time the shared machine gave to others. */
+static double cpu_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+/* Median thread CPU seconds of the last timing (printed for 1-thread rows as a noise check). */
+static double g_cpu_sec;
 
 static int cmp_d(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -161,16 +172,19 @@ static void free_set(layer_set *s) {
 }
 
 static double time_set(layer_set *s, int64_t m, const void *x, void *y) {
-    double *t = malloc((size_t)reps * sizeof *t);
+    double *t = malloc((size_t)reps * sizeof *t), *tc = malloc((size_t)reps * sizeof *tc);
     for (int i = 0; i < s->copies; i++) mpl_layer_apply(s->l[i], m, x, NULL, y); /* warm-up: workspace, pool */
     for (int r = 0; r < reps; r++) {
         mpl_layer *l = s->l[r % s->copies];
-        double t0 = now();
+        double c0 = cpu_now(), t0 = now();
         mpl_layer_apply(l, m, x, NULL, y);
         t[r] = now() - t0;
+        tc[r] = cpu_now() - c0;
     }
     double med = median(t, reps);
+    g_cpu_sec = median(tc, reps);
     free(t);
+    free(tc);
     return med;
 }
 
@@ -216,16 +230,21 @@ static double onednn_s8(int64_t M, int64_t K, int64_t N, int threads, double wan
         DNNL_OK(dnnl_memory_get_data_handle(bm[i], &h));
         for (size_t b = 0; b < wbytes; b++) ((int8_t *)h)[b] = (int8_t)(rnd() % 15 - 7);
     }
-    double *t = malloc((size_t)reps * sizeof *t);
+    double *t = malloc((size_t)reps * sizeof *t), *tc = malloc((size_t)reps * sizeof *tc);
     for (int r = -copies; r < reps; r++) {
         dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm[(r + copies) % copies]}, {DNNL_ARG_DST, cm}};
-        double t0 = now();
+        double c0 = cpu_now(), t0 = now();
         DNNL_OK(dnnl_primitive_execute(prim, str, 3, args));
         DNNL_OK(dnnl_stream_wait(str));
-        if (r >= 0) t[r] = now() - t0;
+        if (r >= 0) {
+            t[r] = now() - t0;
+            tc[r] = cpu_now() - c0;
+        }
     }
     double med = median(t, reps);
+    g_cpu_sec = median(tc, reps);
     free(t);
+    free(tc);
     for (int i = 0; i < copies; i++) dnnl_memory_destroy(bm[i]);
     free(bm);
     dnnl_memory_destroy(am);
@@ -241,9 +260,11 @@ static double onednn_s8(int64_t M, int64_t K, int64_t N, int threads, double wan
 static void row(const char *cas, int64_t m, int64_t k, int64_t n, int threads, const char *impl, double sec,
                 double wbytes, double bw) {
     double gbs = wbytes / sec / 1e9, gop = 2.0 * (double)m * (double)n * (double)k / sec / 1e9;
-    printf("| %-14s | %4lld | %5lld | %5lld | %d | %-22s | %9.3f | %7.1f | %6.1f%% | %8.1f | %8.1f |\n", cas,
-           (long long)m, (long long)k, (long long)n, threads, impl, sec * 1e3, gbs, bw > 0 ? 100 * gbs / bw : 0.0, gop,
-           gop / threads);
+    char cpu[32] = "-";
+    if (threads == 1 && g_cpu_sec > 0) snprintf(cpu, sizeof cpu, "%.3f", g_cpu_sec * 1e3);
+    printf("| %-14s | %4lld | %5lld | %5lld | %d | %-22s | %9.3f | %9s | %7.1f | %6.1f%% | %8.1f | %8.1f |\n", cas,
+           (long long)m, (long long)k, (long long)n, threads, impl, sec * 1e3, cpu, gbs, bw > 0 ? 100 * gbs / bw : 0.0,
+           gop, gop / threads);
     fflush(stdout);
 }
 
@@ -295,8 +316,8 @@ int main(int argc, char **argv) {
         bw[tlist[i]] = read_bw(tlist[i]);
         printf("# read bandwidth, 1 GiB, %d thread(s): %.1f GB/s\n", tlist[i], bw[tlist[i]]);
     }
-    printf("\n| case           |    M |     K |     N | T | implementation         |  median ms |    GB/s | %% read BW |    GOP/s | GOP/s/thr |\n"
-           "|----------------|------|-------|-------|---|------------------------|-----------|---------|---------|----------|----------|\n");
+    printf("\n| case           |    M |     K |     N | T | implementation         | median ms |    cpu ms |    GB/s | %% read BW |    GOP/s | GOP/s/thr |\n"
+           "|----------------|------|-------|-------|---|------------------------|-----------|-----------|---------|---------|----------|----------|\n");
     const struct {
         const char *name;
         int64_t k, n;
