@@ -439,6 +439,18 @@ static void device_matrix(void **state) {
     };
     for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++)
         bad += run_ms(&groups[i], few_m, (int)(sizeof few_m / sizeof few_m[0]), seed, &cases);
+    /* wide layers: the skinny path's 4-row-tile warps (N >= ~6400 on 132 SMs), all its variants */
+    const dcase wide[] = {
+        {1024, 6656, 128, 1, 0, MPL_ACT_BF16, EX, F16, G, 1},
+        {768, 6664, 32, 0, 1, MPL_ACT_F16, RN, BF16, G, 1},
+    };
+    const int64_t wide_m[] = {1, 7, 9, 16};
+    for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++)
+        for (int j = 0; j < 4; j++) {
+            uint64_t s = tu_case_seed(seed, (uint64_t)cases++);
+            bad += !run_case(&wide[i], wide_m[j], s, "skinny", 0);
+            bad += !run_case(&wide[i], wide_m[j], s, "skinny", 2), cases++;
+        }
     /* the tensor-core tile variants for m > 64 (MPL_CUDA_W4A16_TC_VARIANT) */
     const int64_t var_m[] = {65, 257, 1024};
     for (int v = 1; v <= 2; v++) {

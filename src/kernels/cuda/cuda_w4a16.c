@@ -6,7 +6,7 @@
  * Paths (w4a16_launch.h): the skinny kernel for m <= skinny_max_m (decode), the
  * tensor-core kernel above. Environment knobs, read when a layer is created:
  *   MPL_CUDA_W4A16_PATH=auto|skinny|tc   force a path (skinny still only for m <= 16)
- *   MPL_CUDA_W4A16_SKINNY_MAX_M=n        switch point (default MPL_CW4_DEFAULT_SKINNY_MAX_M)
+ *   MPL_CUDA_W4A16_SKINNY_MAX_M=n        switch point: skinny for m <= n (default: skinny_by_default)
  *   MPL_CUDA_W4A16_KSPLIT=n              force the split-K factor (1..8; clusters need sm_90)
  *   MPL_CUDA_W4A16_TC_VARIANT=0|1|2      tensor-core tile shape for m > 64 (w4a16_launch.h)
  * Every CUDA error becomes MPL_ERR_CUDA with CUDA's name and message; nothing aborts.
@@ -20,8 +20,12 @@
 #include "../kernels.h"
 #include "w4a16_launch.h"
 
-/* Largest m that takes the skinny path by default: measured on the H200 (bench/cuda/NOTES.md). */
-#define MPL_CW4_DEFAULT_SKINNY_MAX_M 16
+/*
+ * Switch point, measured on the H200 (bench/cuda/NOTES.md, run 3): the skinny path wins up to m = 8 on
+ * every layer; from 9 to 16 it wins when K >= 8192 (70B down: 51 vs 84 us at m = 16) and the
+ * tensor-core path wins slightly when K is smaller (8B gate_up: 31.7 vs 33.4 us).
+ */
+static bool skinny_by_default(int64_t m, int64_t k) { return m <= 8 || (m <= MPL_CW4_SKINNY_MAX_M && k >= 8192); }
 
 /* src/platform/cuda_rt.c (declared here as in cpu.c: internal.h has no CUDA section). */
 int mpl_cuda_query(int *devices, int *cc, char *name, size_t name_cap, char *note, size_t note_cap);
@@ -183,7 +187,7 @@ static mpl_status cw4_pack(const mpl_config *c, const mpl_canonical *w, void **o
     }
     const char *path = getenv("MPL_CUDA_W4A16_PATH");
     p->path = !path ? PATH_AUTO : !strcmp(path, "skinny") ? PATH_SKINNY : !strcmp(path, "tc") ? PATH_TC : PATH_AUTO;
-    p->skinny_max_m = env_int("MPL_CUDA_W4A16_SKINNY_MAX_M", MPL_CW4_DEFAULT_SKINNY_MAX_M);
+    p->skinny_max_m = env_int("MPL_CUDA_W4A16_SKINNY_MAX_M", -1);
     p->ksplit = env_int("MPL_CUDA_W4A16_KSPLIT", 0);
     p->tc_variant = env_int("MPL_CUDA_W4A16_TC_VARIANT", 0);
     *out = p;
@@ -228,7 +232,9 @@ static mpl_status run_kernels(const cw4_packed *p, int m, const void *x, const v
     a.cc = p->cc;
     a.tc_variant = p->tc_variant;
     bool skinny = m <= MPL_CW4_SKINNY_MAX_M &&
-                  (p->path == PATH_SKINNY || (p->path == PATH_AUTO && m <= p->skinny_max_m));
+                  (p->path == PATH_SKINNY ||
+                   (p->path == PATH_AUTO && (p->skinny_max_m >= 0 ? m <= p->skinny_max_m
+                                                                  : skinny_by_default(m, p->meta.k))));
     int e = skinny ? mpl_cw4_launch_skinny(&a, stream) : mpl_cw4_launch_tc(&a, stream);
     if (e != 0) return cuda_fail((cudaError_t)e, skinny ? "launching the skinny kernel" : "launching the tensor-core kernel");
     return MPL_OK;

@@ -3,8 +3,8 @@
  *
  * Memory-bound: the whole point is to stream the packed weights at the copy bandwidth.
  *  - Each warp streams whole 512-byte blocks (16 rows x 64 channels): every lane copies 16 bytes
- *    per block with cp.async (L2 only) into its warp's own shared-memory ring, SK_STAGES - 1
- *    chunks ahead (7 KB in flight per warp, 112 KB per SM), and reads them back itself.
+ *    per block with cp.async (L2 only) into its warp's own shared-memory ring, STAGES - 1
+ *    chunks ahead (6-7 KB in flight per warp, ~100 KB per SM), and reads them back itself.
  *  - K is split across the 8 warps of a block (warp w takes chunks w, w+8, ...: the block
  *    reads 4 KB contiguous per row tile per step) and, when there are too few row tiles to
  *    fill the GPU, across the blocks of a cluster (sm_90), reduced through distributed shared
@@ -22,13 +22,19 @@ namespace cw4 {
 
 constexpr int SK_THREADS = 256;
 constexpr int SK_WARPS = 8;  /* warps along K within a block */
-constexpr int SK_NW = 4;     /* 16-row tiles per warp: 2 KB per chunk, so per-chunk overheads (x, ring) amortize */
-constexpr int SK_STAGES = 4; /* per-warp ring: 3 chunks (6 KB) in flight per warp, 96 KB per SM */
-/* One ring stage: weights (NW x 512 B) | scales (NW x 32 B) | scales_lo (NW x 32 B) | zeros (NW x 16 B). */
-constexpr int SK_OFF_S = SK_NW * 512, SK_OFF_L = SK_OFF_S + SK_NW * 32, SK_OFF_Z = SK_OFF_L + SK_NW * 32;
-constexpr int SK_STAGE = SK_OFF_Z + SK_NW * 16;
-constexpr int SK_SMEM = SK_WARPS * SK_STAGES * SK_STAGE;
-static_assert(SK_STAGE % 16 == 0, "stage alignment");
+/* Per-warp shape: NW 16-row tiles per warp (4: 2 KB per chunk, so per-chunk overheads amortize; 2 for
+ * layers with few row tiles, where 4 would leave too few blocks) and a ring of the same 75 KB per block
+ * either way (NW 4: 3 chunks = 6 KB in flight per warp; NW 2: 7 chunks = 7 KB). */
+template <int NW_>
+struct SkShape {
+    static constexpr int NW = NW_;
+    static constexpr int STAGES = NW_ == 4 ? 4 : 8;
+    /* one ring stage: weights (NW x 512 B) | scales (NW x 32 B) | scales_lo (NW x 32 B) | zeros (NW x 16 B) */
+    static constexpr int OFF_S = NW * 512, OFF_L = OFF_S + NW * 32, OFF_Z = OFF_L + NW * 32;
+    static constexpr int STAGE = OFF_Z + NW * 16;
+    static constexpr int SMEM = SK_WARPS * STAGES * STAGE;
+    static_assert(STAGE % 16 == 0, "stage alignment");
+};
 
 /* x fragments of one chunk: for each k16 step j and m tile, lane (g, t) holds
  * x[mt*8 + g][c*64 + 16j + 4t .. +3] (zeros past m or k). */
@@ -48,19 +54,19 @@ __device__ __forceinline__ void load_x_chunk(const mpl_cw4_args &a, int c, int g
 
 /* Copies of chunk c into one ring stage: each lane its own 16 bytes of each block (it alone reads
  * them back), and with CHUNK_GROUP a few lanes the group's scales and zeros for the whole warp. */
-template <bool ZP, bool CHUNK_GROUP>
+template <int NW, bool ZP, bool CHUNK_GROUP>
 __device__ __forceinline__ void sk_issue(const mpl_cw4_args &a, int nt0, int KC, int c, int lane, unsigned char *st) {
     const uint4 *wq = reinterpret_cast<const uint4 *>(a.qweight);
 #pragma unroll
-    for (int i = 0; i < SK_NW; i++) cp_async16(st + i * 512 + lane * 16, wq + ((size_t)(nt0 + i) * KC + c) * 32 + lane, 16);
-    if (CHUNK_GROUP && lane < 5 * SK_NW) {
+    for (int i = 0; i < NW; i++) cp_async16(st + i * 512 + lane * 16, wq + ((size_t)(nt0 + i) * KC + c) * 32 + lane, 16);
+    if (CHUNK_GROUP && lane < 5 * NW) {
         size_t row0 = (size_t)group_of_step(c * 4, a.inv_gs16) * a.n_pad + (size_t)nt0 * 16;
-        if (lane < 2 * SK_NW) /* scales: 32 bytes per row tile */
-            cp_async16(st + SK_OFF_S + lane * 16, a.scales + row0 + lane * 8, 16);
-        else if (lane < 4 * SK_NW) {
-            if (a.scale_fmt == 2) cp_async16(st + SK_OFF_L + (lane - 2 * SK_NW) * 16, a.scales_lo + row0 + (lane - 2 * SK_NW) * 8, 16);
+        if (lane < 2 * NW) /* scales: 32 bytes per row tile */
+            cp_async16(st + SkShape<NW>::OFF_S + lane * 16, a.scales + row0 + lane * 8, 16);
+        else if (lane < 4 * NW) {
+            if (a.scale_fmt == 2) cp_async16(st + SkShape<NW>::OFF_L + (lane - 2 * NW) * 16, a.scales_lo + row0 + (lane - 2 * NW) * 8, 16);
         } else if (ZP) /* zeros: 16 bytes per row tile */
-            cp_async16(st + SK_OFF_Z + (lane - 4 * SK_NW) * 16, a.zeros + row0 + (lane - 4 * SK_NW) * 16, 16);
+            cp_async16(st + SkShape<NW>::OFF_Z + (lane - 4 * NW) * 16, a.zeros + row0 + (lane - 4 * NW) * 16, 16);
     }
 }
 
@@ -70,24 +76,25 @@ __device__ __forceinline__ void sk_issue(const mpl_cw4_args &a, int nt0, int KC,
  * k16 step from global memory, at the cost of exposed latency (uncommon group sizes).
  *
  * Each warp runs its own cp.async ring over its chunks (c = first, first + 8, ...): no block
- * barrier in the loop, and SK_STAGES - 1 chunks stay in flight while one is computed.
+ * barrier in the loop, and STAGES - 1 chunks stay in flight while one is computed.
  */
-template <class A, bool ZP, int MT, bool CHUNK_GROUP>
+template <class A, bool ZP, int MT, bool CHUNK_GROUP, int NW>
 __global__ void __launch_bounds__(SK_THREADS, 2) cw4_skinny(const mpl_cw4_args a) {
+    using Sh = SkShape<NW>;
     extern __shared__ __align__(16) unsigned char smem[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
     const int KC = a.k_pad >> 6;
     const int S = gridDim.y, split = blockIdx.y;
     const int c_begin = (int)((long long)KC * split / S), c_end = (int)((long long)KC * (split + 1) / S);
-    const int nt0 = blockIdx.x * SK_NW;
+    const int nt0 = blockIdx.x * Sh::NW;
     const uint32_t *sc32 = reinterpret_cast<const uint32_t *>(a.scales);
     const uint32_t *sl32 = reinterpret_cast<const uint32_t *>(a.scales_lo);
     const uint16_t *z16 = reinterpret_cast<const uint16_t *>(a.zeros);
-    unsigned char *ring = smem + warp * (SK_STAGES * SK_STAGE);
+    unsigned char *ring = smem + warp * (Sh::STAGES * Sh::STAGE);
 
-    float acc[SK_NW][MT][4];
+    float acc[Sh::NW][MT][4];
 #pragma unroll
-    for (int i = 0; i < SK_NW; i++)
+    for (int i = 0; i < Sh::NW; i++)
 #pragma unroll
         for (int mt = 0; mt < MT; mt++)
 #pragma unroll
@@ -97,13 +104,13 @@ __global__ void __launch_bounds__(SK_THREADS, 2) cw4_skinny(const mpl_cw4_args a
     const int first = c_begin + (c_end - c_begin) * warp / SK_WARPS;
     const int count = c_begin + (c_end - c_begin) * (warp + 1) / SK_WARPS - first;
 #pragma unroll
-    for (int s = 0; s < SK_STAGES - 1; s++) {
-        if (s < count) sk_issue<ZP, CHUNK_GROUP>(a, nt0, KC, first + s, lane, ring + s * SK_STAGE);
+    for (int s = 0; s < Sh::STAGES - 1; s++) {
+        if (s < count) sk_issue<NW, ZP, CHUNK_GROUP>(a, nt0, KC, first + s, lane, ring + s * Sh::STAGE);
         cp_async_commit();
     }
-    float cg[SK_NW][MT][4]; /* the current group's partial sums */
+    float cg[Sh::NW][MT][4]; /* the current group's partial sums */
 #pragma unroll
-    for (int i = 0; i < SK_NW; i++)
+    for (int i = 0; i < Sh::NW; i++)
 #pragma unroll
         for (int mt = 0; mt < MT; mt++)
 #pragma unroll
@@ -112,15 +119,15 @@ __global__ void __launch_bounds__(SK_THREADS, 2) cw4_skinny(const mpl_cw4_args a
     if (MT == 1) load_x_chunk<MT>(a, first, g, t, xf);
     int rem = a.gs16 - (first * 4) % a.gs16; /* k16 steps until the current group ends */
     for (int it = 0; it < count; it++) {
-        cp_async_wait<SK_STAGES - 2>();
+        cp_async_wait<Sh::STAGES - 2>();
         __syncwarp(); /* stage `it` visible to the warp; the stage read last iteration is free */
         {
-            int s = it + SK_STAGES - 1;
-            if (s < count) sk_issue<ZP, CHUNK_GROUP>(a, nt0, KC, first + s, lane, ring + (s % SK_STAGES) * SK_STAGE);
+            int s = it + Sh::STAGES - 1;
+            if (s < count) sk_issue<NW, ZP, CHUNK_GROUP>(a, nt0, KC, first + s, lane, ring + (s % Sh::STAGES) * Sh::STAGE);
             cp_async_commit();
         }
         const int c = first + it;
-        const unsigned char *st = ring + (it % SK_STAGES) * SK_STAGE;
+        const unsigned char *st = ring + (it % Sh::STAGES) * Sh::STAGE;
         /* m <= 8: next chunk's x now, so its latency hides behind this chunk's MMAs (masked past k);
          * m > 8 loads it here, the registers of a second copy would spill */
         uint2 xn[4][MT];
@@ -128,13 +135,13 @@ __global__ void __launch_bounds__(SK_THREADS, 2) cw4_skinny(const mpl_cw4_args a
             load_x_chunk<MT>(a, c + 1, g, t, xn);
         else
             load_x_chunk<MT>(a, c, g, t, xf);
-        uint4 wv[SK_NW];
-        uint32_t add_g[SK_NW], add_g8[SK_NW];
+        uint4 wv[Sh::NW];
+        uint32_t add_g[Sh::NW], add_g8[Sh::NW];
 #pragma unroll
-        for (int i = 0; i < SK_NW; i++) {
+        for (int i = 0; i < Sh::NW; i++) {
             wv[i] = *reinterpret_cast<const uint4 *>(st + i * 512 + lane * 16);
             if (CHUNK_GROUP)
-                zero_consts<A, ZP>(ZP ? (uint32_t)*reinterpret_cast<const uint16_t *>(st + SK_OFF_Z + i * 16 + 2 * g) : 0u,
+                zero_consts<A, ZP>(ZP ? (uint32_t)*reinterpret_cast<const uint16_t *>(st + Sh::OFF_Z + i * 16 + 2 * g) : 0u,
                                    add_g[i], add_g8[i]);
         }
 #pragma unroll
@@ -143,13 +150,13 @@ __global__ void __launch_bounds__(SK_THREADS, 2) cw4_skinny(const mpl_cw4_args a
             if (!CHUNK_GROUP) {
                 grp = group_of_step(c * 4 + j, a.inv_gs16);
 #pragma unroll
-                for (int i = 0; i < SK_NW; i++) {
+                for (int i = 0; i < Sh::NW; i++) {
                     size_t at = ((size_t)grp * a.n_pad + (size_t)(nt0 + i) * 16) / 2 + g;
                     zero_consts<A, ZP>(ZP ? (uint32_t)__ldg(z16 + at) : 0u, add_g[i], add_g8[i]);
                 }
             }
 #pragma unroll
-            for (int i = 0; i < SK_NW; i++) {
+            for (int i = 0; i < Sh::NW; i++) {
                 uint32_t w = j == 0 ? wv[i].x : j == 1 ? wv[i].y : j == 2 ? wv[i].z : wv[i].w;
                 uint32_t af[4];
                 A::dequant(w, add_g[i], add_g8[i], af);
@@ -162,11 +169,11 @@ __global__ void __launch_bounds__(SK_THREADS, 2) cw4_skinny(const mpl_cw4_args a
             if (rem == 0) rem = a.gs16;
             if (fold) {
 #pragma unroll
-                for (int i = 0; i < SK_NW; i++) {
+                for (int i = 0; i < Sh::NW; i++) {
                     uint32_t hi, lo = 0u;
                     if (CHUNK_GROUP) {
-                        hi = *reinterpret_cast<const uint32_t *>(st + SK_OFF_S + i * 32 + 4 * g);
-                        if (a.scale_fmt == 2) lo = *reinterpret_cast<const uint32_t *>(st + SK_OFF_L + i * 32 + 4 * g);
+                        hi = *reinterpret_cast<const uint32_t *>(st + Sh::OFF_S + i * 32 + 4 * g);
+                        if (a.scale_fmt == 2) lo = *reinterpret_cast<const uint32_t *>(st + Sh::OFF_L + i * 32 + 4 * g);
                     } else {
                         size_t at = ((size_t)grp * a.n_pad + (size_t)(nt0 + i) * 16) / 2 + g;
                         hi = __ldg(sc32 + at);
@@ -196,13 +203,13 @@ __global__ void __launch_bounds__(SK_THREADS, 2) cw4_skinny(const mpl_cw4_args a
     __syncthreads(); /* every ring drained: the shared memory is reused below */
 
     /* Reduce the 8 warps (fixed order), then the cluster's blocks (fixed order), then store. */
-    constexpr int R = SK_NW * MT * 4;           /* accumulators per lane */
-    constexpr int TN = SK_NW * 16, TM = MT * 8; /* block tile: rows of N x columns of M */
-    static_assert(SK_WARPS * R * 32 * 4 <= SK_SMEM, "reduction fits in the ring");
+    constexpr int R = Sh::NW * MT * 4;           /* accumulators per lane */
+    constexpr int TN = Sh::NW * 16, TM = MT * 8; /* block tile: rows of N x columns of M */
+    static_assert(SK_WARPS * R * 32 * 4 <= Sh::SMEM, "reduction fits in the ring");
     float *red = reinterpret_cast<float *>(smem); /* [warp][R][32] */
     __shared__ float tile[TM][TN + 1];
 #pragma unroll
-    for (int i = 0; i < SK_NW; i++)
+    for (int i = 0; i < Sh::NW; i++)
 #pragma unroll
         for (int mt = 0; mt < MT; mt++)
 #pragma unroll
@@ -242,13 +249,13 @@ __global__ void __launch_bounds__(SK_THREADS, 2) cw4_skinny(const mpl_cw4_args a
     if (S > 1) cluster_sync(); /* keep this block's shared memory alive while peers read it */
 }
 
-template <class A, bool ZP, int MT, bool CG>
+template <class A, bool ZP, int MT, bool CG, int NW>
 static cudaError_t launch_one(const mpl_cw4_args *a, cudaStream_t stream, int ksplit) {
     int ntiles = (a->n + 15) / 16;
     cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)((ntiles + SK_NW - 1) / SK_NW), (unsigned)ksplit, 1);
+    cfg.gridDim = dim3((unsigned)((ntiles + NW - 1) / NW), (unsigned)ksplit, 1);
     cfg.blockDim = dim3(SK_THREADS, 1, 1);
-    cfg.dynamicSmemBytes = SK_SMEM;
+    cfg.dynamicSmemBytes = SkShape<NW>::SMEM;
     cfg.stream = stream;
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeClusterDimension;
@@ -264,37 +271,41 @@ static cudaError_t launch_one(const mpl_cw4_args *a, cudaStream_t stream, int ks
     if (e != cudaSuccess) return e;
     unsigned long long bit = 1ull << (dev & 63);
     if (!(configured.load(std::memory_order_relaxed) & bit)) {
-        e = cudaFuncSetAttribute(cw4_skinny<A, ZP, MT, CG>, cudaFuncAttributeMaxDynamicSharedMemorySize, SK_SMEM);
+        e = cudaFuncSetAttribute(cw4_skinny<A, ZP, MT, CG, NW>, cudaFuncAttributeMaxDynamicSharedMemorySize, SkShape<NW>::SMEM);
         if (e != cudaSuccess) return e;
         configured.fetch_or(bit, std::memory_order_relaxed);
     }
-    return cudaLaunchKernelEx(&cfg, cw4_skinny<A, ZP, MT, CG>, *a);
+    return cudaLaunchKernelEx(&cfg, cw4_skinny<A, ZP, MT, CG, NW>, *a);
 }
 
-template <class A>
+template <class A, int NW>
 static cudaError_t launch_act(const mpl_cw4_args *a, cudaStream_t stream, int ksplit) {
     bool zp = a->zeros != nullptr;
     bool cg = a->gs16 % 4 == 0; /* one group per chunk (also: one group overall, gs16 huge) */
     bool two = a->m > 8;
     if (zp) {
-        if (two) return cg ? launch_one<A, true, 2, true>(a, stream, ksplit) : launch_one<A, true, 2, false>(a, stream, ksplit);
-        return cg ? launch_one<A, true, 1, true>(a, stream, ksplit) : launch_one<A, true, 1, false>(a, stream, ksplit);
+        if (two) return cg ? launch_one<A, true, 2, true, NW>(a, stream, ksplit) : launch_one<A, true, 2, false, NW>(a, stream, ksplit);
+        return cg ? launch_one<A, true, 1, true, NW>(a, stream, ksplit) : launch_one<A, true, 1, false, NW>(a, stream, ksplit);
     }
-    if (two) return cg ? launch_one<A, false, 2, true>(a, stream, ksplit) : launch_one<A, false, 2, false>(a, stream, ksplit);
-    return cg ? launch_one<A, false, 1, true>(a, stream, ksplit) : launch_one<A, false, 1, false>(a, stream, ksplit);
+    if (two) return cg ? launch_one<A, false, 2, true, NW>(a, stream, ksplit) : launch_one<A, false, 2, false, NW>(a, stream, ksplit);
+    return cg ? launch_one<A, false, 1, true, NW>(a, stream, ksplit) : launch_one<A, false, 1, false, NW>(a, stream, ksplit);
 }
 
 } // namespace cw4
 
 /*
+ * Row tiles per warp: 4, unless that leaves fewer blocks than 3/4 of the SMs (layers with N below
+ * ~6400), where 2 gives twice the blocks (measured: N = 4096 layers 7.4 vs 10.9 us at M = 1,
+ * bench/cuda/NOTES.md).
  * Split-K: one wave holds sms * 2 blocks (two per SM: launch bounds and the rings' shared
  * memory). A memory-bound kernel wants every SM busy but no second, partial wave, so K is split
  * by the largest factor that keeps blocks * split within one wave (at most 8, the portable
  * cluster size, and at least 8 chunks -- one per warp -- per split). Clusters need sm_90.
  */
 extern "C" int mpl_cw4_launch_skinny(const mpl_cw4_args *a, void *stream) {
-    int KC = a->k_pad / 64;
-    int blocks = ((a->n + 15) / 16 + cw4::SK_NW - 1) / cw4::SK_NW;
+    int KC = a->k_pad / 64, ntiles = (a->n + 15) / 16;
+    int nw = 4 * ((ntiles + 3) / 4) < 3 * a->sms ? 2 : 4;
+    int blocks = (ntiles + nw - 1) / nw;
     int ksplit = a->ksplit;
     if (ksplit <= 0) {
         int slots = a->sms * 2;
@@ -305,6 +316,10 @@ extern "C" int mpl_cw4_launch_skinny(const mpl_cw4_args *a, void *stream) {
     if (ksplit > KC) ksplit = KC;
     if (ksplit < 1 || a->cc < 90) ksplit = 1;
     cudaStream_t s = (cudaStream_t)stream;
-    cudaError_t e = a->act == 1 ? cw4::launch_act<cw4::ActF16>(a, s, ksplit) : cw4::launch_act<cw4::ActBF16>(a, s, ksplit);
+    cudaError_t e;
+    if (a->act == 1)
+        e = nw == 2 ? cw4::launch_act<cw4::ActF16, 2>(a, s, ksplit) : cw4::launch_act<cw4::ActF16, 4>(a, s, ksplit);
+    else
+        e = nw == 2 ? cw4::launch_act<cw4::ActBF16, 2>(a, s, ksplit) : cw4::launch_act<cw4::ActBF16, 4>(a, s, ksplit);
     return (int)e;
 }
