@@ -71,6 +71,9 @@ static void configure(int kstep, int tr) {
         cfg.rows[t] = (uint8_t)(kstep / 2);
         cfg.colsb[t] = 64;
     }
+    /* GCC 12 can drop the colsb stores once this is inlined (as if ldtilecfg read only part of
+     * the 64 bytes; ldtilecfg then faults on rows without columns): make all 64 bytes used. */
+    __asm__ volatile("" : : "m"(cfg) : "memory");
     _tile_loadconfig(&cfg);
 }
 
