@@ -1,8 +1,9 @@
 /*
  * mplbench.c -- the x86 W4A16 kernels (x86_avx512_w4a16, x86_avx2_w4a16) beside their ceilings,
  * all measured in the same run:
- *   read bandwidth: sum over a 1 GiB buffer with wide loads, same thread count, measured right
- *                   before each shape's rows (the machine is shared: ceilings drift by minutes);
+ *   read bandwidth: sum over a 1 GiB buffer with wide loads, same thread count, sweeps
+ *                   interleaved with the kernel's calls of each row (the machine is shared: its
+ *                   ceilings drift within seconds), median;
  *   dense baselines: oneDNN f32 and bf16 matmul (Debian libdnnl-dev) and OpenBLAS sgemv/sgemm
  *                   (libopenblas-dev) at the same shape, when built with them;
  *   our kernel:     through the public API, weights cold (enough layer copies that their packed
@@ -276,17 +277,22 @@ static void free_set(layer_set *s) {
     memset(s, 0, sizeof *s);
 }
 
-/* Median seconds per apply; each call on the next copy, so weights come from DRAM. */
-static double time_set(layer_set *s, int64_t m, const void *x, void *y, int reps) {
-    double t[256];
+/* Median seconds per apply; each call on the next copy, so weights come from DRAM. With bw
+ * (not NULL), read-bandwidth sweeps are interleaved with the calls (one sweep per `per` calls)
+ * so that both sample the same state of this shared machine; *bw gets their median. */
+static double time_set(layer_set *s, int64_t m, const void *x, void *y, int reps, int threads, double *bw) {
+    double t[256], b[64];
+    int nb = 0, per = reps / 7 > 1 ? reps / 7 : 1;
     if (reps > 256) reps = 256;
     for (int i = 0; i < s->copies && i < 4; i++) mpl_layer_apply(s->l[i], m, x, NULL, y); /* workspace, pool */
     for (int r = 0; r < reps; r++) {
+        if (bw && r % per == 0 && nb < 64) b[nb++] = read_bw(threads, 1);
         mpl_layer *l = s->l[(r + 4) % s->copies];
         double t0 = now();
         mpl_layer_apply(l, m, x, NULL, y);
         t[r] = now() - t0;
     }
+    if (bw) *bw = median(b, nb);
     return median(t, reps);
 }
 
@@ -446,8 +452,8 @@ static int run_table(void) {
                 int64_t M = opt_m[mi];
                 double flops = 2.0 * (double)M * (double)sh->k * (double)sh->n;
                 settle();
-                double bw = read_bw(T, 5);
-                double t = time_set(&s, M, x, y, reps_for(flops, 300e9 * T));
+                double bw;
+                double t = time_set(&s, M, x, y, reps_for(flops, 300e9 * T), T, &bw);
                 double tb = -1, tf = -1, tl = -1;
                 if (opt_dense) {
 #ifdef MPL_BENCH_DNNL
@@ -505,7 +511,7 @@ static int run_sweep(void) {
                 double t[3];
                 for (int p = 0; p < 3; p++) {
                     mpl_xw_force_path(p == 2 ? 0 : p + 1);
-                    t[p] = time_set(&s, ms[mi], x, y, opt_reps);
+                    t[p] = time_set(&s, ms[mi], x, y, opt_reps, T, NULL);
                 }
                 mpl_xw_force_path(0);
                 char a[32], b[32], d[32];

@@ -30,14 +30,14 @@ mpl_reason mpl_xw_can_implement(const char *kernel, const mpl_config *c, char *m
 /*
  * Decode/prefill switch: the largest m that takes the decode path. Measured on Sapphire
  * Rapids (bench/x86/mplbench --sweep and CPU time per call, K = N = 4096, 1 thread):
- *   AMX prefill: decode 0.48 ms vs 0.61 at m=1, equal at m=2, AMX ahead from m=4 (0.68 vs 0.90);
+ *   AMX prefill: decode 0.52 ms vs 0.56 at m=1, AMX ahead from m=2 (0.57 vs 0.65 ms);
  *   f32 prefill (f16/f32 activations): decode ahead up to m=8 (1.9 vs 2.2 ms), behind at 16;
  *   AVX2: decode ahead at m=1 (1.0 vs 2.2 ms), equal at 2, prefill ahead from 4 (2.6 vs 4.3).
  *   vdpbf16ps prefill (Zen 4/5) was not measurable here: 4, between the two AVX-512 cases.
  */
 static int64_t default_m_switch(const mpl_xw_ops *ops, mpl_xw_gemm_kind kind) {
     if (ops == &mpl_xw_ops_avx2) return 2;
-    if (kind == MPL_XW_GEMM_AMX) return 2;
+    if (kind == MPL_XW_GEMM_AMX) return 1;
     if (kind == MPL_XW_GEMM_F32) return 8;
     return 4;
 }
