@@ -12,6 +12,7 @@
  * excluded; a check on the wall-clock median, not a replacement for it).
  * Cold weights: enough layer copies that their weights total >= --cold-gib (default 1.25 GiB;
  * the L3 here is 480 MiB), applied in rotation; medians over --reps applies.
+ * Run with OMP_WAIT_POLICY=PASSIVE so oneDNN's OpenMP workers sleep instead of spinning between calls.
  * Usage: w4a8_bench [--reps R] [--cold-gib G] [--threads T1,T2] [--quick] [--only decode|prefill]
  *   --quick: no oneDNN rows; --only: one half of the table.
  */
@@ -334,12 +335,12 @@ int main(int argc, char **argv) {
             printf("# read bandwidth around the next row, %d thread(s): %.1f / %.1f GB/s\n", t, b0, b1);
             row(dec[d].name, 1, c.k, c.n, t, s.kernel, sec, (double)s.wbytes, 0.5 * (b0 + b1));
             free_set(&s);
-            if (!quick) {
-                b0 = read_bw(t);
-                sec = onednn_s8(1, c.k, c.n, t, cold_bytes);
-                b1 = read_bw(t);
-                if (sec > 0) row(dec[d].name, 1, c.k, c.n, t, "oneDNN s8 dense", sec, (double)c.k * (double)c.n, 0.5 * (b0 + b1));
-            }
+        }
+        /* oneDNN after our rows: OpenMP's spinning workers would otherwise share cores with our pool. */
+        for (int i = 0; i < nt && !quick; i++) {
+            int t = tlist[i];
+            double b0 = read_bw(t), sec = onednn_s8(1, c.k, c.n, t, cold_bytes), b1 = read_bw(t);
+            if (sec > 0) row(dec[d].name, 1, c.k, c.n, t, "oneDNN s8 dense", sec, (double)c.k * (double)c.n, 0.5 * (b0 + b1));
         }
         mpl_checkpoint_tensors_free(&ck);
         free(x);
@@ -368,10 +369,10 @@ int main(int argc, char **argv) {
             printf("# W4A16 prefill, %d thread(s): no W4A16 kernel other than ref is chosen here; ratio not measured\n", t);
         }
         free_set(&s16);
-        if (!quick) {
-            double sec = onednn_s8(M, K, N, t, 0);
-            if (sec > 0) row("prefill", M, K, N, t, "oneDNN s8 dense", sec, (double)K * (double)N, 0);
-        }
+    }
+    for (int i = 0; i < nt && !quick; i++) {
+        double sec = onednn_s8(M, K, N, tlist[i], 0);
+        if (sec > 0) row("prefill", M, K, N, tlist[i], "oneDNN s8 dense", sec, (double)K * (double)N, 0);
     }
     /* Accuracy: W4A8 against the float64 W4A16 result on Gaussian x (8 rows). */
     {

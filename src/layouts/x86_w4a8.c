@@ -15,7 +15,7 @@ void mpl_x86_w4a8_free(mpl_x86_w4a8 *p) {
 
 size_t mpl_x86_w4a8_bytes(const mpl_x86_w4a8 *p) {
     size_t per_group = (size_t)p->panels * (size_t)p->groups * MPL_W4A8_PANEL;
-    return (size_t)p->panels * (size_t)p->k * (MPL_W4A8_PANEL / 2) + per_group * 4 + (p->zeros ? per_group : 0);
+    return (size_t)p->panels * p->panel_bytes + per_group * 4 + (p->zeros ? per_group : 0);
 }
 
 /* Unsigned nibble for a stored code: value + z with z = 8 (int4: flip bit 3) or the zero point. */
@@ -41,7 +41,8 @@ mpl_status mpl_x86_w4a8_pack(const mpl_config *c, const mpl_canonical *w, mpl_x8
     p->groups = w->groups;
     p->wtype = w->wtype;
     size_t nib_bytes, per_group;
-    if (!mpl_size_mul3(p->panels, p->k, MPL_W4A8_PANEL / 2, &nib_bytes) ||
+    p->panel_bytes = (size_t)p->k * (MPL_W4A8_PANEL / 2);
+    if (!mpl_size_mul3(p->panels, (int64_t)p->panel_bytes, 1, &nib_bytes) ||
         !mpl_size_mul3(p->panels, p->groups, MPL_W4A8_PANEL, &per_group) || per_group > SIZE_MAX / 4) {
         free(p);
         return mpl_set_error(MPL_ERR_OVERFLOW, "x86_w4a8 pack: n = %lld, k = %lld: byte count overflows",
@@ -63,7 +64,7 @@ mpl_status mpl_x86_w4a8_pack(const mpl_config *c, const mpl_canonical *w, mpl_x8
     for (int64_t n = 0; n < w->n; n++) {
         int64_t pan = n / MPL_W4A8_PANEL;
         int col = (int)(n % MPL_W4A8_PANEL);
-        uint8_t *dst = p->nib + (size_t)pan * (size_t)K * (MPL_W4A8_PANEL / 2);
+        uint8_t *dst = p->nib + (size_t)pan * p->panel_bytes;
         const uint8_t *src = w->codes + (size_t)n * (size_t)K;
         for (int64_t j = 0; j < K; j++) {
             uint8_t code = src[p->perm ? p->perm[j] : j];
@@ -102,7 +103,7 @@ mpl_status mpl_x86_w4a8_unpack(const mpl_x86_w4a8 *p, mpl_canonical *out) {
     for (int64_t n = 0; n < p->n; n++) {
         int64_t pan = n / MPL_W4A8_PANEL;
         int col = (int)(n % MPL_W4A8_PANEL);
-        const uint8_t *src = p->nib + (size_t)pan * (size_t)K * (MPL_W4A8_PANEL / 2);
+        const uint8_t *src = mpl_x86_w4a8_panel(p, pan);
         for (int64_t j = 0; j < K; j++) {
             uint8_t u = (uint8_t)((src[nib_byte(j, col)] >> nib_shift(j)) & 15u);
             out->codes[(size_t)n * (size_t)K + (size_t)(p->perm ? p->perm[j] : j)] = nibble_of(p->wtype, u);

@@ -23,11 +23,16 @@ typedef struct mpl_x86_w4a8 {
     int64_t group_len; /* K positions per group (k for group_size -1) */
     int64_t groups;
     mpl_wtype wtype;
-    uint8_t *nib;      /* [panels][k/8][64] bytes, see the spec */
+    size_t panel_bytes; /* stride between panels in nib: k*8 (padding them apart measured no gain) */
+    uint8_t *nib;      /* [panels] x panel_bytes: k/8 blocks of 64 bytes each, see the spec */
     float *scales;     /* [panels][groups][16] */
     uint8_t *zeros;    /* [panels][groups][16] zero points (uint4) or NULL (z = 8) */
     int32_t *perm;     /* [k] act-order: packed position j holds input channel perm[j]; or NULL */
 } mpl_x86_w4a8;
+
+static inline const uint8_t *mpl_x86_w4a8_panel(const mpl_x86_w4a8 *p, int64_t pan) {
+    return p->nib + (size_t)pan * p->panel_bytes;
+}
 
 /* Packs canonical weights (4-bit types; act-order only with uniform groups). */
 mpl_status mpl_x86_w4a8_pack(const mpl_config *c, const mpl_canonical *w, mpl_x86_w4a8 **out);

@@ -175,15 +175,15 @@ void mpl_w4a8_gemm_amx(const mpl_w4a8_job *j, int64_t p0, int64_t p1, void *scra
         for (int64_t pan = p0; pan < p1; pan += 2) {
             int np = p1 - pan < 2 ? 1 : 2;
             for (int v = 0; v < np; v++)
-                unpack_panel(p->nib + (size_t)(pan + v) * (size_t)K * (MPL_W4A8_PANEL / 2), bscr + (size_t)v * (size_t)K * 16, K);
+                unpack_panel(mpl_x86_w4a8_panel(p, pan + v), bscr + (size_t)v * (size_t)K * 16, K);
             memset(facc, 0, (size_t)AMX_MAX_ROWS * 32 * sizeof(float));
             /* Pull the next column block's nibbles into L2 a slice per block32 call, so its unpack does not
              * wait on L3/DRAM latency. */
             const char *next = NULL;
             int64_t next_bytes = 0;
             if (pan + 2 < p1) {
-                next = (const char *)(p->nib + (size_t)(pan + 2) * (size_t)K * (MPL_W4A8_PANEL / 2));
-                next_bytes = (p1 - pan - 2 < 2 ? 1 : 2) * K * (MPL_W4A8_PANEL / 2);
+                next = (const char *)mpl_x86_w4a8_panel(p, pan + 2);
+                next_bytes = (int64_t)((p1 - pan - 2 < 2 ? 1 : 2) * p->panel_bytes);
             }
             const int64_t calls = ((c1 - c0 + 31) / 32) * ((K + kc - 1) / kc);
             const int64_t slice = (next_bytes / calls + 63) / 64 * 64;

@@ -62,9 +62,9 @@ static inline void ymm_store_act8(mpl_act act, void *base, int64_t i, __m256 v, 
 /* MR rows x 1 panel (2 ymm of 8 columns); MR constant after inlining. */
 static inline __attribute__((always_inline)) void ymm_tile(const mpl_w4a8_job *j, int64_t m0, const int MR, int64_t pan) {
     const mpl_x86_w4a8 *p = j->p;
-    const int64_t K = p->k, G = p->groups, gl = p->group_len, nb = gl / MPL_W4A8_KBLOCK, N = p->n;
+    const int64_t G = p->groups, gl = p->group_len, nb = gl / MPL_W4A8_KBLOCK, N = p->n;
     const __m256i m0f = _mm256_set1_epi8(0x0f);
-    const uint8_t *wp = p->nib + (size_t)pan * (size_t)K * (MPL_W4A8_PANEL / 2);
+    const uint8_t *wp = mpl_x86_w4a8_panel(p, pan);
     __m256 facc[4][2];
     __m256i acc[4][2];
 #pragma GCC unroll 4

@@ -90,13 +90,13 @@ void mpl_w4a8_quant_rows_avx512(const mpl_w4a8_job *j, int64_t m0, int64_t m1, f
 static inline __attribute__((always_inline)) void tile(const mpl_w4a8_job *j, int64_t m0, const int MR, int64_t pan0,
                                                        const int NV) {
     const mpl_x86_w4a8 *p = j->p;
-    const int64_t K = p->k, G = p->groups, gl = p->group_len, nb = gl / MPL_W4A8_KBLOCK;
+    const int64_t G = p->groups, gl = p->group_len, nb = gl / MPL_W4A8_KBLOCK;
     const __m512i m0f = _mm512_set1_epi8(0x0f);
     __m512 facc[6][4];
     __m512i acc[6][4];
     const uint8_t *wp[4];
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; v++) wp[v] = p->nib + (size_t)(pan0 + v) * (size_t)K * (MPL_W4A8_PANEL / 2);
+    for (int v = 0; v < NV; v++) wp[v] = mpl_x86_w4a8_panel(p, pan0 + v);
 #pragma GCC unroll 6
     for (int r = 0; r < MR; r++)
 #pragma GCC unroll 4
