@@ -32,6 +32,14 @@ tmp=$(mktemp)
     echo
     "$bin" $args
     echo
+    echo "load after table: $(uptime)"
+    echo
+    echo "## Decode/prefill switch (both paths forced, weights cold)"
+    echo
+    echo "Command: \`$bin --sweep --shapes 4096x4096,4096x28672 --threads 1,2 --no-dense --reps 9\`"
+    echo
+    "$bin" --sweep --shapes 4096x4096,4096x28672 --threads 1,2 --no-dense --reps 9 | tail -n +4
+    echo
     echo "load after: $(uptime)"
 } | tee "$tmp"
 mv "$tmp" "$out"
