@@ -3,7 +3,8 @@
  * refusals (any CUDA build), and on a CUDA device every accepted config against the float64
  * oracle and the reference kernel: M in {1, 2, 7, 8, 9, 16, 17, 64, 65, 257, 1024}, odd N
  * (odd multiples of 8), K tails (K not a multiple of 64), every group size, zero points,
- * act-order, f16 and bf16, bias, both paths (skinny, tensor-core) and forced split-K.
+ * act-order, f16 and bf16, bias, all three paths (skinny, tensor-core, dequantize + cuBLAS: one slab or
+ * several, with and without the side-stream overlap) and forced split-K.
  * Each case: the host-pointer path twice (bit-identical: determinism), guard bytes around
  * the output, and the device-pointer path into a poisoned buffer with a poisoned tail (every
  * element written, nothing past the end), bit-identical to the host path.
@@ -28,6 +29,7 @@
 #ifdef MPL_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
+#include "kernels/cuda/w4a16_launch.h"
 #include "kernels/kernels.h"
 #endif
 
@@ -319,7 +321,17 @@ static int run_case(const dcase *d, int64_t m, uint64_t seed, const char *path, 
     tu_bias_random(&r, c.act, c.n, d->data, b, bf);
     const void *bias = d->bias ? b : NULL;
     tu_oracle(&w, m, xf, d->bias ? bf : NULL, want, mag);
-    for (size_t i = 0; i < ny; i++) tol[i] = tu_tolerance(&c, want[i], mag[i], 0.0);
+    /*
+     * The dq path multiplies 16-bit weights w^ = round16(fl32((code - zero) * scale)) in cuBLAS (fp32
+     * sums): |w^ - w s| <= (u16 + 2^-24 + u16 2^-24) |w s| with u16 the activation type's unit roundoff
+     * (2^-8 bf16, 2^-11 f16; no f16 subnormals here: every nonzero |w s| >= 2^-7 in these data), so the
+     * products add at most (u16 + 2^-23) * mag on top of the fp32 summation bound tu_tolerance already
+     * allows (whose K + G + 2 roundings cover cuBLAS's K + 2: products, sums, the beta * C bias add).
+     * Exact data (power-of-two scales, small integers) stays exact: it is still compared bit for bit.
+     */
+    int dq = !strcmp(path, "dq") || (!strcmp(path, "auto") && mpl_cw4_dq_by_default(m, d->k, d->n));
+    double extra = dq ? (d->act == MPL_ACT_BF16 ? 0x1.0p-8 : 0x1.0p-11) + 0x1.0p-23 : 0.0;
+    for (size_t i = 0; i < ny; i++) tol[i] = tu_tolerance(&c, want[i], mag[i], extra);
     if ((st = mpl_layer_apply(kl, m, x, bias, y1.p)) != MPL_OK || (st = mpl_layer_apply(kl, m, x, bias, y2.p)) != MPL_OK ||
         (st = mpl_layer_apply(rl, m, x, bias, yr.p)) != MPL_OK) {
         fprintf(stderr, "FAIL %s: apply: %s: %s\n", what, mpl_status_string(st), mpl_last_error());
@@ -388,14 +400,15 @@ done:
 static const int64_t all_m[] = {1, 2, 7, 8, 9, 16, 17, 64, 65, 257, 1024};
 static const int64_t few_m[] = {1, 9, 17, 65};
 
-/* Every M on both paths where both apply (auto takes skinny up to its switch point). */
+/* Every M on every path that applies (auto takes skinny up to its switch point, dq above 64). */
 static int run_ms(const dcase *d, const int64_t *ms, int nm, uint64_t seed, int *cases) {
     int bad = 0;
     for (int i = 0; i < nm; i++) {
         uint64_t s = tu_case_seed(seed, (uint64_t)(*cases)++);
         bad += !run_case(d, ms[i], s, "auto", 0);
-        if (ms[i] <= 16) bad += !run_case(d, ms[i], s, "tc", 0), (*cases)++;
+        if (ms[i] <= 16 || mpl_cw4_dq_by_default(ms[i], d->k, d->n)) bad += !run_case(d, ms[i], s, "tc", 0), (*cases)++;
         if (ms[i] <= 16) bad += !run_case(d, ms[i], s, "skinny", 0), (*cases)++;
+        if (ms[i] == 9 || ms[i] == 17) bad += !run_case(d, ms[i], s, "dq", 0), (*cases)++;
     }
     return bad;
 }
@@ -460,6 +473,34 @@ static void device_matrix(void **state) {
             bad += !run_case(&full[3], var_m[j], tu_case_seed(seed, (uint64_t)cases), "tc", 0), cases++;
         }
         unsetenv("MPL_CUDA_W4A16_TC_VARIANT");
+    }
+    /* m <= 64 tile variants of the tensor-core path: 0 (256 rows of N per block) and 3 (128 rows) */
+    const int64_t small_m[] = {17, 33, 64};
+    for (int v = 0; v <= 3; v += 3) {
+        setenv("MPL_CUDA_W4A16_TC_VARIANT", v == 0 ? "0" : "3", 1);
+        for (int j = 0; j < 3; j++) {
+            bad += !run_case(&full[0], small_m[j], tu_case_seed(seed, (uint64_t)cases), "tc", 0), cases++;
+            bad += !run_case(&full[3], small_m[j], tu_case_seed(seed, (uint64_t)cases), "tc", 0), cases++;
+            bad += !run_case(&groups[3], small_m[j], tu_case_seed(seed, (uint64_t)cases), "tc", 0), cases++;
+        }
+        unsetenv("MPL_CUDA_W4A16_TC_VARIANT");
+    }
+    /* dq path: several slabs (16 KiB slabs: 8..32 rows here), with and without the overlap, on layers
+     * that cover f16/bf16, zero points, act-order, f32/bf16 scales, bias, group -1 and uneven N */
+    const dcase dqc[] = {
+        {512, 264, 128, 0, 0, MPL_ACT_BF16, EX, BF16, G, 1}, {1024, 152, 128, 1, 0, MPL_ACT_F16, RN, F32, G, 1},
+        {768, 200, 64, 1, 1, MPL_ACT_F16, RN, F16, G, 0},    {960, 56, 48, 1, 0, MPL_ACT_BF16, RN, BF16, G, 1},
+        {520, 8, -1, 1, 0, MPL_ACT_BF16, EX, F16, G, 1},     {1000, 136, -1, 0, 0, MPL_ACT_F16, RN, F16, G, 1},
+    };
+    const int64_t dq_m[] = {1, 65, 257};
+    for (int ov = 0; ov <= 1; ov++) {
+        setenv("MPL_CUDA_W4A16_DQ_SLAB_KB", "16", 1);
+        setenv("MPL_CUDA_W4A16_DQ_OVERLAP", ov ? "1" : "0", 1);
+        for (size_t i = 0; i < sizeof dqc / sizeof dqc[0]; i++)
+            for (int j = 0; j < 3; j++)
+                bad += !run_case(&dqc[i], dq_m[j], tu_case_seed(seed, (uint64_t)cases), "dq", 0), cases++;
+        unsetenv("MPL_CUDA_W4A16_DQ_SLAB_KB");
+        unsetenv("MPL_CUDA_W4A16_DQ_OVERLAP");
     }
     /* tensor-parallel slices (N, K not multiples of 128), with forced split-K 1 and 3 */
     const dcase tp[] = {

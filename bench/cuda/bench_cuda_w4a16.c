@@ -12,7 +12,9 @@
  * Table: per shape and M, cuBLAS bf16 and ours in us, speedup, and for ours the bytes of an
  * ideal int4 kernel (int4 weights + group-128 f16 scales + x + y) over the time as a share of
  * the copy bandwidth. --crossover times both paths (skinny, tensor-core) for small M; --variants the
- * tensor-core tile shapes for m > 64.
+ * tensor-core tile shapes for m > 64; --sweep every path/knob variant that applies to each M (one set of
+ * layers per shape, created with MPL_CUDA_W4A16_LIVE_KNOBS=1 so the knobs are re-read at each apply),
+ * next to cuBLAS bf16 in the same run.
  */
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -212,6 +214,39 @@ static void free_layers(mpl_layer **l, int r) {
     free(l);
 }
 
+/* --sweep: knob sets (NAME=VALUE,...) and the M range each applies to. */
+typedef struct {
+    const char *label, *env;
+    int64_t m_lo, m_hi;
+} knob_set;
+static const knob_set sweep_sets[] = {
+    {"default", "", 1, 1 << 30},
+    {"skinny nw2", "MPL_CUDA_W4A16_PATH=skinny,MPL_CUDA_W4A16_SKINNY_NW=2", 1, 16},
+    {"skinny nw4", "MPL_CUDA_W4A16_PATH=skinny,MPL_CUDA_W4A16_SKINNY_NW=4", 1, 16},
+    {"skinny ksplit2", "MPL_CUDA_W4A16_PATH=skinny,MPL_CUDA_W4A16_KSPLIT=2", 1, 16},
+    {"tc v0 (256-row)", "MPL_CUDA_W4A16_PATH=tc,MPL_CUDA_W4A16_TC_VARIANT=0", 9, 1 << 30},
+    {"tc v3 (128-row)", "MPL_CUDA_W4A16_PATH=tc,MPL_CUDA_W4A16_TC_VARIANT=3", 9, 64},
+    {"dq auto slabs", "MPL_CUDA_W4A16_PATH=dq", 64, 1 << 30},
+    {"dq auto serial", "MPL_CUDA_W4A16_PATH=dq,MPL_CUDA_W4A16_DQ_OVERLAP=0", 128, 1 << 30},
+    {"dq 32MB slabs", "MPL_CUDA_W4A16_PATH=dq,MPL_CUDA_W4A16_DQ_SLAB_KB=32768", 128, 1 << 30},
+    {"dq 128MB slabs", "MPL_CUDA_W4A16_PATH=dq,MPL_CUDA_W4A16_DQ_SLAB_KB=131072", 128, 1 << 30},
+};
+#define NSWEEP ((int)(sizeof sweep_sets / sizeof sweep_sets[0]))
+static const char *const knob_names[] = {"MPL_CUDA_W4A16_PATH", "MPL_CUDA_W4A16_SKINNY_NW", "MPL_CUDA_W4A16_KSPLIT",
+                                         "MPL_CUDA_W4A16_TC_VARIANT", "MPL_CUDA_W4A16_DQ_OVERLAP",
+                                         "MPL_CUDA_W4A16_DQ_SLAB_KB"};
+static void set_knobs(const char *env) {
+    for (size_t i = 0; i < sizeof knob_names / sizeof knob_names[0]; i++) unsetenv(knob_names[i]);
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", env);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        char *eq = strchr(tok, '=');
+        if (!eq) continue;
+        *eq = 0;
+        setenv(tok, eq + 1, 1);
+    }
+}
+
 /* A random uint4b8 group-128 layer written straight into the compressed-tensors layout (weight_packed
  * [N][K/8] int32 of eight codes, weight_scale [N][K/128] f16): no encoding pass over 470M codes. */
 static void make_checkpoint(const shape *s, mpl_config *cfg, mpl_checkpoint_tensors *ck) {
@@ -267,7 +302,7 @@ static int shape_selected(const char *list, const char *name) {
 
 int main(int argc, char **argv) {
     int64_t ms[16] = {1, 16, 64, 256, 1024, 4096};
-    int nm = 6, crossover = 0, variants = 0;
+    int nm = 6, crossover = 0, variants = 0, sweep = 0;
     const char *only = NULL, *md_path = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--m") && i + 1 < argc)
@@ -280,10 +315,12 @@ int main(int argc, char **argv) {
             crossover = 1;
         else if (!strcmp(argv[i], "--variants"))
             variants = 1;
+        else if (!strcmp(argv[i], "--sweep"))
+            sweep = 1;
         else if (!strcmp(argv[i], "--md") && i + 1 < argc)
             md_path = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--m 1,16,...] [--shapes 8B.qkv,...] [--reps n] [--crossover] [--variants] [--md file]\n",
+            fprintf(stderr, "usage: %s [--m 1,16,...] [--shapes 8B.qkv,...] [--reps n] [--crossover] [--variants] [--sweep] [--md file]\n",
                     argv[0]);
             return 2;
         }
@@ -328,7 +365,50 @@ int main(int argc, char **argv) {
         CK(cudaMalloc(&dx, (size_t)(mmax * s->k) * 2));
         CK(cudaMalloc(&dy, (size_t)(mmax * s->n) * 2));
         fill_bf16(dx, (size_t)(mmax * s->k));
-        if (variants) {
+        if (sweep) {
+            setenv("MPL_CUDA_W4A16_LIVE_KNOBS", "1", 1);
+            int r;
+            mpl_layer **layers = make_layers(&ck, &cfg, "auto", "-1", &r);
+            unsetenv("MPL_CUDA_W4A16_LIVE_KNOBS");
+            size_t wbf = (size_t)(s->n * s->k) * 2;
+            int rb = copies_for(wbf);
+            void **wb = calloc((size_t)rb, sizeof *wb);
+            for (int i = 0; i < rb; i++) {
+                CK(cudaMalloc(&wb[i], wbf));
+                if (i == 0)
+                    fill_bf16(wb[0], (size_t)(s->n * s->k));
+                else
+                    CK(cudaMemcpy(wb[i], wb[0], wbf, cudaMemcpyDeviceToDevice));
+            }
+            for (int i = 0; i < nm; i++) {
+                int64_t m = ms[i];
+                blas_ctx bc = {h, wb, rb, dx, dy, (int)m, (int)s->n, (int)s->k};
+                issue_blas(&bc, 0);
+                CK(cudaStreamSynchronize(g_stream));
+                double us_b = time_graph(issue_blas, &bc, calls_for(rb));
+                printf("sweep %-12s M=%-5lld %-18s %10.2f us\n", s->name, (long long)m, "cuBLAS bf16", us_b);
+                for (int v = 0; v < NSWEEP; v++) {
+                    if (m < sweep_sets[v].m_lo || m > sweep_sets[v].m_hi) continue;
+                    set_knobs(sweep_sets[v].env);
+                    ours_ctx oc = {layers, r, dx, dy, m};
+                    issue_ours(&oc, 0);
+                    CK(cudaStreamSynchronize(g_stream));
+                    double us = time_graph(issue_ours, &oc, calls_for(r));
+                    double tbs = ideal_bytes(s, m) / (us * 1e-6) / 1e12;
+                    printf("sweep %-12s M=%-5lld %-18s %10.2f us  %5.2fx cuBLAS  %5.1f%% copyBW  %6.1f TFLOP/s\n", s->name,
+                           (long long)m, sweep_sets[v].label, us, us_b / us, 100.0 * tbs / bw,
+                           2.0 * (double)m * (double)s->n * (double)s->k / (us * 1e-6) / 1e12);
+                    if (md)
+                        fprintf(md, "| sweep %s | %lld | %s | %.1f | %.2fx | %.1f%% | |\n", s->name, (long long)m,
+                                sweep_sets[v].label, us, us_b / us, 100.0 * tbs / bw);
+                    fflush(stdout);
+                }
+                set_knobs("");
+            }
+            for (int i = 0; i < rb; i++) CK(cudaFree(wb[i]));
+            free(wb);
+            free_layers(layers, r);
+        } else if (variants) {
             /* the tensor-core tile variants for m > 64 (MPL_CUDA_W4A16_TC_VARIANT) */
             static const char *const names[] = {"0", "1", "2"};
             for (int v = 0; v < 3; v++) {
@@ -347,7 +427,7 @@ int main(int argc, char **argv) {
         } else if (crossover) {
             int rs, rt;
             mpl_layer **ls = make_layers(&ck, &cfg, "skinny", "0", &rs);
-            mpl_layer **lt = make_layers(&ck, &cfg, "tc", "0", &rt);
+            mpl_layer **lt = make_layers(&ck, &cfg, "tc", "-1", &rt);
             for (int i = 0; i < nm; i++) {
                 int64_t m = ms[i];
                 ours_ctx cs = {ls, rs, dx, dy, m}, ct = {lt, rt, dx, dy, m};
@@ -362,7 +442,7 @@ int main(int argc, char **argv) {
             free_layers(lt, rt);
         } else {
             int r;
-            mpl_layer **layers = make_layers(&ck, &cfg, "auto", "0", &r);
+            mpl_layer **layers = make_layers(&ck, &cfg, "auto", "-1", &r);
             size_t wbf = (size_t)(s->n * s->k) * 2;
             int rb = copies_for(wbf);
             void **wb = calloc((size_t)rb, sizeof *wb);

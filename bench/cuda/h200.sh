@@ -7,8 +7,9 @@
 # folder holding binaries built elsewhere (test_cuda_w4a16, bench_cuda_w4a16, mplinear, and lib/ with
 # any shared libraries the device image lacks, e.g. libcmocka.so.0). H200_DEPS may name a folder with
 # include/cmocka.h and lib/libcmocka.so for the build. Logs and the results table go to $OUT:
-#   nvidia-smi.txt, build.log, test.log, cli.log, bench.log, h200.md (table), crossover.log, ncu_*.txt (H200_NCU=1),
-#   sanitizer.log (H200_SANITIZE=1)
+#   nvidia-smi.txt, build.log, test.log, cli.log, bench.log, h200.md (table), sweep.log (every path/knob variant
+#   by M next to cuBLAS), crossover.log and variants.log (H200_OLD=1), ncu_*.txt (H200_NCU=1), sanitizer.log
+#   (H200_SANITIZE=1)
 # "quick" runs a reduced benchmark (M = 1 and 16 on the two Llama-3-70B MLP shapes).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -43,14 +44,15 @@ for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib $(python
 done
 
 stamp "tests"
-timeout 200 "$T" > "$OUT/test.log" 2>&1
+timeout 150 "$T" > "$OUT/test.log" 2>&1
 echo "test exit $?" >> "$OUT/test.log"
 grep -E "PASSED|FAILED|SKIPPED|device matrix|^FAIL" "$OUT/test.log" | head -40
 
 stamp "cli"
 { "$C" info --device cuda --k 8192 --n 57344 --group-size 128
   "$C" verify --device cuda --k 7392 --n 1408 --m 16 --group-size 32 --act f16
-  "$C" verify --device cuda --k 4096 --n 10944 --m 33 --wtype uint4 --group-size 64 --act-order; } > "$OUT/cli.log" 2>&1
+  "$C" verify --device cuda --k 4096 --n 10944 --m 33 --wtype uint4 --group-size 64 --act-order
+  "$C" verify --device cuda --k 4096 --n 1408 --m 300 --group-size 128; } > "$OUT/cli.log" 2>&1
 echo "cli exit $?" >> "$OUT/cli.log"
 tail -5 "$OUT/cli.log"
 
@@ -59,10 +61,15 @@ if [ "$QUICK" = quick ]; then
     timeout 300 "$B" --m 1,16 --shapes 70B.gate_up,70B.down --md "$OUT/h200.md" 2>&1 | tee "$OUT/bench.log"
 else
     timeout 240 "$B" --md "$OUT/h200.md" 2>&1 | tee "$OUT/bench.log"
-    stamp "crossover"
-    timeout 100 "$B" --crossover --m 1,2,4,8,12,16,24,32,48,64 --shapes 8B.qkv,8B.gate_up,70B.down 2>&1 | tee "$OUT/crossover.log"
-    stamp "tensor-core tile variants"
-    timeout 100 "$B" --variants --m 256,1024,4096 --shapes 8B.qkv,70B.o 2>&1 | tee "$OUT/variants.log"
+    stamp "sweep (paths and knobs by M, next to cuBLAS)"
+    timeout 100 "$B" --sweep --m ${H200_SWEEP_M:-1,16,32,64,128,256,1024,4096} \
+        --shapes ${H200_SWEEP_SHAPES:-70B.gate_up,70B.down,70B.o,8B.qkv} 2>&1 | tee "$OUT/sweep.log"
+    if [ -n "${H200_OLD:-}" ]; then
+        stamp "crossover"
+        timeout 100 "$B" --crossover --m 1,2,4,8,12,16,24,32,48,64 --shapes 8B.qkv,8B.gate_up,70B.down 2>&1 | tee "$OUT/crossover.log"
+        stamp "tensor-core tile variants"
+        timeout 100 "$B" --variants --m 256,1024,4096 --shapes 8B.qkv,70B.o 2>&1 | tee "$OUT/variants.log"
+    fi
 fi
 
 if [ -n "${H200_NCU:-}" ] && command -v ncu > /dev/null; then

@@ -4,14 +4,24 @@
  * host pointers (synchronous copies through a stream-ordered pool), destroy.
  *
  * Paths (w4a16_launch.h): the skinny kernel for m <= skinny_max_m (decode), the
- * tensor-core kernel above. Environment knobs, read when a layer is created:
- *   MPL_CUDA_W4A16_PATH=auto|skinny|tc   force a path (skinny still only for m <= 16)
+ * tensor-core kernel above, and for large m the dequantizing path ("dq"): slabs of rows of the
+ * weights expanded to 16-bit (scale applied) in a bounded scratch buffer, each multiplied by
+ * cuBLAS (cublasGemmEx, fp32 accumulation). Environment knobs, read when a layer is created:
+ *   MPL_CUDA_W4A16_PATH=auto|skinny|tc|dq  force a path (skinny still only for m <= 16)
  *   MPL_CUDA_W4A16_SKINNY_MAX_M=n        switch point: skinny for m <= n (default: skinny_by_default)
+ *   MPL_CUDA_W4A16_DQ_MIN_M=n            dq for m >= n (default: mpl_cw4_dq_by_default)
+ *   MPL_CUDA_W4A16_DQ_SLAB_KB=n          dq scratch per slab buffer in KiB (default: by m, dq_slab_rows)
+ *   MPL_CUDA_W4A16_DQ_OVERLAP=0|1        dq: dequantize the next slab on a side stream while cuBLAS
+ *                                        multiplies this one (two slab buffers; default 1)
  *   MPL_CUDA_W4A16_KSPLIT=n              force the split-K factor (1..8; clusters need sm_90)
- *   MPL_CUDA_W4A16_TC_VARIANT=0|1|2      tensor-core tile shape for m > 64 (w4a16_launch.h)
- * Every CUDA error becomes MPL_ERR_CUDA with CUDA's name and message; nothing aborts.
+ *   MPL_CUDA_W4A16_TC_VARIANT=0..3       tensor-core tile shape (w4a16_launch.h)
+ *   MPL_CUDA_W4A16_SKINNY_NW=0|2|4       skinny row tiles per warp (0: by layer width)
+ * Every CUDA error becomes MPL_ERR_CUDA with CUDA's name and message (cuBLAS: its status string);
+ * nothing aborts.
  */
+#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +40,14 @@ static bool skinny_by_default(int64_t m, int64_t k) { return m <= 8 || (m <= MPL
 /* src/platform/cuda_rt.c (declared here as in cpu.c: internal.h has no CUDA section). */
 int mpl_cuda_query(int *devices, int *cc, char *name, size_t name_cap, char *note, size_t note_cap);
 
-enum { PATH_AUTO = 0, PATH_SKINNY = 1, PATH_TC = 2 };
+enum { PATH_AUTO = 0, PATH_SKINNY = 1, PATH_TC = 2, PATH_DQ = 3 };
+
+/* Environment knobs (file comment). */
+typedef struct cw4_knobs {
+    int path, skinny_max_m, ksplit, tc_variant, skinny_nw;
+    int dq_min_m, dq_overlap; /* dq_min_m < 0: mpl_cw4_dq_by_default */
+    size_t dq_slab_bytes;
+} cw4_knobs;
 
 typedef struct cw4_packed {
     mpl_config cfg;
@@ -43,7 +60,8 @@ typedef struct cw4_packed {
     const int32_t *perm;
     size_t held_bytes;      /* qweight + scales + zeros */
     cudaMemPool_t pool;     /* stream-ordered scratch: act-order x, host-path staging */
-    int path, skinny_max_m, ksplit, tc_variant;
+    cw4_knobs knobs;
+    int live_knobs; /* MPL_CUDA_W4A16_LIVE_KNOBS=1 at creation: re-read the knobs at every apply (benchmarks) */
 } cw4_packed;
 
 static mpl_status cuda_fail(cudaError_t e, const char *what) {
@@ -104,6 +122,22 @@ static int env_int(const char *name, int fallback) {
     char *end;
     long r = strtol(v, &end, 10);
     return (*end || r < 0 || r > 1 << 20) ? fallback : (int)r;
+}
+
+static void read_knobs(cw4_knobs *k) {
+    const char *path = getenv("MPL_CUDA_W4A16_PATH");
+    k->path = !path                     ? PATH_AUTO
+              : !strcmp(path, "skinny") ? PATH_SKINNY
+              : !strcmp(path, "tc")     ? PATH_TC
+              : !strcmp(path, "dq")     ? PATH_DQ
+                                        : PATH_AUTO;
+    k->skinny_max_m = env_int("MPL_CUDA_W4A16_SKINNY_MAX_M", -1);
+    k->ksplit = env_int("MPL_CUDA_W4A16_KSPLIT", 0);
+    k->tc_variant = env_int("MPL_CUDA_W4A16_TC_VARIANT", -1); /* -1: by m (w4a16_tc.cuh) */
+    k->skinny_nw = env_int("MPL_CUDA_W4A16_SKINNY_NW", 0);
+    k->dq_min_m = env_int("MPL_CUDA_W4A16_DQ_MIN_M", -1);
+    k->dq_overlap = env_int("MPL_CUDA_W4A16_DQ_OVERLAP", 1) != 0;
+    k->dq_slab_bytes = (size_t)env_int("MPL_CUDA_W4A16_DQ_SLAB_KB", 0) << 10; /* 0: by m (dq_slab_rows) */
 }
 
 static size_t align256(size_t v) { return (v + 255) & ~(size_t)255; }
@@ -185,11 +219,8 @@ static mpl_status cw4_pack(const mpl_config *c, const mpl_canonical *w, void **o
         cw4_destroy(p);
         return cuda_fail(e, "creating the scratch memory pool");
     }
-    const char *path = getenv("MPL_CUDA_W4A16_PATH");
-    p->path = !path ? PATH_AUTO : !strcmp(path, "skinny") ? PATH_SKINNY : !strcmp(path, "tc") ? PATH_TC : PATH_AUTO;
-    p->skinny_max_m = env_int("MPL_CUDA_W4A16_SKINNY_MAX_M", -1);
-    p->ksplit = env_int("MPL_CUDA_W4A16_KSPLIT", 0);
-    p->tc_variant = env_int("MPL_CUDA_W4A16_TC_VARIANT", 0);
+    read_knobs(&p->knobs);
+    p->live_knobs = env_int("MPL_CUDA_W4A16_LIVE_KNOBS", 0) != 0;
     *out = p;
     return MPL_OK;
 }
@@ -201,9 +232,183 @@ static size_t cw4_workspace_size(const void *pp, int64_t m, int threads) {
 
 static size_t cw4_weight_bytes(const void *pp) { return ((const cw4_packed *)pp)->held_bytes; }
 
+/* ---------- dequantizing path: slabs + cuBLAS ---------- */
+
+/*
+ * Process-wide, per device: the cuBLAS handle, the scratch pool (stream-ordered, shared by every
+ * layer, so the scratch is bounded by what concurrent calls use, not by the layer count), the side
+ * stream and events of the overlap. Created on first use, kept for the process; one mutex serializes
+ * issuing dq calls (the handle's stream and workspace, and the events, are per call state).
+ */
+#define CW4_MAX_DEV 64
+/* cuBLAS workspace: fixed size, so cuBLAS's kernel choice (and so the bits) does not vary by call */
+#define CW4_BLAS_WS ((size_t)32 << 20)
+typedef struct cw4_blas {
+    int ready;
+    cublasHandle_t h;
+    cudaMemPool_t pool;
+    cudaStream_t side;
+    cudaEvent_t fork, deq[2], gemm[2];
+} cw4_blas;
+static cw4_blas g_blas[CW4_MAX_DEV];
+static pthread_mutex_t g_blas_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static mpl_status blas_fail(cublasStatus_t s, const char *what) {
+    return mpl_set_error(MPL_ERR_CUDA, "cuda_w4a16: %s: cuBLAS status %d: %s", what, (int)s, cublasGetStatusString(s));
+}
+
+/* Called with g_blas_mu held. */
+static mpl_status blas_init(int dev) {
+    cw4_blas *b = &g_blas[dev];
+    if (b->ready) return MPL_OK;
+    cublasStatus_t bs = cublasCreate(&b->h);
+    if (bs != CUBLAS_STATUS_SUCCESS) return blas_fail(bs, "cublasCreate");
+    /* fp32 sums throughout (no reduced-precision split-K reductions): the tolerance derivation relies on it */
+    bs = cublasSetMathMode(b->h, (cublasMath_t)(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
+    if (bs != CUBLAS_STATUS_SUCCESS) {
+        cublasDestroy(b->h);
+        return blas_fail(bs, "cublasSetMathMode");
+    }
+    struct cudaMemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = dev;
+    uint64_t keep = UINT64_MAX;
+    cudaError_t e = cudaMemPoolCreate(&b->pool, &props);
+    if (e == cudaSuccess) e = cudaMemPoolSetAttribute(b->pool, cudaMemPoolAttrReleaseThreshold, &keep);
+    if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&b->side, cudaStreamNonBlocking);
+    if (e == cudaSuccess) e = cudaEventCreateWithFlags(&b->fork, cudaEventDisableTiming);
+    for (int i = 0; i < 2 && e == cudaSuccess; i++) {
+        e = cudaEventCreateWithFlags(&b->deq[i], cudaEventDisableTiming);
+        if (e == cudaSuccess) e = cudaEventCreateWithFlags(&b->gemm[i], cudaEventDisableTiming);
+    }
+    if (e != cudaSuccess) {
+        /* partial state is leaked rather than torn down in an unknown order; the call fails */
+        cublasDestroy(b->h);
+        return cuda_fail(e, "creating the dq path's pool, stream and events");
+    }
+    b->ready = 1;
+    return MPL_OK;
+}
+
+/*
+ * y = x W^T by slabs of `rows` rows of W: dequantize the slab (scale applied, rounded to 16 bits)
+ * into scratch, then cublasGemmEx(T, N) writes y[:, n0 .. n0 + rows) (column-major y^T = W_slab x^T).
+ * With overlap, slab s + 1 is dequantized on the side stream into the other buffer while the GEMM
+ * of slab s runs; buffer b is rewritten only after the GEMM that read it (event gemm[b]).
+ */
+/*
+ * Rows per slab. Default (measured, bench/cuda/NOTES.md v5): enough rows that one slab's GEMM has two
+ * waves of 128 x 128 output tiles (cuBLAS is inefficient on short GEMMs: 70B down at m = 1024 ran 943 us
+ * with 32 MB slabs = 585 rows, 854 us with 128 MB), held between 32 and 128 MB of 16-bit weights.
+ * With a bias the fp32 product slab (m x rows x 4 bytes) is held under 128 MB too.
+ */
+#define CW4_MB ((size_t)1 << 20)
+static size_t dq_slab_rows(const cw4_knobs *kn, int sms, int M, int K, int N, bool bias) {
+    size_t row_bytes = (size_t)K * 2, rows;
+    if (kn->dq_slab_bytes) {
+        rows = kn->dq_slab_bytes / row_bytes;
+    } else {
+        size_t want = (size_t)2 * (size_t)sms * 128 * 128 / (size_t)M, bytes = want * row_bytes;
+        if (bytes < 32 * CW4_MB) bytes = 32 * CW4_MB;
+        if (bytes > 128 * CW4_MB) bytes = 128 * CW4_MB;
+        rows = bytes / row_bytes;
+    }
+    if (bias && rows * (size_t)M * 4 > 128 * CW4_MB) rows = 128 * CW4_MB / ((size_t)M * 4);
+    rows = rows >= 128 ? rows / 128 * 128 : rows / 16 * 16;
+    if (rows < 16) rows = 16;
+    size_t n16 = ((size_t)N + 15) / 16 * 16;
+    return rows > n16 ? n16 : rows;
+}
+
+static mpl_status dq_apply(const cw4_packed *p, const cw4_knobs *kn, const mpl_cw4_args *a, cudaStream_t stream) {
+    const int K = a->k, N = a->n, M = a->m;
+    const size_t rows = dq_slab_rows(kn, p->sms, M, K, N, a->bias != NULL);
+    int nslabs = (int)(((size_t)N + rows - 1) / rows);
+    int nbuf = kn->dq_overlap && nslabs > 1 ? 2 : 1;
+    size_t slab_bytes = (rows * (size_t)K * 2 + 255) & ~(size_t)255;
+    /* with a bias: cuBLAS writes the fp32 product slab, our epilogue adds the bias and rounds once */
+    size_t c_bytes = a->bias ? (rows * (size_t)M * 4 + 255) & ~(size_t)255 : 0;
+    size_t total = CW4_BLAS_WS + (size_t)nbuf * slab_bytes + c_bytes;
+    int dev = p->device;
+    if (dev >= CW4_MAX_DEV) return mpl_set_error(MPL_ERR_CUDA, "cuda_w4a16: device %d: dq path supports devices 0..%d", dev, CW4_MAX_DEV - 1);
+    pthread_mutex_lock(&g_blas_mu);
+    mpl_status st = blas_init(dev);
+    cw4_blas *b = &g_blas[dev];
+    char *scr = NULL;
+    if (st == MPL_OK) {
+        cudaError_t e = cudaMallocFromPoolAsync((void **)&scr, total, b->pool, stream);
+        if (e != cudaSuccess) {
+            scr = NULL;
+            st = cuda_fail(e, "allocating dq scratch");
+        }
+    }
+    cublasStatus_t bs = CUBLAS_STATUS_SUCCESS;
+    if (st == MPL_OK) bs = cublasSetStream(b->h, stream); /* resets the workspace: set it after */
+    if (st == MPL_OK && bs == CUBLAS_STATUS_SUCCESS) bs = cublasSetWorkspace(b->h, scr, CW4_BLAS_WS);
+    if (st == MPL_OK && bs != CUBLAS_STATUS_SUCCESS) st = blas_fail(bs, "setting the cuBLAS stream and workspace");
+    const float one = 1.0f, zero = 0.0f;
+    float *cbuf = c_bytes ? (float *)(scr + CW4_BLAS_WS + (size_t)nbuf * slab_bytes) : NULL;
+    const bool ov = nbuf == 2;
+    if (st == MPL_OK && ov) {
+        cudaError_t e = cudaEventRecord(b->fork, stream);
+        if (e == cudaSuccess) e = cudaStreamWaitEvent(b->side, b->fork, 0);
+        if (e != cudaSuccess) st = cuda_fail(e, "forking the dq side stream");
+    }
+    const cudaDataType_t dt = a->act == 1 ? CUDA_R_16F : CUDA_R_16BF;
+    for (int s = 0; s < nslabs && st == MPL_OK; s++) {
+        int n0 = (int)((size_t)s * rows), ns = (int)((size_t)N - (size_t)n0 < rows ? (size_t)N - (size_t)n0 : rows);
+        int buf = s % nbuf;
+        char *w = scr + CW4_BLAS_WS + (size_t)buf * slab_bytes;
+        cudaStream_t ds = ov ? b->side : stream;
+        cudaError_t e = cudaSuccess;
+        if (ov && s >= 2) e = cudaStreamWaitEvent(b->side, b->gemm[buf], 0);
+        int le = e == cudaSuccess ? mpl_cw4_launch_dequant(a, n0 / 16, (ns + 15) / 16, w, K, ds) : 0;
+        if (e == cudaSuccess && le) e = (cudaError_t)le;
+        if (e == cudaSuccess && ov) e = cudaEventRecord(b->deq[buf], b->side);
+        if (e == cudaSuccess && ov) e = cudaStreamWaitEvent(stream, b->deq[buf], 0);
+        if (e != cudaSuccess) {
+            st = cuda_fail(e, "launching the dq dequantization");
+            break;
+        }
+        if (cbuf)
+            bs = cublasGemmEx(b->h, CUBLAS_OP_T, CUBLAS_OP_N, ns, M, K, &one, w, dt, K, a->x, dt, K, &zero, cbuf,
+                              CUDA_R_32F, ns, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+        else
+            bs = cublasGemmEx(b->h, CUBLAS_OP_T, CUBLAS_OP_N, ns, M, K, &one, w, dt, K, a->x, dt, K, &zero,
+                              (uint16_t *)a->y + n0, dt, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+        if (bs != CUBLAS_STATUS_SUCCESS) {
+            st = blas_fail(bs, "cublasGemmEx");
+            break;
+        }
+        if (cbuf) {
+            le = mpl_cw4_launch_bias_epilogue(cbuf, (const uint16_t *)a->bias + n0, (uint16_t *)a->y + n0, M, ns, N,
+                                              a->act, stream);
+            if (le) {
+                st = cuda_fail((cudaError_t)le, "launching the dq bias epilogue");
+                break;
+            }
+        }
+        if (ov && (e = cudaEventRecord(b->gemm[buf], stream)) != cudaSuccess) st = cuda_fail(e, "recording a dq event");
+    }
+    if (st != MPL_OK && ov) {
+        /* rejoin the side stream whatever happened (a capture must not end with it forked) */
+        if (cudaEventRecord(b->fork, b->side) == cudaSuccess) cudaStreamWaitEvent(stream, b->fork, 0);
+    }
+    if (scr) {
+        cudaError_t e = cudaFreeAsync(scr, stream);
+        if (st == MPL_OK && e != cudaSuccess) st = cuda_fail(e, "freeing dq scratch");
+    }
+    pthread_mutex_unlock(&g_blas_mu);
+    return st;
+}
+
 /* Launch on device pointers (x already permuted for act-order). */
 static mpl_status run_kernels(const cw4_packed *p, int m, const void *x, const void *bias, void *y,
                               cudaStream_t stream) {
+    cw4_knobs kn = p->knobs;
+    if (p->live_knobs) read_knobs(&kn);
     mpl_cw4_args a;
     memset(&a, 0, sizeof a);
     a.qweight = p->qweight;
@@ -227,13 +432,17 @@ static mpl_status run_kernels(const cw4_packed *p, int m, const void *x, const v
     a.x = x;
     a.bias = bias;
     a.y = y;
-    a.ksplit = p->ksplit;
+    a.ksplit = kn.ksplit;
     a.sms = p->sms;
     a.cc = p->cc;
-    a.tc_variant = p->tc_variant;
+    a.tc_variant = kn.tc_variant;
+    a.skinny_nw = kn.skinny_nw;
+    if (kn.path == PATH_DQ || (kn.path == PATH_AUTO && (kn.dq_min_m >= 0 ? m >= kn.dq_min_m
+                                                                         : mpl_cw4_dq_by_default(m, p->meta.k, p->meta.n))))
+        return dq_apply(p, &kn, &a, stream);
     bool skinny = m <= MPL_CW4_SKINNY_MAX_M &&
-                  (p->path == PATH_SKINNY ||
-                   (p->path == PATH_AUTO && (p->skinny_max_m >= 0 ? m <= p->skinny_max_m
+                  (kn.path == PATH_SKINNY ||
+                   (kn.path == PATH_AUTO && (kn.skinny_max_m >= 0 ? m <= kn.skinny_max_m
                                                                   : skinny_by_default(m, p->meta.k))));
     int e = skinny ? mpl_cw4_launch_skinny(&a, stream) : mpl_cw4_launch_tc(&a, stream);
     if (e != 0) return cuda_fail((cudaError_t)e, skinny ? "launching the skinny kernel" : "launching the tensor-core kernel");

@@ -7,6 +7,9 @@
  * and so is its product with an f16/bf16 activation in the MMA's fp32 accumulator. Each
  * k16 MMA step therefore sums exact products in fp32; the group scale is applied in fp32
  * to those partial sums ("fold"), never to the weights. See docs/layouts/cuda_w4a16.md.
+ * The skinny path uses the offset form (dequant_off: the MMA sums exact (OFF + code) * x, the fold
+ * subtracts (OFF + zero) * sum(x)); the dq path (w4a16_dequant.cu) does round weights * scale to
+ * 16 bits, for cuBLAS.
  */
 #ifndef MPL_CUDA_W4A16_COMMON_CUH
 #define MPL_CUDA_W4A16_COMMON_CUH
@@ -52,6 +55,24 @@ struct ActF16 {
         asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(a[2]) : "r"(q2), "r"(ONE), "r"(add_g));
         asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(a[3]) : "r"(q3), "r"(SIXTEENTH), "r"(add_g8));
     }
+    /*
+     * Offset form (skinny path): no FMA at all. Rows g get (1024 + q), rows g+8 (1024 + 16 q); the
+     * MMA sums those exact values times x, and the fold subtracts OFF * sum(x) (sum(x) from one
+     * extra MMA with an all-ones A fragment, shared by every row tile) and scales rows g+8 by 1/16:
+     * 1 shift + 4 lop3 per 8 weights instead of 1 + 4 + 4 FMA.
+     */
+    static constexpr uint32_t ONES = 0x3C003C00u;
+    static constexpr float G8_SCALE = 0.0625f;
+    __device__ static __forceinline__ float off_g(uint32_t z) { return 1024.0f + (float)z; }
+    __device__ static __forceinline__ float off_g8(uint32_t z) { return 1024.0f + 16.0f * (float)z; }
+    __device__ static __forceinline__ void dequant_off(uint32_t w, uint32_t a[4]) {
+        const uint32_t MAGIC = 0x64006400u;
+        uint32_t w8 = w >> 8;
+        a[0] = and_or(w, 0x000f000fu, MAGIC);
+        a[1] = and_or(w, 0x00f000f0u, MAGIC);
+        a[2] = and_or(w8, 0x000f000fu, MAGIC);
+        a[3] = and_or(w8, 0x00f000f0u, MAGIC);
+    }
     __device__ static __forceinline__ void mma(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
         asm volatile(
             "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
@@ -80,6 +101,19 @@ struct ActBF16 {
         asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(a[1]) : "r"(q1), "r"(ONE), "r"(add_g8));
         asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(a[2]) : "r"(q2), "r"(ONE), "r"(add_g));
         asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(a[3]) : "r"(q3), "r"(ONE), "r"(add_g8));
+    }
+    /* Offset form (skinny path): every pair (128 + q), 3 shifts + 4 lop3 per 8 weights, no FMA;
+     * the fold subtracts (128 + zero) * sum(x) (see ActF16). */
+    static constexpr uint32_t ONES = 0x3F803F80u;
+    static constexpr float G8_SCALE = 1.0f;
+    __device__ static __forceinline__ float off_g(uint32_t z) { return 128.0f + (float)z; }
+    __device__ static __forceinline__ float off_g8(uint32_t z) { return 128.0f + (float)z; }
+    __device__ static __forceinline__ void dequant_off(uint32_t w, uint32_t a[4]) {
+        const uint32_t MAGIC = 0x43004300u, MASK = 0x000f000fu;
+        a[0] = and_or(w, MASK, MAGIC);
+        a[1] = and_or(w >> 4, MASK, MAGIC);
+        a[2] = and_or(w >> 8, MASK, MAGIC);
+        a[3] = and_or(w >> 12, MASK, MAGIC);
     }
     __device__ static __forceinline__ void mma(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
         asm volatile(

@@ -33,8 +33,24 @@ typedef struct mpl_cw4_args {
     int sms;                   /* multiprocessors of the device */
     int cc;                    /* compute capability, major*10+minor */
     int tc_variant;            /* tensor-core tile (N x M) for m > 64: 0 = 256x64 (8x1 warps of 32x64), 1 = 128x128
-                                  (2x4 warps of 64x32), 2 = 128x128 (4x2 warps of 32x64) (MPL_CUDA_W4A16_TC_VARIANT) */
+                                  (2x4 warps of 64x32), 2 = 128x128 (4x2 warps of 32x64); 3 = for m <= 64, 128-row
+                                  tiles (128x32, 128x64: two blocks per SM); -1 = by m: 3 for m = 33..64, else 0
+                                  (MPL_CUDA_W4A16_TC_VARIANT) */
+    int skinny_nw;             /* skinny row tiles per warp: 0 = by layer width, 2 or 4 (MPL_CUDA_W4A16_SKINNY_NW) */
 } mpl_cw4_args;
+
+/*
+ * Default switch to the dequantizing path (slabs of 16-bit weights + cuBLAS): m above the
+ * decode range, where cuBLAS's wgmma GEMM outruns the mma.sync tiles by more than the cost of
+ * dequantizing every weight once (bench/cuda/NOTES.md, v5). Used by the descriptor and by the
+ * tests (whose tolerance depends on the path). Plain C.
+ */
+static inline int mpl_cw4_dq_by_default(int64_t m, int64_t k, int64_t n) {
+    (void)k, (void)n;
+    /* measured (v5 sweep): tc wins at m = 128 (70B gate_up 457 vs 668 us), dq at m = 256 (743 vs 859 us;
+     * 8B layers 0.45-0.62x cuBLAS vs 0.25-0.46x) */
+    return m > 160;
+}
 
 /* Rows of M the skinny kernel takes at most (two 8-row MMA tiles). */
 #define MPL_CW4_SKINNY_MAX_M 16
@@ -43,6 +59,13 @@ typedef struct mpl_cw4_args {
 int mpl_cw4_launch_skinny(const mpl_cw4_args *a, void *stream);
 /* Tensor-core tiled path: any m. */
 int mpl_cw4_launch_tc(const mpl_cw4_args *a, void *stream);
+/* Dequantizing path (large m): rows [16 nt0, 16 (nt0 + ntiles)) of the layer (clipped at n) as
+ * 16-bit weights (code - zero) * scale, rounded once from fp32 to the activation type, into
+ * w[row - 16 nt0][0 .. k) with row stride ldw (elements, a multiple of 8). */
+int mpl_cw4_launch_dequant(const mpl_cw4_args *a, int nt0, int ntiles, void *w, int ldw, void *stream);
+/* y[i][j] = round16(c[i][j] + bias[j]), i < m, j < ns (ns a multiple of 8); c fp32 [m][ns], y row stride ldy;
+ * act 1 f16, 2 bf16. */
+int mpl_cw4_launch_bias_epilogue(const float *c, const void *bias, void *y, int m, int ns, int ldy, int act, void *stream);
 /* xp[i][j] = x[i][perm[j]] for act-order (2-byte elements). */
 int mpl_cw4_launch_permute(const void *x, const int32_t *perm, void *xp, int m, int k, void *stream);
 

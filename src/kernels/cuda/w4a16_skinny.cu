@@ -13,6 +13,10 @@
  *    operand), so m <= 8 wastes 7/8 of an MMA instead of 15/16; tensor-core work is far
  *    below its ceiling here, what matters is bytes in flight.
  *  - x fragments are 8-byte loads (L1-resident: every block reads the same x).
+ *  - Dequantization in offset form (w4a16_common.cuh, docs/layouts/cuda_w4a16.md): the MMA gets
+ *    (OFF + code) straight from the lop3s, one all-ones MMA per k16 step sums x, and the fold takes
+ *    (OFF + zero) * sum(x) off before applying the scale -- no FMA per weight pair. (Measured in v5:
+ *    ~30% fewer inner-loop instructions bought ~1.5% at M = 1, so this path is not issue-bound.)
  */
 #include <atomic>
 
@@ -108,13 +112,17 @@ __global__ void __launch_bounds__(SK_THREADS, 2) cw4_skinny(const mpl_cw4_args a
         if (s < count) sk_issue<NW, ZP, CHUNK_GROUP>(a, nt0, KC, first + s, lane, ring + s * Sh::STAGE);
         cp_async_commit();
     }
-    float cg[Sh::NW][MT][4]; /* the current group's partial sums */
+    float cg[Sh::NW][MT][4]; /* the current group's partial sums of (OFF + code) * x */
+    float c1[MT][4];         /* the same steps' sums of x (all-ones A fragment): e 0/2 column 2t, 1/3 column 2t+1 */
 #pragma unroll
-    for (int i = 0; i < Sh::NW; i++)
+    for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-        for (int mt = 0; mt < MT; mt++)
+        for (int e = 0; e < 4; e++) {
+            c1[mt][e] = 0.0f;
 #pragma unroll
-            for (int e = 0; e < 4; e++) cg[i][mt][e] = 0.0f;
+            for (int i = 0; i < Sh::NW; i++) cg[i][mt][e] = 0.0f;
+        }
+    const uint32_t ones[4] = {A::ONES, A::ONES, A::ONES, A::ONES};
     uint2 xf[4][MT];
     if (MT == 1) load_x_chunk<MT>(a, first, g, t, xf);
     int rem = a.gs16 - (first * 4) % a.gs16; /* k16 steps until the current group ends */
@@ -136,33 +144,21 @@ __global__ void __launch_bounds__(SK_THREADS, 2) cw4_skinny(const mpl_cw4_args a
         else
             load_x_chunk<MT>(a, c, g, t, xf);
         uint4 wv[Sh::NW];
-        uint32_t add_g[Sh::NW], add_g8[Sh::NW];
 #pragma unroll
-        for (int i = 0; i < Sh::NW; i++) {
-            wv[i] = *reinterpret_cast<const uint4 *>(st + i * 512 + lane * 16);
-            if (CHUNK_GROUP)
-                zero_consts<A, ZP>(ZP ? (uint32_t)*reinterpret_cast<const uint16_t *>(st + Sh::OFF_Z + i * 16 + 2 * g) : 0u,
-                                   add_g[i], add_g8[i]);
-        }
+        for (int i = 0; i < Sh::NW; i++) wv[i] = *reinterpret_cast<const uint4 *>(st + i * 512 + lane * 16);
 #pragma unroll
         for (int j = 0; j < 4; j++) {
-            int grp = 0;
-            if (!CHUNK_GROUP) {
-                grp = group_of_step(c * 4 + j, a.inv_gs16);
-#pragma unroll
-                for (int i = 0; i < Sh::NW; i++) {
-                    size_t at = ((size_t)grp * a.n_pad + (size_t)(nt0 + i) * 16) / 2 + g;
-                    zero_consts<A, ZP>(ZP ? (uint32_t)__ldg(z16 + at) : 0u, add_g[i], add_g8[i]);
-                }
-            }
+            const int grp = CHUNK_GROUP ? 0 : group_of_step(c * 4 + j, a.inv_gs16);
 #pragma unroll
             for (int i = 0; i < Sh::NW; i++) {
                 uint32_t w = j == 0 ? wv[i].x : j == 1 ? wv[i].y : j == 2 ? wv[i].z : wv[i].w;
                 uint32_t af[4];
-                A::dequant(w, add_g[i], add_g8[i], af);
+                A::dequant_off(w, af);
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++) A::mma(cg[i][mt], af, xf[j][mt].x, xf[j][mt].y);
             }
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++) A::mma(c1[mt], ones, xf[j][mt].x, xf[j][mt].y);
             /* Fold the finished partial sums into acc with the group scale where a group
              * ends, and at the end of the warp's run. */
             bool fold = --rem == 0 || (j == 3 && it == count - 1);
@@ -170,27 +166,35 @@ __global__ void __launch_bounds__(SK_THREADS, 2) cw4_skinny(const mpl_cw4_args a
             if (fold) {
 #pragma unroll
                 for (int i = 0; i < Sh::NW; i++) {
-                    uint32_t hi, lo = 0u;
+                    uint32_t hi, lo = 0u, zz = 0x0808u;
                     if (CHUNK_GROUP) {
                         hi = *reinterpret_cast<const uint32_t *>(st + Sh::OFF_S + i * 32 + 4 * g);
                         if (a.scale_fmt == 2) lo = *reinterpret_cast<const uint32_t *>(st + Sh::OFF_L + i * 32 + 4 * g);
+                        if (ZP) zz = *reinterpret_cast<const uint16_t *>(st + Sh::OFF_Z + i * 16 + 2 * g);
                     } else {
                         size_t at = ((size_t)grp * a.n_pad + (size_t)(nt0 + i) * 16) / 2 + g;
                         hi = __ldg(sc32 + at);
                         if (a.scale_fmt == 2) lo = __ldg(sl32 + at);
+                        if (ZP) zz = __ldg(z16 + at);
                     }
-                    float s_g = scale_value(hi & 0xffffu, lo & 0xffffu, a.scale_fmt);
-                    float s_g8 = scale_value(hi >> 16, lo >> 16, a.scale_fmt);
+                    const float s_g = scale_value(hi & 0xffffu, lo & 0xffffu, a.scale_fmt);
+                    const float s_g8 = scale_value(hi >> 16, lo >> 16, a.scale_fmt) * A::G8_SCALE;
+                    const float o_g = A::off_g(zz & 0xffu), o_g8 = A::off_g8(zz >> 8);
+                    /* (sum (OFF + code) x) - (OFF + zero) sum x = sum (code - zero) x, then the scale */
 #pragma unroll
                     for (int mt = 0; mt < MT; mt++) {
-                        acc[i][mt][0] += s_g * cg[i][mt][0];
-                        acc[i][mt][1] += s_g * cg[i][mt][1];
-                        acc[i][mt][2] += s_g8 * cg[i][mt][2];
-                        acc[i][mt][3] += s_g8 * cg[i][mt][3];
+                        acc[i][mt][0] = fmaf(s_g, fmaf(-o_g, c1[mt][0], cg[i][mt][0]), acc[i][mt][0]);
+                        acc[i][mt][1] = fmaf(s_g, fmaf(-o_g, c1[mt][1], cg[i][mt][1]), acc[i][mt][1]);
+                        acc[i][mt][2] = fmaf(s_g8, fmaf(-o_g8, c1[mt][0], cg[i][mt][2]), acc[i][mt][2]);
+                        acc[i][mt][3] = fmaf(s_g8, fmaf(-o_g8, c1[mt][1], cg[i][mt][3]), acc[i][mt][3]);
 #pragma unroll
                         for (int e = 0; e < 4; e++) cg[i][mt][e] = 0.0f;
                     }
                 }
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) c1[mt][e] = 0.0f;
             }
         }
         if (MT == 1)
@@ -305,6 +309,7 @@ static cudaError_t launch_act(const mpl_cw4_args *a, cudaStream_t stream, int ks
 extern "C" int mpl_cw4_launch_skinny(const mpl_cw4_args *a, void *stream) {
     int KC = a->k_pad / 64, ntiles = (a->n + 15) / 16;
     int nw = 4 * ((ntiles + 3) / 4) < 3 * a->sms ? 2 : 4;
+    if (a->skinny_nw == 2 || a->skinny_nw == 4) nw = a->skinny_nw; /* MPL_CUDA_W4A16_SKINNY_NW */
     int blocks = (ntiles + nw - 1) / nw;
     int ksplit = a->ksplit;
     if (ksplit <= 0) {

@@ -45,17 +45,17 @@ struct TcShape {
     static_assert(NT * WN * 16 == BN && MTW * WM * 8 == BM && WN * WM == TC_THREADS / 32, "warp layout");
 };
 
-/* Blocks per SM the launch bounds ask for: two for the small-M tiles (their registers fit 128 and
- * two blocks hide each other's latency), one for the others (the partial-sum registers double the
- * accumulators). */
-template <int BM>
+/* Blocks per SM the launch bounds ask for: two when a warp holds at most 8 MMA tiles (accumulators
+ * and partial sums fit 128 registers, and two blocks hide each other's latency), one for the others
+ * (the partial-sum registers double the accumulators). */
+template <int BM, int BN, int WN, int WM>
 struct TcMinBlocks {
-    static constexpr int value = BM <= 32 ? 2 : 1;
+    static constexpr int value = (BN / WN / 16) * (BM / WM / 8) <= 8 ? 2 : 1;
 };
 
 /* nslot: 1 when every chunk lies in one group (scales/zeros once per chunk), else 4. */
 template <class A, bool ZP, int BM, int BN, int WN, int WM, int STAGES>
-__global__ void __launch_bounds__(TC_THREADS, TcMinBlocks<BM>::value)
+__global__ void __launch_bounds__(TC_THREADS, TcMinBlocks<BM, BN, WN, WM>::value)
     cw4_tc(const mpl_cw4_args a, int tiles_m, int tiles_n, int nslot) {
     using Sh = TcShape<BM, BN, WN, WM, STAGES>;
     constexpr int NT = Sh::NT, MTW = Sh::MTW;
@@ -311,6 +311,12 @@ static cudaError_t tc_launch(const mpl_cw4_args *a, cudaStream_t stream) {
  * 4M/256 times the weight bytes; large M uses square 128 x 128 tiles (4 x 2 warps). */
 template <class A, bool ZP>
 static cudaError_t tc_dispatch_zp(const mpl_cw4_args *a, cudaStream_t s) {
+    /* variant 3 (m <= 64; the default, -1, for m = 33..64): 128 rows of N per block, one row tile
+     * per warp, two blocks per SM (twice the tiles, half the registers of 256 x 64) */
+    if ((a->tc_variant == 3 || (a->tc_variant < 0 && a->m > 32)) && a->m <= 64) {
+        if (a->m <= 32) return tc_launch<A, ZP, 32, 128, 8, 1, 5>(a, s);
+        return tc_launch<A, ZP, 64, 128, 8, 1, 5>(a, s);
+    }
     if (a->m <= 16) return tc_launch<A, ZP, 16, 256, 8, 1, 5>(a, s);
     if (a->m <= 32) return tc_launch<A, ZP, 32, 256, 8, 1, 5>(a, s);
     if (a->m <= 64) return tc_launch<A, ZP, 64, 256, 8, 1, 5>(a, s);

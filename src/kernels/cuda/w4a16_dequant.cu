@@ -1,0 +1,121 @@
+/*
+ * w4a16_dequant.cu -- the dequantizing path of cuda_w4a16 (large m): a slab of the packed weights
+ * expanded to 16-bit weights (code - zero) * scale, which cuBLAS then multiplies (cuda_w4a16.c),
+ * and, with a bias, the epilogue that adds it to cuBLAS's fp32 product and rounds once (cuBLAS's own
+ * beta * C epilogue into a 16-bit C was measured to round twice: off by one ulp on exact data).
+ *
+ * One thread per lane of a 512-byte block (16 rows x 64 channels): it reads its 16 bytes (one
+ * 16-byte streaming load) and writes, for each of the 4 k16 steps, 4 consecutive channels of its
+ * rows g and g + 8 (nibbles 0, 4, 2, 6 and 1, 5, 3, 7: docs/layouts/cuda_w4a16.md) as one 8-byte
+ * store each; a warp's stores cover whole 32-byte sectors.
+ *
+ * Rounding: (code - zero) * scale is formed in fp32 (exact for f16/bf16 scales; one rounding for
+ * f32 scales) and rounded once to the activation type.
+ */
+#include "w4a16_common.cuh"
+
+namespace cw4 {
+
+template <class A, bool ZP>
+__global__ void __launch_bounds__(256) cw4_dequant(const mpl_cw4_args a, int nt0, int ntiles, uint16_t *__restrict__ w,
+                                                   int ldw) {
+    const int KC = a.k_pad >> 6;
+    const long long total = (long long)ntiles * KC * 32;
+    const uint32_t *sc32 = reinterpret_cast<const uint32_t *>(a.scales);
+    const uint32_t *sl32 = reinterpret_cast<const uint32_t *>(a.scales_lo);
+    const uint16_t *z16 = reinterpret_cast<const uint16_t *>(a.zeros);
+    for (long long v = blockIdx.x * (long long)blockDim.x + threadIdx.x; v < total; v += (long long)gridDim.x * blockDim.x) {
+        const int lane = (int)(v & 31);
+        const long long blk = v >> 5;
+        const int kc = (int)(blk % KC), ntl = (int)(blk / KC), nt = nt0 + ntl;
+        const int g = lane >> 2, t = lane & 3;
+        const int row0 = nt * 16 + g; /* rows row0 and row0 + 8 */
+        const uint4 q = ldg_stream(reinterpret_cast<const uint4 *>(a.qweight) + ((size_t)nt * KC + kc) * 32 + lane);
+        const bool in0 = row0 < a.n, in1 = row0 + 8 < a.n;
+        uint16_t *w0 = w + (size_t)(ntl * 16 + g) * ldw, *w1 = w0 + (size_t)8 * ldw;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const int k = kc * 64 + 16 * j + 4 * t;
+            if (k >= a.k) break; /* K is a multiple of 8 and k of 4: k < K means k .. k+3 are inside */
+            const int grp = group_of_step(kc * 4 + j, a.inv_gs16);
+            const size_t at = ((size_t)grp * a.n_pad + (size_t)nt * 16) / 2 + g; /* rows g, g+8 as one word */
+            const uint32_t hi = __ldg(sc32 + at), lo = a.scale_fmt == 2 ? __ldg(sl32 + at) : 0u;
+            const uint32_t zz = ZP ? (uint32_t)__ldg(z16 + at) : 0x0808u;
+            const float s0 = scale_value(hi & 0xffffu, lo & 0xffffu, a.scale_fmt);
+            const float s1 = scale_value(hi >> 16, lo >> 16, a.scale_fmt);
+            const int z0 = (int)(zz & 0xffu), z1 = (int)(zz >> 8);
+            const uint32_t wd = j == 0 ? q.x : j == 1 ? q.y : j == 2 ? q.z : q.w;
+            /* row g: channels 4t + 0, 1, 2, 3 are nibbles 0, 4, 2, 6; row g+8: nibbles 1, 5, 3, 7 */
+            uint32_t o0[2], o1[2];
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int na = h == 0 ? 0 : 2, nb = h == 0 ? 4 : 6; /* row g, channels 2h and 2h+1 */
+                const float r0a = (float)((int)((wd >> (4 * na)) & 15u) - z0) * s0;
+                const float r0b = (float)((int)((wd >> (4 * nb)) & 15u) - z0) * s0;
+                const float r1a = (float)((int)((wd >> (4 * (na + 1))) & 15u) - z1) * s1;
+                const float r1b = (float)((int)((wd >> (4 * (nb + 1))) & 15u) - z1) * s1;
+                o0[h] = (uint32_t)A::from_float(r0a) | ((uint32_t)A::from_float(r0b) << 16);
+                o1[h] = (uint32_t)A::from_float(r1a) | ((uint32_t)A::from_float(r1b) << 16);
+            }
+            if (in0) *reinterpret_cast<uint2 *>(w0 + k) = make_uint2(o0[0], o0[1]);
+            if (in1) *reinterpret_cast<uint2 *>(w1 + k) = make_uint2(o1[0], o1[1]);
+        }
+    }
+}
+
+template <class A>
+static cudaError_t dequant_act(const mpl_cw4_args *a, int nt0, int ntiles, uint16_t *w, int ldw, cudaStream_t s) {
+    long long threads = (long long)ntiles * (a->k_pad / 64) * 32;
+    long long blocks = (threads + 255) / 256, cap = (long long)a->sms * 8;
+    if (blocks > cap) blocks = cap;
+    if (blocks < 1) blocks = 1;
+    if (a->zeros)
+        cw4_dequant<A, true><<<(unsigned)blocks, 256, 0, s>>>(*a, nt0, ntiles, w, ldw);
+    else
+        cw4_dequant<A, false><<<(unsigned)blocks, 256, 0, s>>>(*a, nt0, ntiles, w, ldw);
+    return cudaGetLastError();
+}
+
+/* y[i][j] = round16(c[i][j] + bias[j]) for i < m, j < ns (c: fp32, [m][ns]; y row stride ldy): the
+ * one rounding of the reference, after cuBLAS's fp32 sums (8 outputs, one 16-byte store, per thread). */
+template <class A>
+__global__ void cw4_bias_epilogue(const float *__restrict__ c, const uint16_t *__restrict__ bias, uint16_t *__restrict__ y,
+                                  int m, int ns, int ldy) {
+    const int p8 = ns / 8;
+    long long total = (long long)m * p8;
+    for (long long v = blockIdx.x * (long long)blockDim.x + threadIdx.x; v < total; v += (long long)gridDim.x * blockDim.x) {
+        const int i = (int)(v / p8), j = (int)(v % p8) * 8;
+        const float4 u0 = *reinterpret_cast<const float4 *>(c + (size_t)i * ns + j);
+        const float4 u1 = *reinterpret_cast<const float4 *>(c + (size_t)i * ns + j + 4);
+        const float f[8] = {u0.x, u0.y, u0.z, u0.w, u1.x, u1.y, u1.z, u1.w};
+        uint32_t o[4];
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            o[e] = (uint32_t)A::from_float(f[2 * e] + A::to_float(__ldg(bias + j + 2 * e))) |
+                   ((uint32_t)A::from_float(f[2 * e + 1] + A::to_float(__ldg(bias + j + 2 * e + 1))) << 16);
+        *reinterpret_cast<uint4 *>(y + (size_t)i * ldy + j) = make_uint4(o[0], o[1], o[2], o[3]);
+    }
+}
+
+} // namespace cw4
+
+extern "C" int mpl_cw4_launch_bias_epilogue(const float *c, const void *bias, void *y, int m, int ns, int ldy, int act,
+                                            void *stream) {
+    long long total = (long long)m * (ns / 8);
+    long long blocks = (total + 255) / 256;
+    if (blocks > 65535) blocks = 65535;
+    if (blocks < 1) return 0;
+    if (act == 1)
+        cw4::cw4_bias_epilogue<cw4::ActF16><<<(unsigned)blocks, 256, 0, (cudaStream_t)stream>>>(
+            c, (const uint16_t *)bias, (uint16_t *)y, m, ns, ldy);
+    else
+        cw4::cw4_bias_epilogue<cw4::ActBF16><<<(unsigned)blocks, 256, 0, (cudaStream_t)stream>>>(
+            c, (const uint16_t *)bias, (uint16_t *)y, m, ns, ldy);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int mpl_cw4_launch_dequant(const mpl_cw4_args *a, int nt0, int ntiles, void *w, int ldw, void *stream) {
+    cudaStream_t s = (cudaStream_t)stream;
+    return (int)(a->act == 1 ? cw4::dequant_act<cw4::ActF16>(a, nt0, ntiles, (uint16_t *)w, ldw, s)
+                             : cw4::dequant_act<cw4::ActBF16>(a, nt0, ntiles, (uint16_t *)w, ldw, s));
+}
