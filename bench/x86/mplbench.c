@@ -15,7 +15,9 @@
  * --sweep: decode path vs prefill path for M = 1..64 (the hook in w4a16_x86.h forces one),
  * to measure where the driver should switch.
  *
- * Usage: mplbench [--kernel NAME] [--threads 1,2] [--m 1,4,16,64,512] [--shapes 8b,70b,tp|LIST]
+ * --w4a8: the same table for W4A8 mode (x86_vnni_w4a8; GFLOP/s columns then count int8 ops); not with --sweep.
+ *
+ * Usage: mplbench [--kernel NAME] [--w4a8] [--threads 1,2] [--m 1,4,16,64,512] [--shapes 8b,70b,tp|LIST]
  *                 [--reps R] [--cold-gib G] [--act bf16|f16|f32] [--group G] [--no-dense] [--sweep]
  *   LIST: KxN[,KxN...]   e.g. --shapes 4096x28672,14336x4096
  */
@@ -68,6 +70,7 @@ static float frand(void) { return (float)((double)(rnd() >> 11) / 90071992547409
 /* ---------- options ---------- */
 
 static const char *opt_kernel = NULL;
+static int opt_w4a8 = 0; /* --w4a8: W4A8 mode (the chooser then picks x86_vnni_w4a8) */
 static int opt_threads[8] = {1, 2}, opt_nthreads = 2;
 static int64_t opt_m[32] = {1, 4, 16, 64, 512};
 static int opt_nm = 5;
@@ -106,6 +109,7 @@ static void parse_args(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
         if (!strcmp(a, "--kernel")) opt_kernel = v, i++;
+        else if (!strcmp(a, "--w4a8")) opt_w4a8 = 1;
         else if (!strcmp(a, "--threads")) {
             int64_t t[8];
             opt_nthreads = parse_list(v, t, 8);
@@ -148,6 +152,10 @@ static void parse_args(int argc, char **argv) {
         }
     }
     if (!opt_nshapes) add_shapes(shapes_8b, 4);
+    if (opt_w4a8 && opt_sweep) {
+        fprintf(stderr, "--w4a8 with --sweep: the sweep forces the W4A16 driver's paths\n");
+        exit(2);
+    }
 }
 
 /* ---------- read bandwidth ---------- */
@@ -238,6 +246,7 @@ static mpl_config make_cfg(int64_t k, int64_t n) {
     c.act = opt_act;
     c.group_size = opt_group == -1 || k % opt_group ? -1 : opt_group;
     c.wtype = MPL_WTYPE_UINT4B8;
+    c.mode = opt_w4a8 ? MPL_MODE_W4A8 : MPL_MODE_W4A16;
     return c;
 }
 

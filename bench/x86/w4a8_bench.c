@@ -77,13 +77,18 @@ typedef struct {
     long long sink;
 } rd_arg;
 
-/* Four sequential streams per thread (the decode kernel reads four weight panels at once), whole lines. */
+/* Four sequential streams per thread (the decode kernel reads four weight panels at once), whole lines,
+ * prefetched 1 KiB ahead like the kernel (hardware prefetch alone under-reads on some VMs). */
 static void *rd_thread(void *v) {
     rd_arg *a = v;
     __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
     const size_t q = a->n / 4 / 2 * 2;
     const __m256i *p0 = a->p, *p1 = p0 + q, *p2 = p1 + q, *p3 = p2 + q;
     for (size_t i = 0; i < q; i += 2) {
+        _mm_prefetch((const char *)(p0 + i + 32), _MM_HINT_T0);
+        _mm_prefetch((const char *)(p1 + i + 32), _MM_HINT_T0);
+        _mm_prefetch((const char *)(p2 + i + 32), _MM_HINT_T0);
+        _mm_prefetch((const char *)(p3 + i + 32), _MM_HINT_T0);
         s0 = _mm256_xor_si256(s0, _mm256_xor_si256(_mm256_load_si256(p0 + i), _mm256_load_si256(p0 + i + 1)));
         s1 = _mm256_xor_si256(s1, _mm256_xor_si256(_mm256_load_si256(p1 + i), _mm256_load_si256(p1 + i + 1)));
         s2 = _mm256_xor_si256(s2, _mm256_xor_si256(_mm256_load_si256(p2 + i), _mm256_load_si256(p2 + i + 1)));
