@@ -1,10 +1,11 @@
 /*
- * w4a8_amx.c -- the AMX-INT8 prefill path of x86_vnni_w4a8 (tdpbsud: s8 x
- * times u8 weight nibbles, int32 tiles), for many rows on CPUs with AMX.
+ * w4a8_amx.c -- the AMX-INT8 prefill path of x86_vnni_w4a8 (tdpbssd: s8 x
+ * times s8 weight values u - z unpacked from the nibbles, int32 tiles), for
+ * many rows on CPUs with AMX.
  *
  * Tiles: 0-3 C (32 rows x 32 columns as 2x2 tiles of 16x16 int32), 4-5 A
  * (16 rows of qx x kb bytes), 6-7 B (kb/4 rows x 16 columns x 4 bytes, the
- * VNNI order of the packed layout's unpacked nibbles). kb = 64 (the tile
+ * VNNI order of the packed layout, nibbles unpacked to u - z). kb = 64 (the tile
  * maximum) when the group length allows, else 32.
  *
  * Blocking: a 2-panel column block's nibbles are unpacked once per chunk of
@@ -12,9 +13,10 @@
  * chunks of K_CHUNK positions whose B slice (16 KiB) stays in L1 while every
  * 32-row block of the row chunk passes over it; a group longer than a chunk
  * parks its partial C tiles in an int32 scratch between chunks. At each
- * group end the C tiles go to memory and AVX-512 applies the compensation and
- * scale into float accumulators (the same operations, in the same order, as
- * the VNNI variants).
+ * group end the C tiles (exact isum) go to memory and AVX-512 adds
+ * scale * (float)isum into float accumulators: the same float operations, in
+ * the same order, as the VNNI variants (which reach the same isum as
+ * sum q*u - z*sum q).
  */
 #include "../avx512/w4a8_avx512.h"
 
@@ -38,33 +40,35 @@ size_t mpl_w4a8_amx_scratch(int64_t k) {
     return (size_t)k * 32 + 4096 + 2 * (size_t)AMX_MAX_ROWS * 32 * sizeof(float);
 }
 
-static void unpack_panel(const uint8_t *src, uint8_t *dst, int64_t K) {
+/*
+ * Unpack one panel's nibbles into B-tile rows of signed weight values u - z (in [-15, 15]): the tile
+ * products then give isum = sum q * (u - z) directly (tdpbssd), with no z * sum(q) correction per
+ * output. The subtraction is paid once per weight and column block, not once per output row.
+ */
+static void unpack_panel(const mpl_x86_w4a8 *p, int64_t pan, uint8_t *dst) {
+    const uint8_t *src = mpl_x86_w4a8_panel(p, pan);
+    const int64_t nb = p->group_len / MPL_W4A8_KBLOCK;
     const __m512i m0f = _mm512_set1_epi8(0x0f);
-    for (int64_t b = 0; b < K / MPL_W4A8_KBLOCK; b++) {
-        __m512i raw = _mm512_load_si512((const void *)(src + b * 64));
-        _mm512_store_si512((void *)(dst + b * 128), _mm512_and_si512(raw, m0f));
-        _mm512_store_si512((void *)(dst + b * 128 + 64), _mm512_and_si512(_mm512_srli_epi16(raw, 4), m0f));
+    for (int64_t g = 0; g < p->groups; g++) {
+        /* Each column's zero point in the 4 bytes of its 32-bit lane. */
+        const __m512i z = _mm512_mullo_epi32(w4a8_zeros16(p, pan, g), _mm512_set1_epi32(0x01010101));
+        for (int64_t b = g * nb; b < (g + 1) * nb; b++) {
+            __m512i raw = _mm512_load_si512((const void *)(src + b * 64));
+            _mm512_store_si512((void *)(dst + b * 128), _mm512_sub_epi8(_mm512_and_si512(raw, m0f), z));
+            _mm512_store_si512((void *)(dst + b * 128 + 64),
+                               _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(raw, 4), m0f), z));
+        }
     }
 }
 
-/* Float epilogue of one 16x16 C tile (rows m0.., panel pan) for group g into facc (row stride 32). */
-static inline void tile_epilogue(const mpl_w4a8_job *j, const int32_t *c, float *facc, int64_t m0, int64_t pan,
-                                 int64_t g) {
+/* Float epilogue of one 16x16 C tile (rows m0.., panel pan) for group g into facc (row stride 32):
+ * acc + scale * (float)isum, a separate multiply and add as in the reference. */
+static inline void tile_epilogue(const mpl_w4a8_job *j, const int32_t *c, float *facc, int64_t pan, int64_t g) {
     const mpl_x86_w4a8 *p = j->p;
-    const int64_t G = p->groups;
-    const __m512 sc = _mm512_load_ps(p->scales + (pan * G + g) * MPL_W4A8_PANEL);
-    const int32_t *sq = j->sumq + m0 * G + g;
-    if (p->zeros) {
-        const __m512i z = w4a8_zeros16(p, pan, g);
-        for (int r = 0; r < 16; r++) {
-            __m512i dot = _mm512_load_si512((const void *)(c + r * 16));
-            _mm512_store_ps(facc + r * 32, w4a8_group_acc(_mm512_load_ps(facc + r * 32), dot, z, sq[r * G], sc));
-        }
-    } else {
-        for (int r = 0; r < 16; r++) {
-            __m512i dot = _mm512_load_si512((const void *)(c + r * 16));
-            _mm512_store_ps(facc + r * 32, w4a8_group_acc_z8(_mm512_load_ps(facc + r * 32), dot, sq[r * G], sc));
-        }
+    const __m512 sc = _mm512_load_ps(p->scales + (pan * p->groups + g) * MPL_W4A8_PANEL);
+    for (int r = 0; r < 16; r++) {
+        __m512 isum = _mm512_cvtepi32_ps(_mm512_load_si512((const void *)(c + r * 16)));
+        _mm512_store_ps(facc + r * 32, _mm512_add_ps(_mm512_load_ps(facc + r * 32), _mm512_mul_ps(sc, isum)));
     }
 }
 
@@ -97,12 +101,12 @@ static void block32(const mpl_w4a8_job *j, int64_t m0, int64_t pan, int np, cons
             _tile_loadd(4, a0 + k0, lda);
             _tile_loadd(5, a1 + k0, lda);
             _tile_loadd(6, b0 + k0 * 16, 64);
-            _tile_dpbsud(0, 4, 6);
-            _tile_dpbsud(1, 5, 6);
+            _tile_dpbssd(0, 4, 6);
+            _tile_dpbssd(1, 5, 6);
         }
         if (pending >= 0) {
-            tile_epilogue(j, c23, facc + 16, m0, pan + 1, pending);
-            tile_epilogue(j, c23 + 256, facc + 16 * 32 + 16, m0 + 16, pan + 1, pending);
+            tile_epilogue(j, c23, facc + 16, pan + 1, pending);
+            tile_epilogue(j, c23 + 256, facc + 16 * 32 + 16, pan + 1, pending);
             pending = -1;
         }
         _tile_stored(0, ends ? c01 : cacc, 64);
@@ -121,13 +125,13 @@ static void block32(const mpl_w4a8_job *j, int64_t m0, int64_t pan, int np, cons
                     _tile_loadd(5, a1 + k0, lda);
                 }
                 _tile_loadd(7, b1 + k0 * 16, 64);
-                _tile_dpbsud(2, 4, 7);
-                _tile_dpbsud(3, 5, 7);
+                _tile_dpbssd(2, 4, 7);
+                _tile_dpbssd(3, 5, 7);
             }
         }
         if (ends) {
-            tile_epilogue(j, c01, facc, m0, pan, g);
-            tile_epilogue(j, c01 + 256, facc + 16 * 32, m0 + 16, pan, g);
+            tile_epilogue(j, c01, facc, pan, g);
+            tile_epilogue(j, c01 + 256, facc + 16 * 32, pan, g);
         }
         if (np == 2) {
             _tile_stored(2, ends ? c23 : cacc + 512, 64);
@@ -136,8 +140,8 @@ static void block32(const mpl_w4a8_job *j, int64_t m0, int64_t pan, int np, cons
         }
     }
     if (pending >= 0) {
-        tile_epilogue(j, c23, facc + 16, m0, pan + 1, pending);
-        tile_epilogue(j, c23 + 256, facc + 16 * 32 + 16, m0 + 16, pan + 1, pending);
+        tile_epilogue(j, c23, facc + 16, pan + 1, pending);
+        tile_epilogue(j, c23 + 256, facc + 16 * 32 + 16, pan + 1, pending);
     }
 }
 
@@ -175,7 +179,7 @@ void mpl_w4a8_gemm_amx(const mpl_w4a8_job *j, int64_t p0, int64_t p1, void *scra
         for (int64_t pan = p0; pan < p1; pan += 2) {
             int np = p1 - pan < 2 ? 1 : 2;
             for (int v = 0; v < np; v++)
-                unpack_panel(mpl_x86_w4a8_panel(p, pan + v), bscr + (size_t)v * (size_t)K * 16, K);
+                unpack_panel(p, pan + v, bscr + (size_t)v * (size_t)K * 16);
             memset(facc, 0, (size_t)AMX_MAX_ROWS * 32 * sizeof(float));
             /* Pull the next column block's nibbles into L2 a slice per block32 call, so its unpack does not
              * wait on L3/DRAM latency. */
