@@ -82,8 +82,9 @@ void mpl_w4a8_quant_rows_avx512(const mpl_w4a8_job *j, int64_t m0, int64_t m1, f
     }
 }
 
-/* Decode prefetch distance per weight stream (bytes): ~16 blocks, enough to cover DRAM latency at
- * ~10 GB/s per stream-quartet without running past what L1 holds. */
+/* Decode prefetch distance per weight stream (bytes), 16 blocks. Measured on an idle Sapphire Rapids
+ * VM (bench/results/x86-w4a8-spr.md): no software prefetch 82-88% of read bandwidth, 1 KiB 94-109%,
+ * 4 KiB no better (its hardware prefetchers alone under-read). */
 #define W4A8_PREFETCH 1024
 
 /* MR rows x NV panels; MR, NV are constants after inlining into run_tile's cases. */
