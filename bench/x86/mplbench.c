@@ -2,9 +2,10 @@
  * mplbench.c -- the x86 W4A16 kernels (x86_avx512_w4a16, x86_avx2_w4a16) beside their ceilings,
  * all measured in the same run:
  *   read bandwidth: sum over a 1 GiB buffer with wide loads (the better of a plain and a
- *                   software-prefetching sweep), same thread count, sweeps
- *                   interleaved with the kernel's calls of each row (the machine is shared: its
- *                   ceilings drift within seconds), median;
+ *                   software-prefetching pass), same thread count, read in cold pieces about
+ *                   the size of the layer's weights, one right before each call of our kernel
+ *                   (the machine is shared: its bandwidth drifts within seconds); "% of read BW"
+ *                   is the median over calls of the call's weight GB/s over its own piece's;
  *   dense baselines: oneDNN f32 and bf16 matmul (Debian libdnnl-dev) and OpenBLAS sgemv/sgemm
  *                   (libopenblas-dev) at the same shape, when built with them;
  *   our kernel:     through the public API, weights cold (enough layer copies that their packed
@@ -19,6 +20,8 @@
  *
  * Usage: mplbench [--kernel NAME] [--w4a8] [--threads 1,2] [--m 1,4,16,64,512] [--shapes 8b,70b,tp|LIST]
  *                 [--reps R] [--cold-gib G] [--act bf16|f16|f32] [--group G] [--no-dense] [--sweep]
+ *                 [--wait-quiet]   (before each row, wait up to 2 min until no other task runs;
+ *                                   rows measured without that are marked "(busy)")
  *   LIST: KxN[,KxN...]   e.g. --shapes 4096x28672,14336x4096
  */
 #define _GNU_SOURCE
@@ -78,7 +81,7 @@ static int opt_reps = 15;
 static double opt_cold = 1.25;
 static mpl_act opt_act = MPL_ACT_BF16;
 static int64_t opt_group = 128;
-static int opt_dense = 1, opt_sweep = 0;
+static int opt_dense = 1, opt_sweep = 0, opt_wait_quiet = 0;
 typedef struct {
     const char *name;
     int64_t k, n;
@@ -127,6 +130,7 @@ static void parse_args(int argc, char **argv) {
             i++;
         } else if (!strcmp(a, "--no-dense")) opt_dense = 0;
         else if (!strcmp(a, "--sweep")) opt_sweep = 1;
+        else if (!strcmp(a, "--wait-quiet")) opt_wait_quiet = 1;
         else if (!strcmp(a, "--shapes")) {
             for (const char *p = v; *p;) {
                 if (!strncmp(p, "8b", 2)) add_shapes(shapes_8b, 4), p += 2;
@@ -208,27 +212,28 @@ static void *rd_thread(void *v) {
     return NULL;
 }
 
-/* Median read bandwidth (GB/s) of `reps` sweeps over the 1 GiB buffer with `threads` threads;
- * each sample is the better of a plain and a prefetching sweep. */
-static double read_bw(int threads, int reps) {
-    double t[32];
-    if (reps > 16) reps = 16;
-    for (int r = 0; r < 2 * reps; r++) {
+/* Read bandwidth (GB/s) of one pass over bytes [off, off + bytes) of the 1 GiB buffer with
+ * `threads` threads, the better of a plain and a prefetching pass over two neighbouring pieces
+ * (each piece read once, so both come from DRAM). */
+static double read_piece(int threads, size_t off, size_t bytes) {
+    double best = 0;
+    for (int pf = 0; pf < 2; pf++) {
         pthread_t th[8];
         rd_arg a[8];
-        size_t per = BW_BYTES / (size_t)threads / 256 * 256;
+        size_t per = bytes / (size_t)threads / 256 * 256;
+        const char *base = g_bw_buf + (off + (size_t)pf * bytes) % (BW_BYTES - bytes) / 4096 * 4096;
         double t0 = now();
         for (int i = 1; i < threads; i++) {
-            a[i] = (rd_arg){g_bw_buf + per * (size_t)i, per, 0, r & 1};
+            a[i] = (rd_arg){base + per * (size_t)i, per, 0, pf};
             pthread_create(&th[i], NULL, rd_thread, &a[i]);
         }
-        a[0] = (rd_arg){g_bw_buf, per, 0, r & 1};
+        a[0] = (rd_arg){base, per, 0, pf};
         rd_thread(&a[0]);
         for (int i = 1; i < threads; i++) pthread_join(th[i], NULL);
-        t[r] = now() - t0;
+        double gbs = (double)(per * (size_t)threads) / (now() - t0) / 1e9;
+        if (gbs > best) best = gbs;
     }
-    for (int r = 0; r < reps; r++) t[r] = t[2 * r] < t[2 * r + 1] ? t[2 * r] : t[2 * r + 1];
-    return (double)(BW_BYTES / (size_t)threads / 256 * 256 * (size_t)threads) / median(t, reps) / 1e9;
+    return best;
 }
 
 /* ---------- our kernel over rotating layer copies ---------- */
@@ -299,22 +304,35 @@ static void free_set(layer_set *s) {
     memset(s, 0, sizeof *s);
 }
 
-/* Median seconds per apply; each call on the next copy, so weights come from DRAM. With bw
- * (not NULL), read-bandwidth sweeps are interleaved with the calls (one sweep per `per` calls)
- * so that both sample the same state of this shared machine; *bw gets their median. */
-static double time_set(layer_set *s, int64_t m, const void *x, void *y, int reps, int threads, double *bw) {
-    double t[256], b[64];
-    int nb = 0, per = reps / 7 > 1 ? reps / 7 : 1;
+/*
+ * Median seconds per apply; each call on the next copy, so weights come from DRAM. With bw
+ * (not NULL), every call is paired with a read of a cold piece of the 1 GiB buffer about as
+ * large as the layer's weights, right before it: this machine is shared and its bandwidth
+ * drifts within seconds, so each call is compared with the ceiling of its own moment.
+ * *bw: median ceiling; *frac: median over pairs of (weight GB/s of the call) / (ceiling).
+ */
+static double time_set(layer_set *s, int64_t m, const void *x, void *y, int reps, int threads, double *bw,
+                       double *frac) {
+    double t[256], b[256], f[256];
+    static size_t off;
+    size_t piece = s->wbytes < (16u << 20) ? (16u << 20) : s->wbytes > (256u << 20) ? (256u << 20) : s->wbytes;
     if (reps > 256) reps = 256;
     for (int i = 0; i < s->copies && i < 4; i++) mpl_layer_apply(s->l[i], m, x, NULL, y); /* workspace, pool */
     for (int r = 0; r < reps; r++) {
-        if (bw && r % per == 0 && nb < 64) b[nb++] = read_bw(threads, 1);
+        if (bw) {
+            b[r] = read_piece(threads, off, piece);
+            off += 2 * piece;
+        }
         mpl_layer *l = s->l[(r + 4) % s->copies];
         double t0 = now();
         mpl_layer_apply(l, m, x, NULL, y);
         t[r] = now() - t0;
+        if (bw) f[r] = (double)s->wbytes / t[r] / 1e9 / b[r];
     }
-    if (bw) *bw = median(b, nb);
+    if (bw) {
+        *bw = median(b, reps);
+        *frac = median(f, reps);
+    }
     return median(t, reps);
 }
 
@@ -453,6 +471,33 @@ static void *make_x(int64_t m, int64_t k) {
 
 static void settle(void) { usleep(100 * 1000); /* other pools' spinning threads go to sleep */ }
 
+/* Runnable tasks right now (/proc/stat procs_running), this thread included; -1 if unknown. */
+static int procs_running(void) {
+    FILE *f = fopen("/proc/stat", "r");
+    char line[256];
+    int n = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "procs_running %d", &n) == 1) break;
+    if (f) fclose(f);
+    return n;
+}
+
+/* --wait-quiet: wait (at most 2 minutes) until no other task has been runnable for 0.5 s.
+ * Returns 1 if quiet was reached (0: the row is measured anyway, and marked). */
+static int wait_quiet(void) {
+    if (!opt_wait_quiet) return 1;
+    for (double t0 = now(); now() - t0 < 120;) {
+        int busy = 0;
+        for (int i = 0; i < 25 && !busy; i++) {
+            if (procs_running() > 1) busy = 1;
+            usleep(20 * 1000);
+        }
+        if (!busy) return 1;
+        usleep(1000 * 1000);
+    }
+    return 0;
+}
+
 static int run_table(void) {
     int64_t mmax = 1;
     for (int i = 0; i < opt_nm; i++)
@@ -474,8 +519,11 @@ static int run_table(void) {
                 int64_t M = opt_m[mi];
                 double flops = 2.0 * (double)M * (double)sh->k * (double)sh->n;
                 settle();
-                double bw;
-                double t = time_set(&s, M, x, y, reps_for(flops, 300e9 * T), T, &bw);
+                int quiet = wait_quiet();
+                double bw, frac;
+                /* Decode rows get more calls: their medians must see through the machine's noise. */
+                int reps = M <= 16 ? 3 * opt_reps : reps_for(flops, 300e9 * T);
+                double t = time_set(&s, M, x, y, reps, T, &bw, &frac);
                 double tb = -1, tf = -1, tl = -1;
                 if (opt_dense) {
 #ifdef MPL_BENCH_DNNL
@@ -503,9 +551,9 @@ static int run_table(void) {
                 else
                     snprintf(cv, sizeof cv, "—");
                 double gbs = (double)s.wbytes / t / 1e9;
-                printf("| %s %lldx%lld | %lld | %d | %s | %s | %.1f | %.0f%% | %.1f | %.0f | %.0f | %s | %s | %s | %s |\n",
-                       sh->name, (long long)sh->k, (long long)sh->n, (long long)M, T, s.kernel, ct, gbs,
-                       100.0 * gbs / bw, bw, flops / t / 1e9, flops / t / 1e9 / T, cb, cf, cl, cv);
+                printf("| %s %lldx%lld | %lld | %d | %s%s | %s | %.1f | %.0f%% | %.1f | %.0f | %.0f | %s | %s | %s | %s |\n",
+                       sh->name, (long long)sh->k, (long long)sh->n, (long long)M, T, s.kernel, quiet ? "" : " (busy)", ct, gbs,
+                       100.0 * frac, bw, flops / t / 1e9, flops / t / 1e9 / T, cb, cf, cl, cv);
                 fflush(stdout);
             }
             free_set(&s);
@@ -531,9 +579,10 @@ static int run_sweep(void) {
             if (!x || !y || make_set(&s, &c, T)) return 1;
             for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++) {
                 double t[3];
+                wait_quiet();
                 for (int p = 0; p < 3; p++) {
                     mpl_xw_force_path(p == 2 ? 0 : p + 1);
-                    t[p] = time_set(&s, ms[mi], x, y, opt_reps, T, NULL);
+                    t[p] = time_set(&s, ms[mi], x, y, opt_reps, T, NULL, NULL);
                 }
                 mpl_xw_force_path(0);
                 char a[32], b[32], d[32];

@@ -6,7 +6,8 @@
 #
 #   bench/x86/run.sh [build-dir] [extra mplbench options]      e.g. bench/x86/run.sh build --shapes 8b
 #
-# The machine is shared: the script records `uptime` before and after; rerun when load < 1.5.
+# The machine is shared: every row waits (up to 2 min) until no other task is runnable, rows that
+# could not are marked "(busy)", and `uptime` is recorded before and after.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -18,7 +19,7 @@ bin=$build/bench/x86/mplbench
 export OMP_WAIT_POLICY=PASSIVE OPENBLAS_THREAD_TIMEOUT=4
 cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1 | tr -c 'A-Za-z0-9\n' '-' | sed 's/--*/-/g; s/-$//')
 out=$root/bench/results/x86-$cpu.md
-args="--shapes 8b,70b,tp --m 1,4,16,64,512 --threads 1,2 $*"
+args="--shapes 8b,70b,tp --m 1,4,16,64,512 --threads 1,2 --wait-quiet $*"
 tmp=$(mktemp)
 {
     echo "# x86 W4A16 benchmark: $(lscpu | sed -n 's/^Model name: *//p' | head -1)"
@@ -36,9 +37,9 @@ tmp=$(mktemp)
     echo
     echo "## Decode/prefill switch (both paths forced, weights cold)"
     echo
-    echo "Command: \`$bin --sweep --shapes 4096x4096,4096x28672 --threads 1,2 --no-dense --reps 9\`"
+    echo "Command: \`$bin --sweep --wait-quiet --shapes 4096x4096,4096x28672 --threads 1,2 --no-dense --reps 9\`"
     echo
-    "$bin" --sweep --shapes 4096x4096,4096x28672 --threads 1,2 --no-dense --reps 9 | tail -n +4
+    "$bin" --sweep --wait-quiet --shapes 4096x4096,4096x28672 --threads 1,2 --no-dense --reps 9 | tail -n +4
     echo
     echo "load after: $(uptime)"
 } | tee "$tmp"
