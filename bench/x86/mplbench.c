@@ -132,6 +132,7 @@ static void parse_args(int argc, char **argv) {
         else if (!strcmp(a, "--sweep")) opt_sweep = 1;
         else if (!strcmp(a, "--wait-quiet")) opt_wait_quiet = 1;
         else if (!strcmp(a, "--shapes")) {
+            opt_nshapes = 0; /* the last --shapes wins (run.sh passes a default first) */
             for (const char *p = v; *p;) {
                 if (!strncmp(p, "8b", 2)) add_shapes(shapes_8b, 4), p += 2;
                 else if (!strncmp(p, "70b", 3)) add_shapes(shapes_70b, 4), p += 3;
