@@ -37,9 +37,9 @@ tmp=$(mktemp)
     echo
     echo "## Decode/prefill switch (both paths forced, weights cold)"
     echo
-    echo "Command: \`$bin --sweep --wait-quiet --shapes 4096x4096,4096x28672 --threads 1,2 --no-dense --reps 9\`"
+    echo "Command: \`$bin --sweep --wait-quiet --shapes 4096x4096,4096x28672 --threads 1,2 --no-dense --reps 15\`"
     echo
-    "$bin" --sweep --wait-quiet --shapes 4096x4096,4096x28672 --threads 1,2 --no-dense --reps 9 | tail -n +4
+    "$bin" --sweep --wait-quiet --shapes 4096x4096,4096x28672 --threads 1,2 --no-dense --reps 15 | tail -n +4
     echo
     echo "load after: $(uptime)"
 } | tee "$tmp"
