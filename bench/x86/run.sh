@@ -25,7 +25,8 @@ tmp=$(mktemp)
     echo "# x86 W4A16 benchmark: $(lscpu | sed -n 's/^Model name: *//p' | head -1)"
     echo
     echo '```'
-    lscpu | grep -E '^(Model name|CPU\(s\)|Thread|Core|Socket|L1d|L2|L3|Hypervisor|Flags)' | sed 's/^Flags:.*\(avx512[^ ]*\|amx[^ ]*\)/&/' | cut -c1-200
+    lscpu | grep -E '^(Model name|CPU\(s\)|Thread|Core|Socket|L1d|L2|L3|Hypervisor)'
+    echo "ISA flags: $(lscpu | sed -n 's/^Flags: *//p' | tr ' ' '\n' | grep -E '^(avx2|fma|f16c|avx_vnni|avx512.*|amx.*)$' | tr '\n' ' ')"
     echo "load before: $(uptime)"
     echo '```'
     echo

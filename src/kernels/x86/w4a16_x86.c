@@ -29,9 +29,14 @@ mpl_reason mpl_xw_can_implement(const char *kernel, const mpl_config *c, char *m
 
 /*
  * Decode/prefill switch: the largest m that takes the decode path. Measured on Sapphire
- * Rapids (bench/x86/mplbench --sweep and CPU time per call, K = N = 4096, 1 thread):
- *   AMX prefill: decode 0.52 ms vs 0.56 at m=1, AMX ahead from m=2 (0.57 vs 0.65 ms);
- *   f32 prefill (f16/f32 activations): decode ahead up to m=8 (1.9 vs 2.2 ms), behind at 16;
+ * Rapids (K = N = 4096 and K = 4096, N = 28672): CPU time per call with hot weights, and
+ * bench/x86/mplbench --sweep with cold weights, the paths taking turns call by call
+ * (results in bench/results/x86-*.md):
+ *   AMX prefill: decode ahead at m=1 (cold 11.5 vs 11.9 ms, 2 threads 5.25 vs 5.82); m=2..3
+ *     within +-10% either way (1 thread favours decode, 2 threads AMX; hot, AMX 0.57 vs 0.65
+ *     ms at m=2); AMX ahead from m=4 on (cold m=8: 11.5 vs 18.7 ms). The time rises
+ *     smoothly across the switch.
+ *   f32 prefill (f16/f32 activations): decode ahead up to m=8 (hot 1.9 vs 2.2 ms), behind at 16;
  *   AVX2: decode ahead at m=1 (1.0 vs 2.2 ms), equal at 2, prefill ahead from 4 (2.6 vs 4.3).
  *   vdpbf16ps prefill (Zen 4/5) was not measurable here: 4, between the two AVX-512 cases.
  */
