@@ -217,8 +217,11 @@ static void refusals(void **state) {
 
 #ifdef MPL_HAVE_CUDA
 
+static int g_cc; /* compute capability of device 0 (major * 10 + minor), set by have_device */
+
 static int have_device(void) {
     mpl_platform_info pi;
+    if (mpl_platform_get(&pi) == MPL_OK) g_cc = pi.cuda_cc;
     if (mpl_platform_get(&pi) != MPL_OK || pi.cuda_devices == 0 || pi.cuda_cc < 80) {
         printf("SKIP cuda_w4a16 device cases: %s\n",
                pi.cuda_devices == 0 ? pi.cuda_note : "compute capability below 8.0");
@@ -322,14 +325,16 @@ static int run_case(const dcase *d, int64_t m, uint64_t seed, const char *path, 
     const void *bias = d->bias ? b : NULL;
     tu_oracle(&w, m, xf, d->bias ? bf : NULL, want, mag);
     /*
-     * The dq path multiplies 16-bit weights w^ = round16(fl32((code - zero) * scale)) in cuBLAS (fp32
+     * The dq path (and wg with group sizes that are not multiples of 64) multiply 16-bit weights
+     * w^ = round16(fl32((code - zero) * scale)) (dq in cuBLAS; fp32
      * sums): |w^ - w s| <= (u16 + 2^-24 + u16 2^-24) |w s| with u16 the activation type's unit roundoff
      * (2^-8 bf16, 2^-11 f16; no f16 subnormals here: every nonzero |w s| >= 2^-7 in these data), so the
      * products add at most (u16 + 2^-23) * mag on top of the fp32 summation bound tu_tolerance already
      * allows (whose K + G + 2 roundings cover cuBLAS's K + 2: products, sums, the beta * C bias add).
      * Exact data (power-of-two scales, small integers) stays exact: it is still compared bit for bit.
      */
-    int dq = !strcmp(path, "dq") || (!strcmp(path, "auto") && mpl_cw4_dq_by_default(m, d->k, d->n));
+    int forced = !strcmp(path, "dq") ? MPL_CW4_PATH_DQ : !strcmp(path, "wg") ? MPL_CW4_PATH_WG : MPL_CW4_PATH_TC;
+    int dq = mpl_cw4_path_rounds_weights(!strcmp(path, "auto") ? mpl_cw4_default_path(m, d->k, d->n, g_cc) : forced, d->gs);
     double extra = dq ? (d->act == MPL_ACT_BF16 ? 0x1.0p-8 : 0x1.0p-11) + 0x1.0p-23 : 0.0;
     for (size_t i = 0; i < ny; i++) tol[i] = tu_tolerance(&c, want[i], mag[i], extra);
     if ((st = mpl_layer_apply(kl, m, x, bias, y1.p)) != MPL_OK || (st = mpl_layer_apply(kl, m, x, bias, y2.p)) != MPL_OK ||
@@ -400,13 +405,16 @@ done:
 static const int64_t all_m[] = {1, 2, 7, 8, 9, 16, 17, 64, 65, 257, 1024};
 static const int64_t few_m[] = {1, 9, 17, 65};
 
-/* Every M on every path that applies (auto takes skinny up to its switch point, dq above 64). */
+/* Every M on every path that applies (auto takes skinny up to its switch point, then wg on
+ * compute capability 9.0, else tc and dq above 160): each tiled path whatever auto takes. */
 static int run_ms(const dcase *d, const int64_t *ms, int nm, uint64_t seed, int *cases) {
     int bad = 0;
     for (int i = 0; i < nm; i++) {
         uint64_t s = tu_case_seed(seed, (uint64_t)(*cases)++);
+        int autop = mpl_cw4_default_path(ms[i], d->k, d->n, g_cc);
         bad += !run_case(d, ms[i], s, "auto", 0);
-        if (ms[i] <= 16 || mpl_cw4_dq_by_default(ms[i], d->k, d->n)) bad += !run_case(d, ms[i], s, "tc", 0), (*cases)++;
+        if (autop != MPL_CW4_PATH_TC) bad += !run_case(d, ms[i], s, "tc", 0), (*cases)++;
+        if (g_cc == 90 && autop != MPL_CW4_PATH_WG) bad += !run_case(d, ms[i], s, "wg", 0), (*cases)++;
         if (ms[i] <= 16) bad += !run_case(d, ms[i], s, "skinny", 0), (*cases)++;
         if (ms[i] == 9 || ms[i] == 17) bad += !run_case(d, ms[i], s, "dq", 0), (*cases)++;
     }

@@ -221,20 +221,24 @@ typedef struct {
 } knob_set;
 static const knob_set sweep_sets[] = {
     {"default", "", 1, 1 << 30},
-    {"skinny nw2", "MPL_CUDA_W4A16_PATH=skinny,MPL_CUDA_W4A16_SKINNY_NW=2", 1, 16},
-    {"skinny nw4", "MPL_CUDA_W4A16_PATH=skinny,MPL_CUDA_W4A16_SKINNY_NW=4", 1, 16},
-    {"skinny ksplit2", "MPL_CUDA_W4A16_PATH=skinny,MPL_CUDA_W4A16_KSPLIT=2", 1, 16},
+    {"wg (wgmma)", "MPL_CUDA_W4A16_PATH=wg", 1, 1 << 30},
+    {"wg ksplit1", "MPL_CUDA_W4A16_PATH=wg,MPL_CUDA_W4A16_KSPLIT=1", 1, 256},
+    {"wg ksplit2", "MPL_CUDA_W4A16_PATH=wg,MPL_CUDA_W4A16_KSPLIT=2", 1, 256},
+    {"wg ksplit4", "MPL_CUDA_W4A16_PATH=wg,MPL_CUDA_W4A16_KSPLIT=4", 1, 64},
+    {"wg nofence", "MPL_CUDA_W4A16_PATH=wg,MPL_CUDA_W4A16_WG_EXP=1", 1, 1 << 30},
+    {"wg split", "MPL_CUDA_W4A16_PATH=wg,MPL_CUDA_W4A16_WG_EXP=2", 1, 32},
+    {"wg round", "MPL_CUDA_W4A16_PATH=wg,MPL_CUDA_W4A16_WG_EXP=4", 1, 1 << 30},
+    {"wg round split", "MPL_CUDA_W4A16_PATH=wg,MPL_CUDA_W4A16_WG_EXP=6", 1, 32},
+    {"wg round nofence", "MPL_CUDA_W4A16_PATH=wg,MPL_CUDA_W4A16_WG_EXP=5", 1, 1 << 30},
+    {"skinny", "MPL_CUDA_W4A16_PATH=skinny", 1, 16},
     {"tc v0 (256-row)", "MPL_CUDA_W4A16_PATH=tc,MPL_CUDA_W4A16_TC_VARIANT=0", 9, 1 << 30},
     {"tc v3 (128-row)", "MPL_CUDA_W4A16_PATH=tc,MPL_CUDA_W4A16_TC_VARIANT=3", 9, 64},
     {"dq auto slabs", "MPL_CUDA_W4A16_PATH=dq", 64, 1 << 30},
-    {"dq auto serial", "MPL_CUDA_W4A16_PATH=dq,MPL_CUDA_W4A16_DQ_OVERLAP=0", 128, 1 << 30},
-    {"dq 32MB slabs", "MPL_CUDA_W4A16_PATH=dq,MPL_CUDA_W4A16_DQ_SLAB_KB=32768", 128, 1 << 30},
-    {"dq 128MB slabs", "MPL_CUDA_W4A16_PATH=dq,MPL_CUDA_W4A16_DQ_SLAB_KB=131072", 128, 1 << 30},
 };
 #define NSWEEP ((int)(sizeof sweep_sets / sizeof sweep_sets[0]))
 static const char *const knob_names[] = {"MPL_CUDA_W4A16_PATH", "MPL_CUDA_W4A16_SKINNY_NW", "MPL_CUDA_W4A16_KSPLIT",
                                          "MPL_CUDA_W4A16_TC_VARIANT", "MPL_CUDA_W4A16_DQ_OVERLAP",
-                                         "MPL_CUDA_W4A16_DQ_SLAB_KB"};
+                                         "MPL_CUDA_W4A16_DQ_SLAB_KB", "MPL_CUDA_W4A16_WG_EXP"};
 static void set_knobs(const char *env) {
     for (size_t i = 0; i < sizeof knob_names / sizeof knob_names[0]; i++) unsetenv(knob_names[i]);
     char buf[256];

@@ -3,12 +3,14 @@
  * one device copy), apply on device pointers (asynchronous, on the caller's stream) or on
  * host pointers (synchronous copies through a stream-ordered pool), destroy.
  *
- * Paths (w4a16_launch.h): the skinny kernel for m <= skinny_max_m (decode), the
- * tensor-core kernel above, and for large m the dequantizing path ("dq"): slabs of rows of the
- * weights expanded to 16-bit (scale applied) in a bounded scratch buffer, each multiplied by
- * cuBLAS (cublasGemmEx, fp32 accumulation). Environment knobs, read when a layer is created:
- *   MPL_CUDA_W4A16_PATH=auto|skinny|tc|dq  force a path (skinny still only for m <= 16)
- *   MPL_CUDA_W4A16_SKINNY_MAX_M=n        switch point: skinny for m <= n (default: skinny_by_default)
+ * Paths (w4a16_launch.h): the skinny kernel for m <= skinny_max_m (decode); above it, on compute
+ * capability 9.0, the warpgroup kernel ("wg", wgmma, w4a16_wg.cu); elsewhere the mma.sync tensor-core
+ * kernel ("tc") and for large m the dequantizing path ("dq"): slabs of rows of the weights expanded
+ * to 16-bit (scale applied) in a bounded scratch buffer, each multiplied by cuBLAS (cublasGemmEx,
+ * fp32 accumulation). Environment knobs, read when a layer is created:
+ *   MPL_CUDA_W4A16_PATH=auto|skinny|tc|dq|wg  force a path (skinny still only for m <= 16; wg needs
+ *                                        compute capability 9.0)
+ *   MPL_CUDA_W4A16_SKINNY_MAX_M=n        switch point: skinny for m <= n (default: mpl_cw4_default_path)
  *   MPL_CUDA_W4A16_DQ_MIN_M=n            dq for m >= n (default: mpl_cw4_dq_by_default)
  *   MPL_CUDA_W4A16_DQ_SLAB_KB=n          dq scratch per slab buffer in KiB (default: by m, dq_slab_rows)
  *   MPL_CUDA_W4A16_DQ_OVERLAP=0|1        dq: dequantize the next slab on a side stream while cuBLAS
@@ -16,6 +18,7 @@
  *   MPL_CUDA_W4A16_KSPLIT=n              force the split-K factor (1..8; clusters need sm_90)
  *   MPL_CUDA_W4A16_TC_VARIANT=0..3       tensor-core tile shape (w4a16_launch.h)
  *   MPL_CUDA_W4A16_SKINNY_NW=0|2|4       skinny row tiles per warp (0: by layer width)
+ *   MPL_CUDA_W4A16_WG_EXP=bits           wg path experiments (w4a16_launch.h; benchmarks only)
  * Every CUDA error becomes MPL_ERR_CUDA with CUDA's name and message (cuBLAS: its status string);
  * nothing aborts.
  */
@@ -30,21 +33,20 @@
 #include "../kernels.h"
 #include "w4a16_launch.h"
 
-/*
- * Switch point, measured on the H200 (bench/cuda/NOTES.md, run 3): the skinny path wins up to m = 8 on
- * every layer; from 9 to 16 it wins when K >= 8192 (70B down: 51 vs 84 us at m = 16) and the
- * tensor-core path wins slightly when K is smaller (8B gate_up: 31.7 vs 33.4 us).
- */
-static bool skinny_by_default(int64_t m, int64_t k) { return m <= 8 || (m <= MPL_CW4_SKINNY_MAX_M && k >= 8192); }
-
 /* src/platform/cuda_rt.c (declared here as in cpu.c: internal.h has no CUDA section). */
 int mpl_cuda_query(int *devices, int *cc, char *name, size_t name_cap, char *note, size_t note_cap);
 
-enum { PATH_AUTO = 0, PATH_SKINNY = 1, PATH_TC = 2, PATH_DQ = 3 };
+enum {
+    PATH_AUTO = MPL_CW4_PATH_AUTO,
+    PATH_SKINNY = MPL_CW4_PATH_SKINNY,
+    PATH_TC = MPL_CW4_PATH_TC,
+    PATH_DQ = MPL_CW4_PATH_DQ,
+    PATH_WG = MPL_CW4_PATH_WG
+};
 
 /* Environment knobs (file comment). */
 typedef struct cw4_knobs {
-    int path, skinny_max_m, ksplit, tc_variant, skinny_nw;
+    int path, skinny_max_m, ksplit, tc_variant, skinny_nw, wg_exp;
     int dq_min_m, dq_overlap; /* dq_min_m < 0: mpl_cw4_dq_by_default */
     size_t dq_slab_bytes;
 } cw4_knobs;
@@ -130,11 +132,13 @@ static void read_knobs(cw4_knobs *k) {
               : !strcmp(path, "skinny") ? PATH_SKINNY
               : !strcmp(path, "tc")     ? PATH_TC
               : !strcmp(path, "dq")     ? PATH_DQ
+              : !strcmp(path, "wg")     ? PATH_WG
                                         : PATH_AUTO;
     k->skinny_max_m = env_int("MPL_CUDA_W4A16_SKINNY_MAX_M", -1);
     k->ksplit = env_int("MPL_CUDA_W4A16_KSPLIT", 0);
     k->tc_variant = env_int("MPL_CUDA_W4A16_TC_VARIANT", -1); /* -1: by m (w4a16_tc.cuh) */
     k->skinny_nw = env_int("MPL_CUDA_W4A16_SKINNY_NW", 0);
+    k->wg_exp = env_int("MPL_CUDA_W4A16_WG_EXP", 0);
     k->dq_min_m = env_int("MPL_CUDA_W4A16_DQ_MIN_M", -1);
     k->dq_overlap = env_int("MPL_CUDA_W4A16_DQ_OVERLAP", 1) != 0;
     k->dq_slab_bytes = (size_t)env_int("MPL_CUDA_W4A16_DQ_SLAB_KB", 0) << 10; /* 0: by m (dq_slab_rows) */
@@ -437,15 +441,29 @@ static mpl_status run_kernels(const cw4_packed *p, int m, const void *x, const v
     a.cc = p->cc;
     a.tc_variant = kn.tc_variant;
     a.skinny_nw = kn.skinny_nw;
-    if (kn.path == PATH_DQ || (kn.path == PATH_AUTO && (kn.dq_min_m >= 0 ? m >= kn.dq_min_m
-                                                                         : mpl_cw4_dq_by_default(m, p->meta.k, p->meta.n))))
-        return dq_apply(p, &kn, &a, stream);
-    bool skinny = m <= MPL_CW4_SKINNY_MAX_M &&
-                  (kn.path == PATH_SKINNY ||
-                   (kn.path == PATH_AUTO && (kn.skinny_max_m >= 0 ? m <= kn.skinny_max_m
-                                                                  : skinny_by_default(m, p->meta.k))));
-    int e = skinny ? mpl_cw4_launch_skinny(&a, stream) : mpl_cw4_launch_tc(&a, stream);
-    if (e != 0) return cuda_fail((cudaError_t)e, skinny ? "launching the skinny kernel" : "launching the tensor-core kernel");
+    a.wg_exp = kn.wg_exp;
+    int path = kn.path;
+    const int tiled = p->cc == 90 ? PATH_WG : PATH_TC; /* the tiled kernel of this device */
+    if (path == PATH_AUTO) {
+        path = mpl_cw4_default_path(m, p->meta.k, p->meta.n, p->cc);
+        if (kn.skinny_max_m >= 0) /* moved switch point */
+            path = m <= kn.skinny_max_m && m <= MPL_CW4_SKINNY_MAX_M ? PATH_SKINNY : path == PATH_SKINNY ? tiled : path;
+        if (kn.dq_min_m >= 0 && path != PATH_SKINNY) path = m >= kn.dq_min_m ? PATH_DQ : path == PATH_DQ ? tiled : path;
+    }
+    if (path == PATH_SKINNY && m > MPL_CW4_SKINNY_MAX_M) path = tiled;
+    if (path == PATH_DQ) return dq_apply(p, &kn, &a, stream);
+    if (path == PATH_WG && p->cc != 90)
+        return mpl_set_error(MPL_ERR_UNSUPPORTED,
+                             "cuda_w4a16: path wg (MPL_CUDA_W4A16_PATH) needs compute capability 9.0 (sm_90a "
+                             "wgmma); device %d has %d.%d",
+                             p->device, p->cc / 10, p->cc % 10);
+    int e = path == PATH_SKINNY ? mpl_cw4_launch_skinny(&a, stream)
+            : path == PATH_WG   ? mpl_cw4_launch_wg(&a, stream)
+                                : mpl_cw4_launch_tc(&a, stream);
+    if (e != 0)
+        return cuda_fail((cudaError_t)e, path == PATH_SKINNY ? "launching the skinny kernel"
+                                         : path == PATH_WG   ? "launching the warpgroup (wgmma) kernel"
+                                                             : "launching the tensor-core kernel");
     return MPL_OK;
 }
 

@@ -194,6 +194,52 @@ __device__ __forceinline__ float bias_value(const void *bias, int n) {
     return bias ? A::to_float(((const uint16_t *)bias)[n]) : 0.0f;
 }
 
+/*
+ * Block epilogue of the tiled paths (tc, wg): sc holds the block's fp32 tile, token-major
+ * (sc[ml * LD + nl], BM tokens from m0, BN rows of N from n0), written by the whole block and
+ * followed by a __syncthreads. With split-K (S > 1, a cluster along K) each block sums every
+ * peer's tile in rank order for its share of the tokens. Then the bias, one rounding, 16-byte stores.
+ */
+template <class A, int BN, int LD, int NTHREADS>
+__device__ __forceinline__ void tile_store(const mpl_cw4_args &a, float *sc, int BM, int m0, int n0, int S, int split,
+                                           int tid) {
+    const int mvalid = min(BM, a.m - m0);
+    int r0 = 0, r1 = mvalid;
+    if (S > 1) {
+        cluster_sync();
+        r0 = mvalid * split / S;
+        r1 = mvalid * (split + 1) / S;
+    }
+    constexpr int P = BN / 8;
+    for (int v = tid; v < (r1 - r0) * P; v += NTHREADS) {
+        int ml = r0 + v / P, nl = (v % P) * 8, n = n0 + nl;
+        if (n >= a.n) continue; /* n and N are multiples of 8: the 8 outputs are all in or all out */
+        float s[8];
+        if (S > 1) {
+#pragma unroll
+            for (int e = 0; e < 8; e++) s[e] = 0.0f;
+            for (int q = 0; q < S; q++) {
+                const float *pc = cluster_peer(sc, q) + ml * LD + nl;
+                float4 u0 = *reinterpret_cast<const float4 *>(pc), u1 = *reinterpret_cast<const float4 *>(pc + 4);
+                s[0] += u0.x, s[1] += u0.y, s[2] += u0.z, s[3] += u0.w;
+                s[4] += u1.x, s[5] += u1.y, s[6] += u1.z, s[7] += u1.w;
+            }
+        } else {
+#pragma unroll
+            for (int e = 0; e < 8; e++) s[e] = sc[ml * LD + nl + e];
+        }
+        uint32_t o[4];
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            uint32_t lo16 = A::from_float(s[2 * e] + bias_value<A>(a.bias, n + 2 * e));
+            uint32_t hi16 = A::from_float(s[2 * e + 1] + bias_value<A>(a.bias, n + 2 * e + 1));
+            o[e] = lo16 | (hi16 << 16);
+        }
+        *reinterpret_cast<uint4 *>((uint16_t *)a.y + (size_t)(m0 + ml) * a.n + n) = make_uint4(o[0], o[1], o[2], o[3]);
+    }
+    if (S > 1) cluster_sync(); /* peers may still be reading this block's tile */
+}
+
 } // namespace cw4
 
 #endif

@@ -37,13 +37,21 @@ typedef struct mpl_cw4_args {
                                   tiles (128x32, 128x64: two blocks per SM); -1 = by m: 3 for m = 33..64, else 0
                                   (MPL_CUDA_W4A16_TC_VARIANT) */
     int skinny_nw;             /* skinny row tiles per warp: 0 = by layer width, 2 or 4 (MPL_CUDA_W4A16_SKINNY_NW) */
+    int wg_exp;                /* wg path experiments (MPL_CUDA_W4A16_WG_EXP bits): 1 no proxy fence, 2 independent
+                                  sums per k16 step (m <= 32), 4 rounded weights whatever the group size */
 } mpl_cw4_args;
+
+/* Rows of M the skinny kernel takes at most (two 8-row MMA tiles). */
+#define MPL_CW4_SKINNY_MAX_M 16
+
+/* Paths (MPL_CUDA_W4A16_PATH=auto|skinny|tc|dq|wg). */
+enum { MPL_CW4_PATH_AUTO = 0, MPL_CW4_PATH_SKINNY = 1, MPL_CW4_PATH_TC = 2, MPL_CW4_PATH_DQ = 3, MPL_CW4_PATH_WG = 4 };
 
 /*
  * Default switch to the dequantizing path (slabs of 16-bit weights + cuBLAS): m above the
  * decode range, where cuBLAS's wgmma GEMM outruns the mma.sync tiles by more than the cost of
- * dequantizing every weight once (bench/cuda/NOTES.md, v5). Used by the descriptor and by the
- * tests (whose tolerance depends on the path). Plain C.
+ * dequantizing every weight once (bench/cuda/NOTES.md, v5). Used where the wg path is not
+ * available (compute capability other than 9.0).
  */
 static inline int mpl_cw4_dq_by_default(int64_t m, int64_t k, int64_t n) {
     (void)k, (void)n;
@@ -52,11 +60,30 @@ static inline int mpl_cw4_dq_by_default(int64_t m, int64_t k, int64_t n) {
     return m > 160;
 }
 
-/* Rows of M the skinny kernel takes at most (two 8-row MMA tiles). */
-#define MPL_CW4_SKINNY_MAX_M 16
+/*
+ * The path `auto` takes for m rows on a device of compute capability cc (cuda_w4a16.c; the tests
+ * use it to know which tolerance applies: dq and wg round each weight to 16 bits once).
+ * Skinny: measured on the H200 (bench/cuda/NOTES.md, run 3): it wins up to m = 8 on every layer;
+ * from 9 to 16 it wins when K >= 8192 (70B down: 51 vs 84 us at m = 16), tc wins slightly below.
+ */
+static inline int mpl_cw4_default_path(int64_t m, int64_t k, int64_t n, int cc) {
+    if (m <= 8 || (m <= MPL_CW4_SKINNY_MAX_M && k >= 8192)) return MPL_CW4_PATH_SKINNY;
+    (void)cc; /* the wg path (cc 9.0) is opt-in until it beats tc / dq (bench/cuda/NOTES.md, v6) */
+    return mpl_cw4_dq_by_default(m, k, n) ? MPL_CW4_PATH_DQ : MPL_CW4_PATH_TC;
+}
+
+/* Whether a path rounds each weight (code - zero) * scale to 16 bits before the products: dq always;
+ * wg when a 64-channel chunk can span two groups (group size not a multiple of 64), where it does not
+ * keep per-group partial sums. */
+static inline int mpl_cw4_path_rounds_weights(int path, int64_t group_size) {
+    return path == MPL_CW4_PATH_DQ || (path == MPL_CW4_PATH_WG && group_size != -1 && group_size % 64 != 0);
+}
 
 /* Skinny path: m <= MPL_CW4_SKINNY_MAX_M. */
 int mpl_cw4_launch_skinny(const mpl_cw4_args *a, void *stream);
+/* Warpgroup (wgmma, sm_90a) tiled path: any m, compute capability 9.0 only (else
+ * cudaErrorNoKernelImageForDevice). Weights rounded to 16 bits as in the dq path. */
+int mpl_cw4_launch_wg(const mpl_cw4_args *a, void *stream);
 /* Tensor-core tiled path: any m. */
 int mpl_cw4_launch_tc(const mpl_cw4_args *a, void *stream);
 /* Dequantizing path (large m): rows [16 nt0, 16 (nt0 + ntiles)) of the layer (clipped at n) as
