@@ -325,7 +325,7 @@ static int run_case(const dcase *d, int64_t m, uint64_t seed, const char *path, 
     const void *bias = d->bias ? b : NULL;
     tu_oracle(&w, m, xf, d->bias ? bf : NULL, want, mag);
     /*
-     * The dq path (and wg with group sizes that are not multiples of 64) multiply 16-bit weights
+     * The dq path (and wg, unless it keeps exact group sums: mpl_cw4_path_rounds_weights) multiply 16-bit weights
      * w^ = round16(fl32((code - zero) * scale)) (dq in cuBLAS; fp32
      * sums): |w^ - w s| <= (u16 + 2^-24 + u16 2^-24) |w s| with u16 the activation type's unit roundoff
      * (2^-8 bf16, 2^-11 f16; no f16 subnormals here: every nonzero |w s| >= 2^-7 in these data), so the
@@ -334,7 +334,7 @@ static int run_case(const dcase *d, int64_t m, uint64_t seed, const char *path, 
      * Exact data (power-of-two scales, small integers) stays exact: it is still compared bit for bit.
      */
     int forced = !strcmp(path, "dq") ? MPL_CW4_PATH_DQ : !strcmp(path, "wg") ? MPL_CW4_PATH_WG : MPL_CW4_PATH_TC;
-    int dq = mpl_cw4_path_rounds_weights(!strcmp(path, "auto") ? mpl_cw4_default_path(m, d->k, d->n, g_cc) : forced, d->gs);
+    int dq = mpl_cw4_path_rounds_weights(!strcmp(path, "auto") ? mpl_cw4_default_path(m, d->k, d->n, g_cc) : forced, m, d->gs);
     double extra = dq ? (d->act == MPL_ACT_BF16 ? 0x1.0p-8 : 0x1.0p-11) + 0x1.0p-23 : 0.0;
     for (size_t i = 0; i < ny; i++) tol[i] = tu_tolerance(&c, want[i], mag[i], extra);
     if ((st = mpl_layer_apply(kl, m, x, bias, y1.p)) != MPL_OK || (st = mpl_layer_apply(kl, m, x, bias, y2.p)) != MPL_OK ||

@@ -62,7 +62,7 @@ if [ "$QUICK" = quick ]; then
 else
     timeout 240 "$B" --md "$OUT/h200.md" 2>&1 | tee "$OUT/bench.log"
     stamp "sweep (paths and knobs by M, next to cuBLAS)"
-    timeout 100 "$B" --sweep --m ${H200_SWEEP_M:-1,16,32,64,128,256,1024,4096} \
+    timeout 300 "$B" --sweep --m ${H200_SWEEP_M:-1,16,32,64,128,256,1024,4096} \
         --shapes ${H200_SWEEP_SHAPES:-70B.gate_up,70B.down,70B.o,8B.qkv} 2>&1 | tee "$OUT/sweep.log"
     if [ -n "${H200_OLD:-}" ]; then
         stamp "crossover"
@@ -76,11 +76,16 @@ if [ -n "${H200_NCU:-}" ] && command -v ncu > /dev/null; then
     stamp "ncu (one launch: tensor-core M=4096 70B.o and/or skinny M=1 70B.gate_up)"
     sec="--section SpeedOfLight --section WarpStateStats --section ComputeWorkloadAnalysis --section SchedulerStats --section MemoryWorkloadAnalysis --section Occupancy"
     # H200_NCU=tc, skinny or both (any other value)
-    if [ "$H200_NCU" != skinny ]; then
+    if [ "$H200_NCU" != skinny ] && [ "$H200_NCU" != wg ]; then
         timeout 120 ncu --clock-control none $sec -k regex:cw4_tc -c 1 "$B" --shapes 70B.o --m 4096 --reps 1 > "$OUT/ncu_tc.txt" 2>&1
         grep -E "Duration|Throughput|Issue Slots Busy|No Eligible|Achieved Occupancy" "$OUT/ncu_tc.txt" | head -12
     fi
-    if [ "$H200_NCU" != tc ]; then
+    if [ "$H200_NCU" = wg ]; then
+        timeout 120 ncu --clock-control none $sec --metrics regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio \
+            -k regex:cw4_wg -c 1 "$B" --sweep --shapes 70B.gate_up --m 1024 --reps 1 > "$OUT/ncu_wg.txt" 2>&1
+        grep -E "Duration|Throughput|Issue Slots Busy|Issued Warp|No Eligible|stalled" "$OUT/ncu_wg.txt" | sort -k3 -nr | head -24
+    fi
+    if [ "$H200_NCU" != tc ] && [ "$H200_NCU" != wg ]; then
         timeout 90 ncu --clock-control none $sec -k regex:cw4_skinny -c 1 "$B" --shapes 70B.gate_up --m 1 --reps 1 > "$OUT/ncu_skinny.txt" 2>&1
         grep -E "Duration|DRAM Throughput|Issue Slots Busy|No Eligible|Achieved Occupancy" "$OUT/ncu_skinny.txt" | head -12
     fi

@@ -457,13 +457,19 @@ static mpl_status run_kernels(const cw4_packed *p, int m, const void *x, const v
                              "cuda_w4a16: path wg (MPL_CUDA_W4A16_PATH) needs compute capability 9.0 (sm_90a "
                              "wgmma); device %d has %d.%d",
                              p->device, p->cc / 10, p->cc % 10);
-    int e = path == PATH_SKINNY ? mpl_cw4_launch_skinny(&a, stream)
-            : path == PATH_WG   ? mpl_cw4_launch_wg(&a, stream)
-                                : mpl_cw4_launch_tc(&a, stream);
+    if (path == PATH_WG) {
+        void *xt = NULL;
+        cudaError_t ce = cudaMallocFromPoolAsync(&xt, mpl_cw4_wg_scratch_bytes(&a), p->pool, stream);
+        if (ce != cudaSuccess) return cuda_fail(ce, "allocating wg x-tile scratch");
+        int le = mpl_cw4_launch_wg(&a, xt, stream);
+        ce = cudaFreeAsync(xt, stream);
+        if (le) return cuda_fail((cudaError_t)le, "launching the warpgroup (wgmma) kernel");
+        if (ce != cudaSuccess) return cuda_fail(ce, "freeing wg x-tile scratch");
+        return MPL_OK;
+    }
+    int e = path == PATH_SKINNY ? mpl_cw4_launch_skinny(&a, stream) : mpl_cw4_launch_tc(&a, stream);
     if (e != 0)
-        return cuda_fail((cudaError_t)e, path == PATH_SKINNY ? "launching the skinny kernel"
-                                         : path == PATH_WG   ? "launching the warpgroup (wgmma) kernel"
-                                                             : "launching the tensor-core kernel");
+        return cuda_fail((cudaError_t)e, path == PATH_SKINNY ? "launching the skinny kernel" : "launching the tensor-core kernel");
     return MPL_OK;
 }
 

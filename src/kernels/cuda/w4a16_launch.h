@@ -6,6 +6,7 @@
 #ifndef MPL_CUDA_W4A16_LAUNCH_H
 #define MPL_CUDA_W4A16_LAUNCH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -37,8 +38,8 @@ typedef struct mpl_cw4_args {
                                   tiles (128x32, 128x64: two blocks per SM); -1 = by m: 3 for m = 33..64, else 0
                                   (MPL_CUDA_W4A16_TC_VARIANT) */
     int skinny_nw;             /* skinny row tiles per warp: 0 = by layer width, 2 or 4 (MPL_CUDA_W4A16_SKINNY_NW) */
-    int wg_exp;                /* wg path experiments (MPL_CUDA_W4A16_WG_EXP bits): 1 no proxy fence, 2 independent
-                                  sums per k16 step (m <= 32), 4 rounded weights whatever the group size */
+    int wg_exp;                /* wg path experiments (MPL_CUDA_W4A16_WG_EXP bits): 4 rounded weights whatever the
+                                  group size (no exact group sums for m <= 32) */
 } mpl_cw4_args;
 
 /* Rows of M the skinny kernel takes at most (two 8-row MMA tiles). */
@@ -68,22 +69,26 @@ static inline int mpl_cw4_dq_by_default(int64_t m, int64_t k, int64_t n) {
  */
 static inline int mpl_cw4_default_path(int64_t m, int64_t k, int64_t n, int cc) {
     if (m <= 8 || (m <= MPL_CW4_SKINNY_MAX_M && k >= 8192)) return MPL_CW4_PATH_SKINNY;
-    (void)cc; /* the wg path (cc 9.0) is opt-in until it beats tc / dq (bench/cuda/NOTES.md, v6) */
+    /* wg (cc 9.0, measured v6): beats tc from m = 33 (70B gate_up m = 64: 171 vs 289 us) and dq up to m = 512
+     * (70B down m = 256: 188 vs 381 us); ties dq at m = 1024 and loses at 4096 (0.80-0.85x vs 0.96-0.99x). */
+    if (cc == 90 && m > 32 && m <= 512) return MPL_CW4_PATH_WG;
     return mpl_cw4_dq_by_default(m, k, n) ? MPL_CW4_PATH_DQ : MPL_CW4_PATH_TC;
 }
 
 /* Whether a path rounds each weight (code - zero) * scale to 16 bits before the products: dq always;
- * wg when a 64-channel chunk can span two groups (group size not a multiple of 64), where it does not
- * keep per-group partial sums. */
-static inline int mpl_cw4_path_rounds_weights(int path, int64_t group_size) {
-    return path == MPL_CW4_PATH_DQ || (path == MPL_CW4_PATH_WG && group_size != -1 && group_size % 64 != 0);
+ * wg unless it keeps exact per-group sums (m <= 32 and a group size that is a multiple of 64, or -1). */
+static inline int mpl_cw4_path_rounds_weights(int path, int64_t m, int64_t group_size) {
+    return path == MPL_CW4_PATH_DQ ||
+           (path == MPL_CW4_PATH_WG && !(m <= 32 && (group_size == -1 || group_size % 64 == 0)));
 }
 
 /* Skinny path: m <= MPL_CW4_SKINNY_MAX_M. */
 int mpl_cw4_launch_skinny(const mpl_cw4_args *a, void *stream);
 /* Warpgroup (wgmma, sm_90a) tiled path: any m, compute capability 9.0 only (else
- * cudaErrorNoKernelImageForDevice). Weights rounded to 16 bits as in the dq path. */
-int mpl_cw4_launch_wg(const mpl_cw4_args *a, void *stream);
+ * cudaErrorNoKernelImageForDevice). xt: device scratch of mpl_cw4_wg_scratch_bytes(a) bytes (x
+ * rearranged into shared-memory tile images), 256-byte aligned, free again once the kernels ran. */
+size_t mpl_cw4_wg_scratch_bytes(const mpl_cw4_args *a);
+int mpl_cw4_launch_wg(const mpl_cw4_args *a, void *xt, void *stream);
 /* Tensor-core tiled path: any m. */
 int mpl_cw4_launch_tc(const mpl_cw4_args *a, void *stream);
 /* Dequantizing path (large m): rows [16 nt0, 16 (nt0 + ntiles)) of the layer (clipped at n) as

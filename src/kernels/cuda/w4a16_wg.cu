@@ -1,30 +1,42 @@
 /*
  * w4a16_wg.cu -- the warpgroup (wgmma, sm_90a) path of cuda_w4a16: a tiled GEMM over the same
- * packed buffer as the skinny and mma.sync paths, for M above the decode range. Compiled for
- * sm_90a only (CMakeLists.txt); the descriptor uses it on compute capability 9.0 devices.
+ * packed buffer as the skinny and mma.sync paths. Compiled for sm_90a only (CMakeLists.txt); the
+ * descriptor uses it on compute capability 9.0 devices.
  *
  * "Swap AB" as everywhere in this kernel: y^T = W x^T, so the weights are wgmma's A operand
  * (64 rows of N per instruction, from registers) and x is B (the tokens are wgmma's N).
  *
- *  - Block: two warpgroups (256 threads); warpgroup h owns MW sub-tiles of 64 rows of N, so a
- *    block covers R = 128 MW rows of N by BT tokens. Warp q of a warpgroup holds rows
- *    16q .. 16q+15 of each sub-tile: exactly one 16-row tile of the packed layout, whose
- *    per-lane 16-byte piece of a 64-channel chunk is the A fragment of four k16 steps
- *    (docs/layouts/cuda_w4a16.md: the wgmma register-A fragment of a warp is the mma.sync one).
- *  - Each weight is dequantized in registers to round16((code - zero) * scale) -- the dq path's
- *    rounded weight (one rounding, the same bits) -- so no per-group partial sums are kept and
- *    the scale never touches the accumulators. Scales in the activation's own 16-bit type take
- *    one fma.rn.{f16,bf16}x2 per pair (S16); other formats go through fp32 (exactly the same
- *    result: the product of the exact integer and the scale is exact in fp32, then one rounding).
- *  - x tiles are B in shared memory: BT token rows of 128 bytes (64 channels), the 128-byte
- *    swizzle (16-byte unit u of row r at u ^ (r % 8)), 1024-byte aligned stages. The layout's
- *    column order inside a k16 step (channel pair 2t at MMA pair t, pair 2t+1 at pair t+4) is
- *    applied while copying: 4-byte cp.async pieces, one warp per token row (coalesced reads).
- *  - STAGES-deep cp.async pipeline, one barrier per chunk; wgmma groups are committed per chunk
- *    and waited one chunk behind, so a stage is refilled two chunks after its wgmmas were issued.
- *  - Split-K (when there are too few tiles) and the epilogue are the tc path's (cluster, rank order).
+ *  - x is first rearranged by cw4_xtile into the exact shared-memory image of each B tile
+ *    (BT tokens x 64 channels, 128-byte rows, 128-byte swizzle: 16-byte unit u of row r at
+ *    u ^ (r % 8), and the layout's column order inside a k16 step: channel pair 2t at MMA pair t,
+ *    pair 2t+1 at pair t+4), zero-padded past M and K. Every stage is then three or four bulk
+ *    copies (the async proxy: no proxy fence before wgmma reads them): the x tile, the chunk of all
+ *    R/16 weight tiles as ONE 2D tensor copy (tensor map over the packed weights: rows of 16-row
+ *    tiles, KC 512-byte chunks each), the group scales (and zeros). Few, large requests: with one
+ *    512-byte request per weight tile the copy engine's outstanding requests, not DRAM, set the pace.
+ *  - Block: two consumer warpgroups + one producer warp. The producer's lane 0 fills a STAGES-deep
+ *    ring (x tile, the R/16 weight blocks of 512 bytes, the group scales and zeros of the chunk),
+ *    each stage completing on its "full" mbarrier; consumers release a stage on its "empty"
+ *    mbarrier once the wgmmas that read it are complete.
+ *  - Warpgroup h owns MW sub-tiles of 64 rows of N (R = 128 MW rows per block); warp q of it
+ *    holds rows 16q .. 16q+15 of each: one 16-row tile of the packed layout, whose per-lane
+ *    16-byte piece of a 64-channel chunk is the register-A fragment of four k16 steps.
+ *  - FOLD (group size a multiple of 64, or one group; BT <= 32): the wgmmas sum exact integer
+ *    weights (code - zero) times x per group into accg0 / accg1 (by group parity); a group's
+ *    sums are scaled in fp32 and added to acc one chunk later, when its wgmmas are complete:
+ *    the same arithmetic as the tc and skinny paths. Otherwise each weight is dequantized to
+ *    round16((code - zero) * scale) -- the dq path's rounded weight, bit for bit -- with one
+ *    fma per pair when the scales are in the activation's own type (S16), two when bf16
+ *    activations meet f16 scales (SPLIT: s = hi + lo, hi = bf16(s), lo exact in bf16, so
+ *    fma(v, hi, v * lo) rounds the exact product once), else through fp32.
+ *  - wgmma groups are committed per chunk and waited one chunk behind, so the fragments of two
+ *    chunks are live; split-K (a cluster along K) and the epilogue are the tc path's.
  */
 #include <atomic>
+#include <mutex>
+
+#include <cuda.h> /* CUtensorMap (the map is encoded through the runtime's driver entry point: no libcuda link) */
+#include <cudaTypedefs.h>
 
 #include "w4a16_common.cuh"
 #include "w4a16_tc.cuh" /* TC_BAND, tc_choose_ksplit */
@@ -32,34 +44,66 @@
 
 namespace cw4 {
 
-constexpr int WG_THREADS = 256;
+constexpr int WG_CONSUMERS = 256;              /* two warpgroups */
+constexpr int WG_THREADS = WG_CONSUMERS + 128; /* + the producer warpgroup (one thread works) */
+/* Registers per thread: 168 at entry (65536 / 384); the producer warpgroup gives most of its share to
+ * the consumers (setmaxnreg), and both return to 168 for the epilogue: 128 x 40 + 256 x 232 <= 65536. */
+constexpr int WG_REG_PRODUCER = 40, WG_REG_CONSUMER = 232, WG_REG_ENTRY = 168;
 constexpr int WG_MAX_DEV = 64;
 
 template <int BT, int MW, int STAGES>
 struct WgShape {
-    static constexpr int R = 128 * MW;     /* rows of N per block */
-    static constexpr int B_BYTES = BT * 128; /* x tile (swizzled), a multiple of 1024 */
-    static constexpr int W_BYTES = R * 32;   /* R / 16 blocks of 512 bytes */
+    static constexpr int R = 128 * MW;        /* rows of N per block */
+    static constexpr int B_BYTES = BT * 128;  /* x tile (swizzled), a multiple of 1024 */
+    static constexpr int W_BYTES = R * 32;    /* R / 16 blocks of 512 bytes */
     static constexpr int S_BYTES = 4 * R * 2; /* four slots (k16 steps) of R 16-bit scales */
     static constexpr int Z_BYTES = 4 * R;
     static constexpr int STAGE = (B_BYTES + W_BYTES + 2 * S_BYTES + Z_BYTES + 1023) / 1024 * 1024;
     static constexpr int LD = R + 4; /* fp32 epilogue tile row (conflict-free fragment writes) */
     static constexpr int C_BYTES = BT * LD * 4;
-    static constexpr int SMEM = (STAGES * STAGE > C_BYTES ? STAGES * STAGE : C_BYTES) + 1024; /* + alignment */
-    static_assert(BT % 8 == 0 && STAGES >= 3, "tile");
+    /* 1024 alignment slack + 1024 for the mbarriers + the ring (the epilogue tile reuses it) */
+    static constexpr int SMEM = 2048 + (STAGES * STAGE > C_BYTES ? STAGES * STAGE : C_BYTES);
+    static_assert(BT % 8 == 0 && STAGES >= 2 && STAGES <= 64, "tile");
 };
 
-__device__ __forceinline__ void cp_async4(uint32_t dst, const void *src, int src_bytes) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src), "r"(src_bytes));
+/* ---- mbarriers and bulk copies (sm_90) ---- */
+__device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count));
 }
+__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+    asm volatile(
+        "{\n.reg .pred p;\nWAIT_%=:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+        "@!p bra WAIT_%=;\n}\n" ::"r"(bar),
+        "r"(parity)
+        : "memory");
+}
+/* 2D tensor copy of the box at (x0, y0) (elements) to this block's shared memory */
+__device__ __forceinline__ void tensor_g2s(uint32_t dst, const CUtensorMap *map, int x0, int y0, uint32_t bar) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(dst),
+        "l"(reinterpret_cast<uint64_t>(map)), "r"(x0), "r"(y0), "r"(bar)
+        : "memory");
+}
+/* bytes (a multiple of 16, both addresses 16-byte aligned) from global to this block's shared memory */
+__device__ __forceinline__ void bulk_g2s(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+                 "l"(src), "r"(bytes), "r"(bar)
+                 : "memory");
+}
+
 __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void wg_wait() {
     asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
 }
-/* cp.async writes are generic-proxy writes; wgmma reads through the async proxy. */
-__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 /* Keep a register's value alive (and in place) up to here: the wgmma that reads it is asynchronous. */
 __device__ __forceinline__ void keep(uint32_t &r) { asm volatile("" : "+r"(r)::"memory"); }
 __device__ __forceinline__ void keep(float &r) { asm volatile("" : "+f"(r)::"memory"); }
@@ -70,19 +114,15 @@ __device__ __forceinline__ uint64_t desc_sw128(uint32_t saddr) {
     return (uint64_t)((saddr >> 4) & 0x3fff) | ((uint64_t)1 << 16) | ((uint64_t)64 << 32) | ((uint64_t)1 << 62);
 }
 
-/* 16-bit pair times a pair of 16-bit scales, one rounding (S16). */
-template <class A>
-__device__ __forceinline__ uint32_t mul16x2(uint32_t v, uint32_t s);
-template <>
-__device__ __forceinline__ uint32_t mul16x2<ActF16>(uint32_t v, uint32_t s) {
+/* ---- dequantization to rounded 16-bit weights (not FOLD) ---- */
+enum { SC_F32 = 0, SC_S16 = 1, SC_SPLIT = 2 };
+
+__device__ __forceinline__ uint32_t fma16x2(int act, uint32_t a, uint32_t b, uint32_t c) {
     uint32_t r;
-    asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(v), "r"(s), "r"(0x80008000u));
-    return r;
-}
-template <>
-__device__ __forceinline__ uint32_t mul16x2<ActBF16>(uint32_t v, uint32_t s) {
-    uint32_t r;
-    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(v), "r"(s), "r"(0x80008000u));
+    if (act == 1)
+        asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+    else
+        asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
     return r;
 }
 /* 16-bit pair (exact integers) times an fp32 scale, rounded once to the pair type. */
@@ -100,265 +140,291 @@ __device__ __forceinline__ uint32_t mul32<ActBF16>(uint32_t v, float s) {
     __nv_bfloat162 h = __floats2bfloat162_rn(lo * s, hi * s);
     return *reinterpret_cast<uint32_t *>(&h);
 }
+/* f16 scale h -> bf16 pairs (hi, hi) and (lo, lo) with hi + lo == h exactly (f16 has 11 significant
+ * bits, bf16 8: the remainder has at most 3 and the bf16 exponent range holds it). */
+__device__ __forceinline__ void split_f16_scale(uint32_t h, uint32_t &hi2, uint32_t &lo2) {
+    float f = __half2float(__ushort_as_half((unsigned short)h));
+    uint32_t hb = __bfloat16_as_ushort(__float2bfloat16_rn(f));
+    float lo = f - __uint_as_float(hb << 16); /* exact */
+    uint32_t lb = __bfloat16_as_ushort(__float2bfloat16_rn(lo));
+    hi2 = hb * 0x10001u;
+    lo2 = lb * 0x10001u;
+}
 
-template <class A, bool ZP, bool FOLD, bool S16, int BT, int MW, int NACC, int STAGES, int MINB>
-__global__ void __launch_bounds__(WG_THREADS, MINB) cw4_wg(const mpl_cw4_args a, int tiles_m, int tiles_n, int nslot) {
+template <class A, bool ZP, bool FOLD, int SC, int BT, int MW, int STAGES>
+__global__ void __launch_bounds__(WG_THREADS, 1)
+    cw4_wg(const mpl_cw4_args a, const __grid_constant__ CUtensorMap wmap, const unsigned char *__restrict__ xt,
+           int tiles_m, int tiles_n, int nslot) {
     using Sh = WgShape<BT, MW, STAGES>;
     constexpr int R = Sh::R;
     extern __shared__ unsigned char smem_raw[];
     const uint32_t raw = smem_addr(smem_raw), base = (raw + 1023u) & ~1023u;
-    unsigned char *smem = smem_raw + (base - raw);
+    unsigned char *smem = smem_raw + (base - raw) + 1024; /* the ring; mbarriers just below */
+    const uint32_t ring = base + 1024;
+    auto full_bar = [&](int s) { return base + 8u * (uint32_t)s; };
+    auto empty_bar = [&](int s) { return base + 8u * (uint32_t)(STAGES + s); };
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2;
-    const int wgi = warp >> 2, wq = warp & 3;
 
     const int tile = blockIdx.x;
     const int band = tile / (TC_BAND * tiles_n);
     const int first_m = band * TC_BAND;
     const int band_m = min(tiles_m - first_m, TC_BAND);
     const int in_band = tile - band * TC_BAND * tiles_n;
-    const int m0 = (first_m + in_band % band_m) * BT, n0 = (in_band / band_m) * R;
+    const int mt = first_m + in_band % band_m;
+    const int m0 = mt * BT, n0 = (in_band / band_m) * R;
 
     const int KC = a.k_pad >> 6;
     const int S = gridDim.y, split = blockIdx.y;
     const int c_begin = (int)((long long)KC * split / S), c_end = (int)((long long)KC * (split + 1) / S);
-    const uint4 *wq4 = reinterpret_cast<const uint4 *>(a.qweight);
-    const uint16_t *x = reinterpret_cast<const uint16_t *>(a.x);
 
-    /* Copy plan. Weights: 16-byte piece p = tid + 256 r is lane p & 31 of block (tile) p >> 5. */
-    constexpr int WP = R * 2 / WG_THREADS;
-    static_assert(WP * WG_THREADS == R * 2, "weight pieces");
-    const uint4 *wbase = wq4 + (size_t)(n0 / 16 + (tid >> 5)) * KC * 32 + (tid & 31);
-    const size_t wstride = (size_t)8 * KC * 32;
-    /* x: 4-byte piece v = tid + 256 r is token row (v >> 5) = warp + 8 r, logical pair pl = lane
-     * (MMA pair p = pl % 8 of k16 step pl / 8 holds channel pair sigma(p) = 2p (p < 4), 2(p-4)+1). */
-    constexpr int XP = BT * 32 / WG_THREADS > 0 ? BT * 32 / WG_THREADS : 1;
-    const int pl = lane, step = pl >> 3, pp = pl & 7;
-    const int xch = 16 * step + 2 * (pp < 4 ? 2 * pp : 2 * (pp - 4) + 1); /* channel within the chunk */
-    const uint32_t xdst = (uint32_t)(warp * 128 + ((((pl >> 2) ^ (warp & 7))) << 4) + (pl & 3) * 4);
-    unsigned xrows = 0; /* bit r: piece r's token row is inside M */
-#pragma unroll
-    for (int r = 0; r < XP; r++)
-        if (warp + 8 * r < BT && m0 + warp + 8 * r < a.m) xrows |= 1u << r;
-    const uint16_t *xbase = x + (size_t)min(m0 + warp, a.m - 1) * a.k + xch;
-    const size_t xstride = (size_t)8 * a.k;
-
-    auto load_stage = [&](int c, int buf) {
-        unsigned char *st = smem + buf * Sh::STAGE;
-        const uint32_t sb = base + (uint32_t)(buf * Sh::STAGE);
-        const bool kin = xch < a.k - c * 64; /* K is a multiple of 8: a pair is all in or all out */
-#pragma unroll
-        for (int r = 0; r < XP; r++) {
-            if (BT * 32 >= WG_THREADS || warp + 8 * r < BT) {
-                bool ok = kin && (xrows >> r & 1u);
-                cp_async4(sb + xdst + r * 1024, ok ? xbase + r * xstride + c * 64 : x, ok ? 4 : 0);
-            }
+    if (tid == 0) {
+        for (int s = 0; s < STAGES; s++) {
+            mbar_init(full_bar(s), 1);
+            mbar_init(empty_bar(s), WG_CONSUMERS / 32);
         }
-        unsigned char *sw = st + Sh::B_BYTES;
-#pragma unroll
-        for (int r = 0; r < WP; r++) cp_async16(sw + (tid + r * WG_THREADS) * 16, wbase + r * wstride + c * 32, 16);
-        unsigned char *ss = sw + Sh::W_BYTES;
-        if (tid < nslot * (R / 8)) {
-            int s = tid / (R / 8), q = tid % (R / 8);
-            int grp = group_of_step(c * 4 + s, a.inv_gs16);
-            size_t at = (size_t)grp * a.n_pad + n0 + q * 8;
-            cp_async16(ss + s * R * 2 + q * 16, a.scales + at, 16);
-            if (!S16 && a.scale_fmt == 2) cp_async16(ss + Sh::S_BYTES + s * R * 2 + q * 16, a.scales_lo + at, 16);
-            if (ZP && q < R / 16) {
-                size_t zt = (size_t)grp * a.n_pad + n0 + q * 16;
-                cp_async16(ss + 2 * Sh::S_BYTES + s * R + q * 16, a.zeros + zt, 16);
-            }
-        }
-    };
-
-    /* FOLD: acc holds scaled sums; group g's exact partial sums go to accg0 (g even) / accg1 (g odd),
-     * folded in with the group's scales once its wgmmas are complete (one chunk later).
-     * NACC > 1: k16 step j goes to copy j % NACC of the sums (entry (j % NACC) MW + s), so that the
-     * wgmmas of one chunk do not wait for each other; the copies are added at the fold / the end. */
-    float acc[NACC * MW][BT / 2], accg0[NACC * MW][BT / 2], accg1[NACC * MW][BT / 2];
-#pragma unroll
-    for (int s = 0; s < NACC * MW; s++)
-#pragma unroll
-        for (int e = 0; e < BT / 2; e++) acc[s][e] = accg0[s][e] = accg1[s][e] = 0.0f;
-    /* the group of chunk c (FOLD: group sizes are multiples of 64, so a chunk lies in one group) */
-    auto group_of_chunk = [&](int c) { return group_of_step(c * 4, a.inv_gs16); };
-    auto fold = [&](float (&pg)[NACC * MW][BT / 2], int c) {
-        if (FOLD) {
-            const unsigned char *ss = smem + ((c - c_begin) % STAGES) * Sh::STAGE + Sh::B_BYTES + Sh::W_BYTES;
-#pragma unroll
-            for (int s = 0; s < MW; s++) {
-                const int lt = (wgi * MW + s) * 4 + wq;
-                const int off = lt * 32 + 4 * g; /* slot 0, word g: rows (g, g+8) */
-                uint32_t hi = *reinterpret_cast<const uint32_t *>(ss + off);
-                uint32_t lo = a.scale_fmt == 2 ? *reinterpret_cast<const uint32_t *>(ss + Sh::S_BYTES + off) : 0u;
-                float s_g = scale_value(hi & 0xffffu, lo & 0xffffu, a.scale_fmt);
-                float s_g8 = scale_value(hi >> 16, lo >> 16, a.scale_fmt);
-#pragma unroll
-                for (int e = 0; e < BT / 2; e++) {
-                    float v = pg[s][e];
-#pragma unroll
-                    for (int q = 1; q < NACC; q++) v += pg[q * MW + s][e];
-                    acc[s][e] += ((e & 3) >> 1 ? s_g8 : s_g) * v;
-                }
-            }
-        }
-    };
-
-#pragma unroll
-    for (int s = 0; s < STAGES - 2; s++) {
-        if (c_begin + s < c_end) load_stage(c_begin + s, s);
-        cp_async_commit();
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
+    __syncthreads();
 
-    /* A fragments of two chunks: the one whose wgmmas may still run, and the one being built. */
-    uint32_t af[2][MW][4][4];
-    auto chunk = [&](int c, uint32_t (&cur)[MW][4][4], uint32_t (&prev)[MW][4][4]) {
-        cp_async_wait<STAGES - 3>();
-        if (!(a.wg_exp & 1)) fence_proxy_async();
-        __syncthreads(); /* stage c landed for everyone; chunk c-2's wgmmas are done (waited below) */
-        {
-            int cn = c + STAGES - 2;
-            if (cn < c_end) load_stage(cn, (cn - c_begin) % STAGES);
-            cp_async_commit();
-        }
-        const int buf = (c - c_begin) % STAGES;
-        const unsigned char *st = smem + buf * Sh::STAGE;
-        const unsigned char *sw = st + Sh::B_BYTES, *ss = sw + Sh::W_BYTES;
+    float acc[MW][BT / 2];
 #pragma unroll
-        for (int s = 0; s < MW; s++) {
-            const int lt = (wgi * MW + s) * 4 + wq; /* the warp's 16-row tile within the block */
-            uint4 wv = *reinterpret_cast<const uint4 *>(sw + (lt * 32 + lane) * 16);
+    for (int s = 0; s < MW; s++)
 #pragma unroll
-            for (int j = 0; j < 4; j++) {
-                const int slot = nslot == 1 ? 0 : j;
-                uint32_t z16 = ZP ? *reinterpret_cast<const uint16_t *>(ss + 2 * Sh::S_BYTES + slot * R + lt * 16 + 2 * g) : 0u;
-                uint32_t add_g, add_g8;
-                zero_consts<A, ZP>(z16, add_g, add_g8);
-                uint32_t w = j == 0 ? wv.x : j == 1 ? wv.y : j == 2 ? wv.z : wv.w;
-                if (FOLD) { /* exact integers; the scale is applied at the fold */
-                    A::dequant(w, add_g, add_g8, cur[s][j]);
-                    continue;
+        for (int e = 0; e < BT / 2; e++) acc[s][e] = 0.0f;
+
+    float *sc = reinterpret_cast<float *>(smem); /* epilogue tile, over the ring */
+    if (warp >= WG_CONSUMERS / 32) {
+        /* ---- producer ---- */
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(WG_REG_PRODUCER));
+        if (warp == WG_CONSUMERS / 32 && lane == 0) {
+            const unsigned char *xsrc = xt + (size_t)mt * KC * Sh::B_BYTES;
+            const uint32_t bytes = Sh::B_BYTES + Sh::W_BYTES + nslot * R * 2 * (a.scale_fmt == 2 ? 2 : 1) + (ZP ? nslot * R : 0);
+            int s = 0, use = 0;
+            for (int c = c_begin; c < c_end; c++) {
+                if (use > 0) mbar_wait(empty_bar(s), (uint32_t)(use - 1) & 1u);
+                const uint32_t st = ring + (uint32_t)(s * Sh::STAGE), fb = full_bar(s);
+                mbar_expect_tx(fb, bytes);
+                bulk_g2s(st, xsrc + (size_t)c * Sh::B_BYTES, Sh::B_BYTES, fb);
+                tensor_g2s(st + Sh::B_BYTES, &wmap, c * 128, n0 / 16, fb); /* R/16 tiles x 512 bytes */
+                const uint32_t ss = st + Sh::B_BYTES + Sh::W_BYTES;
+                for (int q = 0; q < nslot; q++) {
+                    size_t at = (size_t)group_of_step(c * 4 + q, a.inv_gs16) * a.n_pad + n0;
+                    bulk_g2s(ss + q * R * 2, a.scales + at, R * 2, fb);
+                    if (a.scale_fmt == 2) bulk_g2s(ss + Sh::S_BYTES + q * R * 2, a.scales_lo + at, R * 2, fb);
+                    if (ZP) bulk_g2s(ss + 2 * Sh::S_BYTES + q * R, a.zeros + at, R, fb);
                 }
-                uint32_t q[4];
-                A::dequant(w, add_g, add_g8, q);
-                const int off = slot * R * 2 + lt * 32 + 4 * g; /* word g: rows (g, g+8) */
-                uint32_t hi = *reinterpret_cast<const uint32_t *>(ss + off);
-                if (S16) {
-                    uint32_t s_g = __byte_perm(hi, 0, 0x1010), s_g8 = __byte_perm(hi, 0, 0x3232);
-                    cur[s][j][0] = mul16x2<A>(q[0], s_g);
-                    cur[s][j][1] = mul16x2<A>(q[1], s_g8);
-                    cur[s][j][2] = mul16x2<A>(q[2], s_g);
-                    cur[s][j][3] = mul16x2<A>(q[3], s_g8);
-                } else {
+                if (++s == STAGES) s = 0, use++;
+            }
+        }
+        __syncwarp();
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(WG_REG_ENTRY));
+    } else {
+        /* ---- consumers ---- */
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(WG_REG_CONSUMER));
+        const int wgi = warp >> 2, wq = warp & 3;
+        /* FOLD: group g's exact partial sums go to accg0 (g even) / accg1 (g odd) */
+        float accg0[FOLD ? MW : 1][FOLD ? BT / 2 : 1], accg1[FOLD ? MW : 1][FOLD ? BT / 2 : 1];
+#pragma unroll
+        for (int s = 0; s < (FOLD ? MW : 1); s++)
+#pragma unroll
+            for (int e = 0; e < (FOLD ? BT / 2 : 1); e++) accg0[s][e] = accg1[s][e] = 0.0f;
+        auto group_of_chunk = [&](int c) { return group_of_step(c * 4, a.inv_gs16); };
+        auto fold = [&](float (&pg)[FOLD ? MW : 1][FOLD ? BT / 2 : 1], int stage) {
+            if constexpr (FOLD) {
+                const unsigned char *ss = smem + stage * Sh::STAGE + Sh::B_BYTES + Sh::W_BYTES;
+#pragma unroll
+                for (int s = 0; s < MW; s++) {
+                    const int off = ((wgi * MW + s) * 4 + wq) * 32 + 4 * g; /* slot 0, word g: rows (g, g+8) */
+                    uint32_t hi = *reinterpret_cast<const uint32_t *>(ss + off);
                     uint32_t lo = a.scale_fmt == 2 ? *reinterpret_cast<const uint32_t *>(ss + Sh::S_BYTES + off) : 0u;
                     float s_g = scale_value(hi & 0xffffu, lo & 0xffffu, a.scale_fmt);
                     float s_g8 = scale_value(hi >> 16, lo >> 16, a.scale_fmt);
-                    cur[s][j][0] = mul32<A>(q[0], s_g);
-                    cur[s][j][1] = mul32<A>(q[1], s_g8);
-                    cur[s][j][2] = mul32<A>(q[2], s_g);
-                    cur[s][j][3] = mul32<A>(q[3], s_g8);
+#pragma unroll
+                    for (int e = 0; e < BT / 2; e++) acc[s][e] += ((e & 3) >> 1 ? s_g8 : s_g) * pg[s][e];
                 }
             }
-        }
-        const uint32_t sb = base + (uint32_t)(buf * Sh::STAGE);
-        const uint64_t d0 = desc_sw128(sb);
-        const int grp = FOLD ? group_of_chunk(c) : 0;
-        const int first = FOLD && (c == c_begin || group_of_chunk(c - 1) != grp); /* starts a group's sums */
-        wg_fence();
-        if (!FOLD) {
-#pragma unroll
-            for (int j = 0; j < 4; j++)
-#pragma unroll
-                for (int s = 0; s < MW; s++)
-                    WgMma<A::id, BT>::run(acc[(j % NACC) * MW + s], cur[s][j], d0 + (uint64_t)(2 * j), 1);
-        } else if (grp & 1) {
-#pragma unroll
-            for (int j = 0; j < 4; j++)
-#pragma unroll
-                for (int s = 0; s < MW; s++)
-                    WgMma<A::id, BT>::run(accg1[(j % NACC) * MW + s], cur[s][j], d0 + (uint64_t)(2 * j), j >= NACC || !first);
-        } else {
-#pragma unroll
-            for (int j = 0; j < 4; j++)
-#pragma unroll
-                for (int s = 0; s < MW; s++)
-                    WgMma<A::id, BT>::run(accg0[(j % NACC) * MW + s], cur[s][j], d0 + (uint64_t)(2 * j), j >= NACC || !first);
-        }
-        wg_commit();
-        wg_wait<1>(); /* chunk c-1's wgmmas are done: its fragments and its stage are free */
+        };
+
+        uint32_t af[2][MW][4][4];
 #pragma unroll
         for (int s = 0; s < MW; s++)
 #pragma unroll
             for (int j = 0; j < 4; j++)
 #pragma unroll
-                for (int e = 0; e < 4; e++) keep(prev[s][j][e]);
-        /* chunk c-1 ended its group: fold that group's sums (its stage is intact until the next chunk) */
-        if (FOLD && c > c_begin && first) {
-            if (group_of_chunk(c - 1) & 1) fold(accg1, c - 1);
-            else fold(accg0, c - 1);
+                for (int e = 0; e < 4; e++) af[0][s][j][e] = af[1][s][j][e] = 0u;
+        int stage = 0, use = 0, prev_stage = 0;
+        auto chunk = [&](int c, uint32_t (&cur)[MW][4][4], uint32_t (&prev)[MW][4][4]) {
+            mbar_wait(full_bar(stage), (uint32_t)use & 1u);
+            const unsigned char *st = smem + stage * Sh::STAGE;
+            const unsigned char *sw = st + Sh::B_BYTES, *ss = sw + Sh::W_BYTES;
+#pragma unroll
+            for (int s = 0; s < MW; s++) {
+                const int lt = (wgi * MW + s) * 4 + wq; /* the warp's 16-row tile within the block */
+                uint4 wv = *reinterpret_cast<const uint4 *>(sw + (lt * 32 + lane) * 16);
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    const int slot = nslot == 1 ? 0 : j;
+                    uint32_t add_g, add_g8;
+                    if (j == 0 || nslot != 1) {
+                        uint32_t z16 = ZP ? *reinterpret_cast<const uint16_t *>(ss + 2 * Sh::S_BYTES + slot * R + lt * 16 + 2 * g) : 0u;
+                        zero_consts<A, ZP>(z16, add_g, add_g8);
+                    }
+                    uint32_t w = j == 0 ? wv.x : j == 1 ? wv.y : j == 2 ? wv.z : wv.w;
+                    if constexpr (FOLD) { /* exact integers; the scale is applied at the fold */
+                        A::dequant(w, add_g, add_g8, cur[s][j]);
+                    } else {
+                        uint32_t q[4];
+                        A::dequant(w, add_g, add_g8, q);
+                        const int off = slot * R * 2 + lt * 32 + 4 * g; /* word g: rows (g, g+8) */
+                        uint32_t hi = *reinterpret_cast<const uint32_t *>(ss + off);
+                        if constexpr (SC == SC_S16) {
+                            const uint32_t s_g = __byte_perm(hi, 0, 0x1010), s_g8 = __byte_perm(hi, 0, 0x3232);
+                            cur[s][j][0] = fma16x2(A::id, q[0], s_g, 0x80008000u);
+                            cur[s][j][1] = fma16x2(A::id, q[1], s_g8, 0x80008000u);
+                            cur[s][j][2] = fma16x2(A::id, q[2], s_g, 0x80008000u);
+                            cur[s][j][3] = fma16x2(A::id, q[3], s_g8, 0x80008000u);
+                        } else if constexpr (SC == SC_SPLIT) {
+                            uint32_t h_g, l_g, h_g8, l_g8;
+                            split_f16_scale(hi & 0xffffu, h_g, l_g);
+                            split_f16_scale(hi >> 16, h_g8, l_g8);
+                            cur[s][j][0] = fma16x2(2, q[0], h_g, fma16x2(2, q[0], l_g, 0x80008000u));
+                            cur[s][j][1] = fma16x2(2, q[1], h_g8, fma16x2(2, q[1], l_g8, 0x80008000u));
+                            cur[s][j][2] = fma16x2(2, q[2], h_g, fma16x2(2, q[2], l_g, 0x80008000u));
+                            cur[s][j][3] = fma16x2(2, q[3], h_g8, fma16x2(2, q[3], l_g8, 0x80008000u));
+                        } else {
+                            uint32_t lo = a.scale_fmt == 2 ? *reinterpret_cast<const uint32_t *>(ss + Sh::S_BYTES + off) : 0u;
+                            float s_g = scale_value(hi & 0xffffu, lo & 0xffffu, a.scale_fmt);
+                            float s_g8 = scale_value(hi >> 16, lo >> 16, a.scale_fmt);
+                            cur[s][j][0] = mul32<A>(q[0], s_g);
+                            cur[s][j][1] = mul32<A>(q[1], s_g8);
+                            cur[s][j][2] = mul32<A>(q[2], s_g);
+                            cur[s][j][3] = mul32<A>(q[3], s_g8);
+                        }
+                    }
+                }
+            }
+            const uint64_t d0 = desc_sw128(ring + (uint32_t)(stage * Sh::STAGE));
+            const int grp = FOLD ? group_of_chunk(c) : 0;
+            const int first = FOLD && (c == c_begin || group_of_chunk(c - 1) != grp); /* starts a group's sums */
+            wg_fence();
+            if constexpr (!FOLD) {
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+#pragma unroll
+                    for (int s = 0; s < MW; s++) WgMma<A::id, BT>::run(acc[s], cur[s][j], d0 + (uint64_t)(2 * j), 1);
+            } else {
+                if (grp & 1) {
+#pragma unroll
+                    for (int j = 0; j < 4; j++)
+#pragma unroll
+                        for (int s = 0; s < MW; s++)
+                            WgMma<A::id, BT>::run(accg1[s], cur[s][j], d0 + (uint64_t)(2 * j), j > 0 || !first);
+                } else {
+#pragma unroll
+                    for (int j = 0; j < 4; j++)
+#pragma unroll
+                        for (int s = 0; s < MW; s++)
+                            WgMma<A::id, BT>::run(accg0[s], cur[s][j], d0 + (uint64_t)(2 * j), j > 0 || !first);
+                }
+            }
+            wg_commit();
+            wg_wait<1>(); /* chunk c-1's wgmmas are done: its fragments and its stage are free */
+#pragma unroll
+            for (int s = 0; s < MW; s++)
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) keep(prev[s][j][e]);
+            if (c > c_begin) {
+                /* chunk c-1 ended its group: fold that group's sums (its stage is still held) */
+                if (FOLD && first) {
+                    if (group_of_chunk(c - 1) & 1) fold(accg1, prev_stage);
+                    else fold(accg0, prev_stage);
+                }
+                __syncwarp();
+                if (lane == 0) mbar_arrive(empty_bar(prev_stage));
+            }
+            prev_stage = stage;
+            if (++stage == STAGES) stage = 0, use++;
+        };
+        int c = c_begin;
+        for (; c + 1 < c_end; c += 2) {
+            chunk(c, af[0], af[1]);
+            chunk(c + 1, af[1], af[0]);
         }
-    };
-#pragma unroll
-    for (int s = 0; s < MW; s++)
-#pragma unroll
-        for (int j = 0; j < 4; j++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) af[0][s][j][e] = af[1][s][j][e] = 0u;
-    int c = c_begin;
-    for (; c + 1 < c_end; c += 2) {
-        chunk(c, af[0], af[1]);
-        chunk(c + 1, af[1], af[0]);
-    }
-    if (c < c_end) chunk(c, af[0], af[1]);
-    wg_wait<0>();
-    if (FOLD && c_end > c_begin) {
-        if (group_of_chunk(c_end - 1) & 1) fold(accg1, c_end - 1);
-        else fold(accg0, c_end - 1);
-    }
-#pragma unroll
-    for (int s = 0; s < NACC * MW; s++)
-#pragma unroll
-        for (int e = 0; e < BT / 2; e++) keep(acc[s][e]);
-    cp_async_wait<0>();
-    __syncthreads();
-
-    /* Accumulator (s, e) of lane (g, t): row of N (wgi MW + s) 64 + 16 wq + g + 8 ((e % 4) / 2),
-     * token 8 (e / 4) + 2 t + (e % 2). */
-    float *sc = reinterpret_cast<float *>(smem);
-    const int t = lane & 3;
-#pragma unroll
-    for (int s = 0; s < MW; s++)
-#pragma unroll
-        for (int e = 0; e < BT / 2; e++) {
-            int nl = (wgi * MW + s) * 64 + 16 * wq + g + 8 * ((e & 3) >> 1), ml = 8 * (e >> 2) + 2 * t + (e & 1);
-            float v = acc[s][e];
-#pragma unroll
-            for (int q = 1; q < (FOLD ? 1 : NACC); q++) v += acc[q * MW + s][e];
-            sc[ml * Sh::LD + nl] = v;
+        if (c < c_end) chunk(c, af[0], af[1]);
+        wg_wait<0>();
+        if (FOLD && c_end > c_begin) {
+            if (group_of_chunk(c_end - 1) & 1) fold(accg1, prev_stage);
+            else fold(accg0, prev_stage);
         }
+#pragma unroll
+        for (int s = 0; s < MW; s++)
+#pragma unroll
+            for (int e = 0; e < BT / 2; e++) keep(acc[s][e]);
+        /* every consumer is done with the ring (all bulk copies landed: each chunk was waited for) */
+        asm volatile("bar.sync 1, %0;" ::"n"(WG_CONSUMERS) : "memory");
+        /* Accumulator (s, e) of lane (g, t): row of N (wgi MW + s) 64 + 16 wq + g + 8 ((e % 4) / 2),
+         * token 8 (e / 4) + 2 t + (e % 2). */
+        const int t = lane & 3;
+#pragma unroll
+        for (int s = 0; s < MW; s++)
+#pragma unroll
+            for (int e = 0; e < BT / 2; e++) {
+                int nl = (wgi * MW + s) * 64 + 16 * wq + g + 8 * ((e & 3) >> 1), ml = 8 * (e >> 2) + 2 * t + (e & 1);
+                sc[ml * Sh::LD + nl] = acc[s][e];
+            }
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(WG_REG_ENTRY));
+    }
     __syncthreads();
     tile_store<A, R, Sh::LD, WG_THREADS>(a, sc, BT, m0, n0, S, split, tid);
 }
 
-template <class A, bool ZP, bool FOLD, bool S16, int BT, int MW, int NACC, int STAGES, int MINB>
-static cudaError_t wg_launch(const mpl_cw4_args *a, cudaStream_t stream) {
+/*
+ * x -> the shared-memory images of its B tiles: tile (mt, c) (BT tokens from mt BT, channels
+ * 64 c .. 64 c + 63) at xt + (mt KC + c) BT 128; 16-byte unit u of token row r holds the logical
+ * 16-byte unit u ^ (r % 8), whose 4-byte pair p (p = 4 (u ^ (r % 8)) + i) is MMA pair p % 8 of k16
+ * step p / 8, i.e. channels 16 (p / 8) + 2 sigma(p % 8) + (0, 1), sigma = (0 2 4 6 1 3 5 7).
+ */
+__global__ void cw4_xtile(const uint32_t *__restrict__ x, uint4 *__restrict__ xt, int m, int k, int kc, int bt,
+                          long long units) {
+    for (long long u = blockIdx.x * (long long)blockDim.x + threadIdx.x; u < units; u += (long long)gridDim.x * blockDim.x) {
+        long long tile = u / (bt * 8);
+        int in = (int)(u - tile * (bt * 8)), r = in >> 3, lu = (in & 7) ^ (r & 7);
+        int mt = (int)(tile / kc), c = (int)(tile - (long long)mt * kc), tok = mt * bt + r;
+        uint32_t o[4];
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            int p = 4 * lu + i, pp = p & 7;
+            int ch = c * 64 + 16 * (p >> 3) + 2 * (pp < 4 ? 2 * pp : 2 * (pp - 4) + 1);
+            o[i] = tok < m && ch < k ? x[((size_t)tok * k + ch) >> 1] : 0u;
+        }
+        xt[u] = make_uint4(o[0], o[1], o[2], o[3]);
+    }
+}
+
+/* Token tile by M (bench/cuda/NOTES.md, v6). */
+static inline int wg_bt(int m) { return m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : 128; }
+
+template <class A, bool ZP, bool FOLD, int SC, int BT, int MW, int STAGES>
+static cudaError_t wg_launch(const mpl_cw4_args *a, const CUtensorMap *wmap, const void *xt, cudaStream_t stream) {
     using Sh = WgShape<BT, MW, STAGES>;
-    auto kern = cw4_wg<A, ZP, FOLD, S16, BT, MW, NACC, STAGES, MINB>;
-    static std::atomic<int> occ_cache[WG_MAX_DEV];
+    auto kern = cw4_wg<A, ZP, FOLD, SC, BT, MW, STAGES>;
+    static std::atomic<int> ready[WG_MAX_DEV];
     int dev = 0;
     cudaError_t e = cudaGetDevice(&dev);
     if (e != cudaSuccess) return e;
-    int occ = dev < WG_MAX_DEV ? occ_cache[dev].load(std::memory_order_relaxed) : 0;
-    if (occ == 0) {
+    if (dev >= WG_MAX_DEV || !ready[dev].load(std::memory_order_relaxed)) {
         e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, Sh::SMEM);
         if (e != cudaSuccess) return e;
-        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kern, WG_THREADS, Sh::SMEM);
-        if (e != cudaSuccess) return e;
-        if (occ < 1) return cudaErrorInvalidConfiguration;
-        if (dev < WG_MAX_DEV) occ_cache[dev].store(occ, std::memory_order_relaxed);
+        if (dev < WG_MAX_DEV) ready[dev].store(1, std::memory_order_relaxed);
     }
     int tiles_m = (a->m + BT - 1) / BT, tiles_n = (a->n + Sh::R - 1) / Sh::R;
     int tiles = tiles_m * tiles_n, kc = a->k_pad / 64;
-    int ksplit = a->ksplit > 0 ? a->ksplit : tc_choose_ksplit(tiles, a->sms * occ, kc);
+    /* Split-K (a cluster along K): measured (bench/cuda/NOTES.md, v6), powers of two only (a cluster of 5
+     * ran at half speed: clusters must fit a GPC): 4 below 32 tiles, 2 below 1024, else 1. */
+    int ksplit = a->ksplit > 0 ? a->ksplit : tiles < 32 ? 4 : tiles < 1024 ? 2 : 1;
+    while (ksplit > 1 && kc / ksplit < 4) ksplit /= 2;
     if (ksplit > 8) ksplit = 8;
     if (ksplit > kc) ksplit = kc;
     if (ksplit < 1) ksplit = 1;
@@ -375,41 +441,78 @@ static cudaError_t wg_launch(const mpl_cw4_args *a, cudaStream_t stream) {
     attr[0].val.clusterDim.z = 1;
     cfg.attrs = attr;
     cfg.numAttrs = ksplit > 1 ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, kern, *a, tiles_m, tiles_n, nslot);
+    return cudaLaunchKernelEx(&cfg, kern, *a, *wmap, (const unsigned char *)xt, tiles_m, tiles_n, nslot);
 }
 
-/* Token tile by M (measured choices: bench/cuda/NOTES.md, v6). FOLD: exact per-group sums, scaled
- * at the fold (group sizes that are multiples of 64, or one group); else rounded scaled weights. */
-template <class A, bool ZP, bool FOLD, bool S16>
-static cudaError_t wg_dispatch4(const mpl_cw4_args *a, cudaStream_t s) {
-    const bool split = a->wg_exp & 2; /* experiment: independent sums per k16 step */
-    if (a->m <= 16) return split ? wg_launch<A, ZP, FOLD, S16, 16, 1, 4, 8, 2>(a, s) : wg_launch<A, ZP, FOLD, S16, 16, 1, 1, 8, 2>(a, s);
-    if (a->m <= 32) return split ? wg_launch<A, ZP, FOLD, S16, 32, 1, 2, 8, 2>(a, s) : wg_launch<A, ZP, FOLD, S16, 32, 1, 1, 8, 2>(a, s);
-    if constexpr (FOLD) { /* the group sums double the accumulators: one block per SM */
-        if (a->m <= 64) return wg_launch<A, ZP, FOLD, S16, 64, 1, 1, 10, 1>(a, s);
-        return wg_launch<A, ZP, FOLD, S16, 128, 1, 1, 6, 1>(a, s);
-    } else {
-        if (a->m <= 64) return wg_launch<A, ZP, FOLD, S16, 64, 1, 1, 6, 2>(a, s);
-        return wg_launch<A, ZP, FOLD, S16, 128, 2, 1, 5, 1>(a, s);
+template <class A, bool ZP, bool FOLD, int SC>
+static cudaError_t wg_dispatch4(const mpl_cw4_args *a, const CUtensorMap *wmap, const void *xt, cudaStream_t s) {
+    switch (wg_bt(a->m)) {
+    case 16: return wg_launch<A, ZP, FOLD, SC, 16, 2, 12>(a, wmap, xt, s);
+    case 32: return wg_launch<A, ZP, FOLD, SC, 32, 2, 10>(a, wmap, xt, s);
+    case 64: return wg_launch<A, ZP, false, SC, 64, 2, 8>(a, wmap, xt, s);
+    default: return wg_launch<A, ZP, false, SC, 128, 2, 5>(a, wmap, xt, s);
     }
 }
 
 template <class A, bool ZP>
-static cudaError_t wg_dispatch_zp(const mpl_cw4_args *a, cudaStream_t s) {
-    if (a->gs16 % 4 == 0 && !(a->wg_exp & 4)) return wg_dispatch4<A, ZP, true, false>(a, s);
-    const bool s16 = a->scale_fmt == (A::id == 1 ? 0 : 1); /* scales stored in the activation's own type */
-    return s16 ? wg_dispatch4<A, ZP, false, true>(a, s) : wg_dispatch4<A, ZP, false, false>(a, s);
+static cudaError_t wg_dispatch_zp(const mpl_cw4_args *a, const CUtensorMap *wmap, const void *xt, cudaStream_t s) {
+    const bool fold = a->gs16 % 4 == 0 && a->m <= 32 && !(a->wg_exp & 4);
+    const int own = A::id == 1 ? 0 : 1; /* scales stored in the activation's own type */
+    if (fold) return wg_dispatch4<A, ZP, true, SC_F32>(a, wmap, xt, s);
+    if (a->scale_fmt == own) return wg_dispatch4<A, ZP, false, SC_S16>(a, wmap, xt, s);
+    if constexpr (A::id == 2) /* bf16 activations, f16 scales: the common GPTQ / AWQ case for bf16 models */
+        if (a->scale_fmt == 0) return wg_dispatch4<A, ZP, false, SC_SPLIT>(a, wmap, xt, s);
+    return wg_dispatch4<A, ZP, false, SC_F32>(a, wmap, xt, s);
 }
 
 template <class A>
-static cudaError_t wg_dispatch(const mpl_cw4_args *a, cudaStream_t s) {
-    return a->zeros ? wg_dispatch_zp<A, true>(a, s) : wg_dispatch_zp<A, false>(a, s);
+static cudaError_t wg_dispatch(const mpl_cw4_args *a, const CUtensorMap *wmap, const void *xt, cudaStream_t s) {
+    return a->zeros ? wg_dispatch_zp<A, true>(a, wmap, xt, s) : wg_dispatch_zp<A, false>(a, wmap, xt, s);
 }
 
 } // namespace cw4
 
-extern "C" int mpl_cw4_launch_wg(const mpl_cw4_args *a, void *stream) {
+extern "C" size_t mpl_cw4_wg_scratch_bytes(const mpl_cw4_args *a) {
+    int bt = cw4::wg_bt(a->m);
+    size_t tiles_m = ((size_t)a->m + (size_t)bt - 1) / (size_t)bt;
+    return tiles_m * (size_t)(a->k_pad / 64) * (size_t)bt * 128;
+}
+
+/* The weight tensor map: a 2D array of 32-bit words, dim 0 = KC * 128 words (one row of 16-row
+ * tiles: KC chunks of 512 bytes), dim 1 = n_pad / 16 rows; box = one chunk (128 words) of R / 16 rows. */
+static cudaError_t wg_weight_map(const mpl_cw4_args *a, int rows_box, CUtensorMap *map) {
+    static PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
+    static std::once_flag once;
+    std::call_once(once, [] {
+        void *fn = nullptr;
+        cudaDriverEntryPointQueryResult q;
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q) == cudaSuccess &&
+            q == cudaDriverEntryPointSuccess)
+            encode = (PFN_cuTensorMapEncodeTiled_v12000)fn;
+    });
+    if (!encode) return cudaErrorNotSupported;
+    const int kc = a->k_pad / 64;
+    cuuint64_t dims[2] = {(cuuint64_t)kc * 128, (cuuint64_t)(a->n_pad / 16)};
+    cuuint64_t strides[1] = {(cuuint64_t)kc * 512};
+    cuuint32_t box[2] = {128, (cuuint32_t)rows_box}, estr[2] = {1, 1};
+    CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT32, 2, (void *)a->qweight, dims, strides, box, estr,
+                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+extern "C" int mpl_cw4_launch_wg(const mpl_cw4_args *a, void *xt, void *stream) {
     if (a->cc != 90) return (int)cudaErrorNoKernelImageForDevice; /* sm_90a code only */
     cudaStream_t s = (cudaStream_t)stream;
-    return (int)(a->act == 1 ? cw4::wg_dispatch<cw4::ActF16>(a, s) : cw4::wg_dispatch<cw4::ActBF16>(a, s));
+    CUtensorMap wmap;
+    cudaError_t me = wg_weight_map(a, 16 /* R / 16, R = 256 for every tile of wg_dispatch4 */, &wmap);
+    if (me != cudaSuccess) return (int)me;
+    int bt = cw4::wg_bt(a->m), kc = a->k_pad / 64;
+    long long units = (long long)((a->m + bt - 1) / bt) * kc * bt * 8;
+    long long blocks = (units + 255) / 256;
+    if (blocks > 4096) blocks = 4096;
+    cw4::cw4_xtile<<<(unsigned)blocks, 256, 0, s>>>((const uint32_t *)a->x, (uint4 *)xt, a->m, a->k, kc, bt, units);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) return (int)e;
+    return (int)(a->act == 1 ? cw4::wg_dispatch<cw4::ActF16>(a, &wmap, xt, s) : cw4::wg_dispatch<cw4::ActBF16>(a, &wmap, xt, s));
 }
