@@ -215,6 +215,14 @@ const char *mpl_layer_kernel(const mpl_layer *layer);
 const mpl_config *mpl_layer_config(const mpl_layer *layer);
 /* Bytes of packed weights + scales + zeros the layer holds. */
 size_t mpl_layer_weight_bytes(const mpl_layer *layer);
+/*
+ * Weight rounding of an apply of m rows: u > 0 when the kernel's path for m multiplies rounded
+ * scaled weights w^ = round((code - zero) * scale) (one rounding to the activation type, so
+ * |w^ - w s| <= u |w s|, plus 2^-25 absolute per weight for f16 subnormals) instead of summing
+ * exact integer weights and scaling in fp32 as the reference does; 0 when exact (every CPU kernel;
+ * cuda_w4a16's skinny and mma.sync paths). Error bounds add u * sum |x w s| per output.
+ */
+double mpl_layer_weight_rounding(const mpl_layer *layer, int64_t m);
 
 /* ---- Kernel registry and chooser ---- */
 

@@ -350,6 +350,7 @@ static void null_pointers(void **state) {
     assert_null(mpl_layer_kernel(NULL));
     assert_null(mpl_layer_config(NULL));
     assert_int_equal(mpl_layer_weight_bytes(NULL), 0);
+    assert_true(mpl_layer_weight_rounding(NULL, 1) == 0.0);
     mpl_checkpoint_tensors_free(&ck);
     mpl_checkpoint_tensors_free(&ck); /* freeing twice is safe: free zeroes the struct */
     /* registry, chooser, platform */

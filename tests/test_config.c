@@ -296,6 +296,8 @@ static void last_error_lifecycle(void **state) {
     assert_int_equal(mpl_layer_config(l)->full_k, 64); /* 0 means "same as the partition" */
     assert_int_equal(mpl_layer_config(l)->full_n, 8);
     assert_true(mpl_layer_weight_bytes(l) > 0);
+    /* CPU kernels multiply exact integer weights and scale in fp32: no weight rounding at any m */
+    assert_true(mpl_layer_weight_rounding(l, 1) == 0.0 && mpl_layer_weight_rounding(l, 4096) == 0.0);
     mpl_layer_destroy(l);
     mpl_checkpoint_tensors_free(&ck);
 }

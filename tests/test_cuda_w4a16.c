@@ -337,6 +337,12 @@ static int run_case(const dcase *d, int64_t m, uint64_t seed, const char *path, 
     int dq = mpl_cw4_path_rounds_weights(!strcmp(path, "auto") ? mpl_cw4_default_path(m, d->k, d->n, g_cc) : forced, m, d->gs);
     double extra = dq ? (d->act == MPL_ACT_BF16 ? 0x1.0p-8 : 0x1.0p-11) + 0x1.0p-23 : 0.0;
     for (size_t i = 0; i < ny; i++) tol[i] = tu_tolerance(&c, want[i], mag[i], extra);
+    /* the public query agrees with the path the test expects */
+    if ((mpl_layer_weight_rounding(kl, m) > 0) != (dq != 0)) {
+        fprintf(stderr, "FAIL %s: mpl_layer_weight_rounding = %g, expected %s\n", what, mpl_layer_weight_rounding(kl, m),
+                dq ? "> 0 (rounded weights)" : "0 (exact weights)");
+        goto done;
+    }
     if ((st = mpl_layer_apply(kl, m, x, bias, y1.p)) != MPL_OK || (st = mpl_layer_apply(kl, m, x, bias, y2.p)) != MPL_OK ||
         (st = mpl_layer_apply(rl, m, x, bias, yr.p)) != MPL_OK) {
         fprintf(stderr, "FAIL %s: apply: %s: %s\n", what, mpl_status_string(st), mpl_last_error());
@@ -481,6 +487,15 @@ static void device_matrix(void **state) {
             bad += !run_case(&full[3], var_m[j], tu_case_seed(seed, (uint64_t)cases), "tc", 0), cases++;
         }
         unsetenv("MPL_CUDA_W4A16_TC_VARIANT");
+    }
+    /* wg with four consumer warpgroups (MPL_CUDA_W4A16_WG_EXP=8; m <= 64) */
+    if (g_cc == 90) {
+        const int64_t wg_m[] = {1, 17, 33, 64};
+        setenv("MPL_CUDA_W4A16_WG_EXP", "8", 1);
+        for (size_t i = 0; i < sizeof full / sizeof full[0]; i++)
+            for (int j = 0; j < 4; j++)
+                bad += !run_case(&full[i], wg_m[j], tu_case_seed(seed, (uint64_t)cases), "wg", 0), cases++;
+        unsetenv("MPL_CUDA_W4A16_WG_EXP");
     }
     /* m <= 64 tile variants of the tensor-core path: 0 (256 rows of N per block) and 3 (128 rows) */
     const int64_t small_m[] = {17, 33, 64};

@@ -174,6 +174,7 @@ typedef struct cli_verify_result {
     double max_abs;       /* max |y - y_ref| (inf when one side is NaN) */
     double worst_ratio;   /* max over elements of |y - y_ref| / bound */
     double worst_abs, worst_bound; /* |y - y_ref| and the bound at that element */
+    double weight_rounding;        /* mpl_layer_weight_rounding of the kernel's path (0: exact weights) */
     int64_t worst_m, worst_n;
     double rel_fro;       /* ||y - y_ref||_F / ||y_ref||_F */
     double rel_fro_tol;   /* ||bound||_F / ||y_ref||_F */

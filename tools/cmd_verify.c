@@ -14,6 +14,8 @@
  * conversions; any summation order). The difference of two kernels is
  * bounded by twice that:
  *   |y - y_ref| <= 2 (K + G + 4) u S + 2 u_act |y_ref| (+ 2^-24 for f16 subnormals).
+ * A kernel path that multiplies rounded scaled weights (mpl_layer_weight_rounding: u_w > 0, e.g.
+ * cuda_w4a16's dq and wg paths) adds u_w S (+ 2^-25 sum |x_k| for f16 subnormal weights).
  * In W4A8 mode x is first quantized to q * sx (the same q in both kernels by
  * the header's exact definition); S then uses |x_k| + sx, which bounds |q_k sx|.
  */
@@ -116,6 +118,7 @@ int cli_verify_run(const char *cmd, const cli_setup *s, mpl_layout layout, uint6
     const double floor_abs = c->act == MPL_ACT_F16 ? 0x1.0p-24 : 0.0;
     const int64_t G = syn.groups, gs = c->group_size == -1 ? K : c->group_size;
     const double coef = 2.0 * (double)(K + G + 4) * u;
+    const double uw = mpl_layer_weight_rounding(lk, M); /* 0 unless the kernel's path rounds the weights */
     double sum_d2 = 0, sum_r2 = 0, sum_b2 = 0;
     r->pass = 1;
     r->worst_ratio = -1;
@@ -133,10 +136,11 @@ int cli_verify_run(const char *cmd, const cli_setup *s, mpl_layout layout, uint6
         }
         for (int64_t m = 0; m < M; m++) {
             const float *xr = xf + m * K;
-            double S = fabs((double)bf[n]);
-            for (int64_t k = 0; k < K; k++) S += (fabs((double)xr[k]) + sx[m]) * ws[k];
+            double S = fabs((double)bf[n]), X = 0;
+            for (int64_t k = 0; k < K; k++) S += (fabs((double)xr[k]) + sx[m]) * ws[k], X += fabs((double)xr[k]);
             double yv = yf[m * N + n], rv = yrf[m * N + n];
-            double bound = coef * S + 2.0 * ua * fabs(rv) + floor_abs;
+            double bound = (coef + uw) * S + 2.0 * ua * fabs(rv) + floor_abs;
+            if (uw > 0 && c->act == MPL_ACT_F16) bound += 0x1.0p-25 * X;
             /* NaN on one side only (or an unwritten output) is an infinite error. */
             double d = (isnan(yv) && isnan(rv)) ? 0.0 : (isnan(yv) || isnan(rv)) ? INFINITY : fabs(yv - rv);
             double ratio = d == 0 ? 0 : bound > 0 ? d / bound : INFINITY;
@@ -157,6 +161,7 @@ int cli_verify_run(const char *cmd, const cli_setup *s, mpl_layout layout, uint6
     r->rel_fro = sum_r2 > 0 ? sqrt(sum_d2 / sum_r2) : sqrt(sum_d2);
     r->rel_fro_tol = sum_r2 > 0 ? sqrt(sum_b2 / sum_r2) : sqrt(sum_b2);
     r->kernel = mpl_layer_kernel(lk);
+    r->weight_rounding = uw;
     rc = CLI_EXIT_OK;
 out:
     mpl_layer_destroy(lk);
@@ -209,6 +214,9 @@ int cli_verify(int argc, char **argv) {
            (long long)r.worst_n, r.worst_abs, r.worst_bound, r.worst_ratio);
     printf("tolerance: per element 2(K+G+4)*2^-24*sum|x*w*s| + 2*u_act*|y_ref|, u_act = %s for %s\n",
            s.cfg.act == MPL_ACT_F16 ? "2^-11" : s.cfg.act == MPL_ACT_BF16 ? "2^-8" : "2^-24", mpl_act_name(s.cfg.act));
+    if (r.weight_rounding > 0)
+        printf("  + u_w*sum|x*w*s|, u_w = 2^%d: this kernel path multiplies weights rounded to %s\n",
+               (int)lround(log2(r.weight_rounding)), mpl_act_name(s.cfg.act));
     if (!r.pass) {
         printf("FAIL\n");
         cli_error(cmd, "kernel %s differs from ref beyond tolerance: |y - y_ref| = %.3e at (m=%lld, n=%lld), bound %.3e",

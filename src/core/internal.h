@@ -181,6 +181,8 @@ typedef struct mpl_kernel_desc {
     mpl_status (*apply)(const void *packed, const mpl_apply_args *a);
     /* Bytes of weights+scales+zeros held (for the benchmark's traffic count). */
     size_t (*weight_bytes)(const void *packed);
+    /* Optional: unit roundoff of the weights an apply of m rows rounds (mpl_layer_weight_rounding); NULL = 0. */
+    double (*weight_rounding)(const void *packed, int64_t m);
 } mpl_kernel_desc;
 
 /* Registry (src/core/registry.c): kernels of a backend in priority order, ref last. */

@@ -77,6 +77,9 @@ const mpl_config *mpl_layer_config(const mpl_layer *l) { return l ? &l->cfg : NU
 size_t mpl_layer_weight_bytes(const mpl_layer *l) {
     return (l && l->kernel->weight_bytes) ? l->kernel->weight_bytes(l->packed) : 0;
 }
+double mpl_layer_weight_rounding(const mpl_layer *l, int64_t m) {
+    return (l && l->kernel->weight_rounding && m > 0) ? l->kernel->weight_rounding(l->packed, m) : 0.0;
+}
 
 /* Per-thread workspace: grows to the largest size seen on the thread, so a
  * steady-state apply allocates nothing. It is also registered under a pthread

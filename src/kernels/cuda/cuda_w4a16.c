@@ -408,6 +408,32 @@ static mpl_status dq_apply(const cw4_packed *p, const cw4_knobs *kn, const mpl_c
     return st;
 }
 
+/* The path an apply of m rows takes (knobs, then mpl_cw4_default_path). */
+static int choose_path(const cw4_packed *p, const cw4_knobs *kp, int64_t m) {
+    cw4_knobs kn = *kp;
+    int path = kn.path;
+    const int tiled = p->cc == 90 ? PATH_WG : PATH_TC; /* the tiled kernel of this device */
+    if (path == PATH_AUTO) {
+        path = mpl_cw4_default_path(m, p->meta.k, p->meta.n, p->cc);
+        if (kn.skinny_max_m >= 0) /* moved switch point */
+            path = m <= kn.skinny_max_m && m <= MPL_CW4_SKINNY_MAX_M ? PATH_SKINNY : path == PATH_SKINNY ? tiled : path;
+        if (kn.dq_min_m >= 0 && path != PATH_SKINNY) path = m >= kn.dq_min_m ? PATH_DQ : path == PATH_DQ ? tiled : path;
+    }
+    if (path == PATH_SKINNY && m > MPL_CW4_SKINNY_MAX_M) path = tiled;
+    return path;
+}
+
+static double cw4_weight_rounding(const void *pp, int64_t m) {
+    const cw4_packed *p = pp;
+    cw4_knobs kn = p->knobs;
+    if (p->live_knobs) read_knobs(&kn);
+    const int path = choose_path(p, &kn, m);
+    const int64_t gs = p->meta.groups == 1 ? -1 : p->meta.group_size;
+    /* MPL_CUDA_W4A16_WG_EXP=4: the wg path rounds at any m (an experiment knob) */
+    if (!mpl_cw4_path_rounds_weights(path, m, gs) && !(path == PATH_WG && (kn.wg_exp & 4))) return 0.0;
+    return p->cfg.act == MPL_ACT_BF16 ? 0x1.0p-8 : 0x1.0p-11;
+}
+
 /* Launch on device pointers (x already permuted for act-order). */
 static mpl_status run_kernels(const cw4_packed *p, int m, const void *x, const void *bias, void *y,
                               cudaStream_t stream) {
@@ -442,15 +468,7 @@ static mpl_status run_kernels(const cw4_packed *p, int m, const void *x, const v
     a.tc_variant = kn.tc_variant;
     a.skinny_nw = kn.skinny_nw;
     a.wg_exp = kn.wg_exp;
-    int path = kn.path;
-    const int tiled = p->cc == 90 ? PATH_WG : PATH_TC; /* the tiled kernel of this device */
-    if (path == PATH_AUTO) {
-        path = mpl_cw4_default_path(m, p->meta.k, p->meta.n, p->cc);
-        if (kn.skinny_max_m >= 0) /* moved switch point */
-            path = m <= kn.skinny_max_m && m <= MPL_CW4_SKINNY_MAX_M ? PATH_SKINNY : path == PATH_SKINNY ? tiled : path;
-        if (kn.dq_min_m >= 0 && path != PATH_SKINNY) path = m >= kn.dq_min_m ? PATH_DQ : path == PATH_DQ ? tiled : path;
-    }
-    if (path == PATH_SKINNY && m > MPL_CW4_SKINNY_MAX_M) path = tiled;
+    int path = choose_path(p, &kn, m);
     if (path == PATH_DQ) return dq_apply(p, &kn, &a, stream);
     if (path == PATH_WG && p->cc != 90)
         return mpl_set_error(MPL_ERR_UNSUPPORTED,
@@ -543,4 +561,5 @@ const mpl_kernel_desc mpl_kernel_cuda_w4a16 = {
     .workspace_size = cw4_workspace_size,
     .apply = cw4_apply,
     .weight_bytes = cw4_weight_bytes,
+    .weight_rounding = cw4_weight_rounding,
 };

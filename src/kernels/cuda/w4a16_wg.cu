@@ -44,16 +44,24 @@
 
 namespace cw4 {
 
-constexpr int WG_CONSUMERS = 256;              /* two warpgroups */
-constexpr int WG_THREADS = WG_CONSUMERS + 128; /* + the producer warpgroup (one thread works) */
-/* Registers per thread: 168 at entry (65536 / 384); the producer warpgroup gives most of its share to
- * the consumers (setmaxnreg), and both return to 168 for the epilogue: 128 x 40 + 256 x 232 <= 65536. */
-constexpr int WG_REG_PRODUCER = 40, WG_REG_CONSUMER = 232, WG_REG_ENTRY = 168;
+/* NWG consumer warpgroups + the producer warpgroup (one thread of it works). Registers per thread:
+ * ENTRY = 65536 / threads at entry; the producer gives most of its share to the consumers
+ * (setmaxnreg: 128 PRODUCER + 128 NWG CONSUMER <= ENTRY x threads), and both return to ENTRY for the epilogue. */
+template <int NWG>
+struct WgRegs {
+    static constexpr int CONSUMERS = NWG * 128, THREADS = CONSUMERS + 128;
+    static constexpr int ENTRY = 65536 / THREADS / 8 * 8;
+    static constexpr int PRODUCER = 40;
+    /* setmaxnreg.inc waits until the block's own pool (ENTRY x THREADS, fixed at launch) has the registers:
+     * a request beyond it never returns */
+    static constexpr int CONSUMER = (ENTRY * THREADS - 128 * PRODUCER) / CONSUMERS / 8 * 8;
+    static_assert(128 * PRODUCER + CONSUMERS * CONSUMER <= ENTRY * THREADS && CONSUMER >= ENTRY, "register split");
+};
 constexpr int WG_MAX_DEV = 64;
 
-template <int BT, int MW, int STAGES>
+template <int BT, int R_, int STAGES>
 struct WgShape {
-    static constexpr int R = 128 * MW;        /* rows of N per block */
+    static constexpr int R = R_;              /* rows of N per block */
     static constexpr int B_BYTES = BT * 128;  /* x tile (swizzled), a multiple of 1024 */
     static constexpr int W_BYTES = R * 32;    /* R / 16 blocks of 512 bytes */
     static constexpr int S_BYTES = 4 * R * 2; /* four slots (k16 steps) of R 16-bit scales */
@@ -151,11 +159,12 @@ __device__ __forceinline__ void split_f16_scale(uint32_t h, uint32_t &hi2, uint3
     lo2 = lb * 0x10001u;
 }
 
-template <class A, bool ZP, bool FOLD, int SC, int BT, int MW, int STAGES>
-__global__ void __launch_bounds__(WG_THREADS, 1)
+template <class A, bool ZP, bool FOLD, int SC, int BT, int NWG, int MW, int STAGES>
+__global__ void __launch_bounds__(WgRegs<NWG>::THREADS, 1)
     cw4_wg(const mpl_cw4_args a, const __grid_constant__ CUtensorMap wmap, const unsigned char *__restrict__ xt,
            int tiles_m, int tiles_n, int nslot) {
-    using Sh = WgShape<BT, MW, STAGES>;
+    using Sh = WgShape<BT, NWG * MW * 64, STAGES>;
+    using Rg = WgRegs<NWG>;
     constexpr int R = Sh::R;
     extern __shared__ unsigned char smem_raw[];
     const uint32_t raw = smem_addr(smem_raw), base = (raw + 1023u) & ~1023u;
@@ -180,7 +189,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
     if (tid == 0) {
         for (int s = 0; s < STAGES; s++) {
             mbar_init(full_bar(s), 1);
-            mbar_init(empty_bar(s), WG_CONSUMERS / 32);
+            mbar_init(empty_bar(s), Rg::CONSUMERS / 32);
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
@@ -193,10 +202,10 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
         for (int e = 0; e < BT / 2; e++) acc[s][e] = 0.0f;
 
     float *sc = reinterpret_cast<float *>(smem); /* epilogue tile, over the ring */
-    if (warp >= WG_CONSUMERS / 32) {
+    if (warp >= Rg::CONSUMERS / 32) {
         /* ---- producer ---- */
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(WG_REG_PRODUCER));
-        if (warp == WG_CONSUMERS / 32 && lane == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(Rg::PRODUCER));
+        if (warp == Rg::CONSUMERS / 32 && lane == 0) {
             const unsigned char *xsrc = xt + (size_t)mt * KC * Sh::B_BYTES;
             const uint32_t bytes = Sh::B_BYTES + Sh::W_BYTES + nslot * R * 2 * (a.scale_fmt == 2 ? 2 : 1) + (ZP ? nslot * R : 0);
             int s = 0, use = 0;
@@ -217,10 +226,10 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
             }
         }
         __syncwarp();
-        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(WG_REG_ENTRY));
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Rg::ENTRY));
     } else {
         /* ---- consumers ---- */
-        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(WG_REG_CONSUMER));
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Rg::CONSUMER));
         const int wgi = warp >> 2, wq = warp & 3;
         /* FOLD: group g's exact partial sums go to accg0 (g even) / accg1 (g odd) */
         float accg0[FOLD ? MW : 1][FOLD ? BT / 2 : 1], accg1[FOLD ? MW : 1][FOLD ? BT / 2 : 1];
@@ -363,7 +372,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
 #pragma unroll
             for (int e = 0; e < BT / 2; e++) keep(acc[s][e]);
         /* every consumer is done with the ring (all bulk copies landed: each chunk was waited for) */
-        asm volatile("bar.sync 1, %0;" ::"n"(WG_CONSUMERS) : "memory");
+        asm volatile("bar.sync 1, %0;" ::"n"(Rg::CONSUMERS) : "memory");
         /* Accumulator (s, e) of lane (g, t): row of N (wgi MW + s) 64 + 16 wq + g + 8 ((e % 4) / 2),
          * token 8 (e / 4) + 2 t + (e % 2). */
         const int t = lane & 3;
@@ -374,10 +383,10 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
                 int nl = (wgi * MW + s) * 64 + 16 * wq + g + 8 * ((e & 3) >> 1), ml = 8 * (e >> 2) + 2 * t + (e & 1);
                 sc[ml * Sh::LD + nl] = acc[s][e];
             }
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(WG_REG_ENTRY));
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(Rg::ENTRY));
     }
     __syncthreads();
-    tile_store<A, R, Sh::LD, WG_THREADS>(a, sc, BT, m0, n0, S, split, tid);
+    tile_store<A, R, Sh::LD, Rg::THREADS>(a, sc, BT, m0, n0, S, split, tid);
 }
 
 /*
@@ -406,10 +415,11 @@ __global__ void cw4_xtile(const uint32_t *__restrict__ x, uint4 *__restrict__ xt
 /* Token tile by M (bench/cuda/NOTES.md, v6). */
 static inline int wg_bt(int m) { return m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : 128; }
 
-template <class A, bool ZP, bool FOLD, int SC, int BT, int MW, int STAGES>
+template <class A, bool ZP, bool FOLD, int SC, int BT, int NWG, int MW, int STAGES>
 static cudaError_t wg_launch(const mpl_cw4_args *a, const CUtensorMap *wmap, const void *xt, cudaStream_t stream) {
-    using Sh = WgShape<BT, MW, STAGES>;
-    auto kern = cw4_wg<A, ZP, FOLD, SC, BT, MW, STAGES>;
+    using Sh = WgShape<BT, NWG * MW * 64, STAGES>;
+    static_assert(Sh::R == 256, "the weight tensor map's box is 16 tiles");
+    auto kern = cw4_wg<A, ZP, FOLD, SC, BT, NWG, MW, STAGES>;
     static std::atomic<int> ready[WG_MAX_DEV];
     int dev = 0;
     cudaError_t e = cudaGetDevice(&dev);
@@ -431,7 +441,7 @@ static cudaError_t wg_launch(const mpl_cw4_args *a, const CUtensorMap *wmap, con
     int nslot = a->gs16 % 4 == 0 ? 1 : 4;
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3((unsigned)tiles, (unsigned)ksplit, 1);
-    cfg.blockDim = dim3(WG_THREADS, 1, 1);
+    cfg.blockDim = dim3(WgRegs<NWG>::THREADS, 1, 1);
     cfg.dynamicSmemBytes = Sh::SMEM;
     cfg.stream = stream;
     cudaLaunchAttribute attr[1];
@@ -446,11 +456,12 @@ static cudaError_t wg_launch(const mpl_cw4_args *a, const CUtensorMap *wmap, con
 
 template <class A, bool ZP, bool FOLD, int SC>
 static cudaError_t wg_dispatch4(const mpl_cw4_args *a, const CUtensorMap *wmap, const void *xt, cudaStream_t s) {
+    const bool four = a->wg_exp & 8; /* experiment: four consumer warpgroups of one 64-row sub-tile each */
     switch (wg_bt(a->m)) {
-    case 16: return wg_launch<A, ZP, FOLD, SC, 16, 2, 12>(a, wmap, xt, s);
-    case 32: return wg_launch<A, ZP, FOLD, SC, 32, 2, 10>(a, wmap, xt, s);
-    case 64: return wg_launch<A, ZP, false, SC, 64, 2, 8>(a, wmap, xt, s);
-    default: return wg_launch<A, ZP, false, SC, 128, 2, 5>(a, wmap, xt, s);
+    case 16: return four ? wg_launch<A, ZP, FOLD, SC, 16, 4, 1, 12>(a, wmap, xt, s) : wg_launch<A, ZP, FOLD, SC, 16, 2, 2, 12>(a, wmap, xt, s);
+    case 32: return four ? wg_launch<A, ZP, FOLD, SC, 32, 4, 1, 10>(a, wmap, xt, s) : wg_launch<A, ZP, FOLD, SC, 32, 2, 2, 10>(a, wmap, xt, s);
+    case 64: return four ? wg_launch<A, ZP, false, SC, 64, 4, 1, 8>(a, wmap, xt, s) : wg_launch<A, ZP, false, SC, 64, 2, 2, 8>(a, wmap, xt, s);
+    default: return wg_launch<A, ZP, false, SC, 128, 2, 2, 5>(a, wmap, xt, s);
     }
 }
 
