@@ -93,7 +93,10 @@ typedef enum mpl_mode {
  *   or NaN gives NaN in every output of that row.
  * W4A16 semantics: y = bias[n] + sum_g scale[n,g] * (sum_{k in g} x[k]*w[k]),
  *   fp32 accumulation, output rounded once to the activation type
- *   (round to nearest even).
+ *   (round to nearest even). Exception, stated per call by
+ *   mpl_layer_weight_rounding: large-M CUDA paths may instead multiply weights
+ *   rounded once to the activation type, round(w * scale), as cuBLAS-based
+ *   and Marlin-style kernels do.
  */
 typedef struct mpl_config {
     int64_t k, n;
