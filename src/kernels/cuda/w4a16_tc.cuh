@@ -251,7 +251,8 @@ static cudaError_t tc_launch(const mpl_cw4_args *a, cudaStream_t stream) {
         if (occ < 1) return cudaErrorInvalidConfiguration;
         if (dev < TC_MAX_DEV) occ_cache[dev].store(occ, std::memory_order_relaxed);
     }
-    int tiles_m = (a->m + BM - 1) / BM, tiles_n = (a->n + BN - 1) / BN;
+    int tiles_m = (a->m - 1) / BM + 1, tiles_n = (a->n + BN - 1) / BN; /* m >= 1 (layer.c returns before m = 0) */
+    if ((long long)tiles_m * tiles_n > 0x7fffffffLL) return cudaErrorInvalidConfiguration; /* grid x limit */
     int tiles = tiles_m * tiles_n, kc = a->k_pad / 64;
     int ksplit = a->ksplit > 0 ? a->ksplit : tc_choose_ksplit(tiles, a->sms * occ, kc);
     if (ksplit > 8) ksplit = 8;

@@ -429,7 +429,8 @@ static cudaError_t wg_launch(const mpl_cw4_args *a, const CUtensorMap *wmap, con
         if (e != cudaSuccess) return e;
         if (dev < WG_MAX_DEV) ready[dev].store(1, std::memory_order_relaxed);
     }
-    int tiles_m = (a->m + BT - 1) / BT, tiles_n = (a->n + Sh::R - 1) / Sh::R;
+    int tiles_m = (a->m - 1) / BT + 1, tiles_n = (a->n + Sh::R - 1) / Sh::R; /* m >= 1 */
+    if ((long long)tiles_m * tiles_n > 0x7fffffffLL) return cudaErrorInvalidConfiguration; /* grid x limit */
     int tiles = tiles_m * tiles_n, kc = a->k_pad / 64;
     /* Split-K (a cluster along K): measured (bench/cuda/NOTES.md, v6), powers of two only (a cluster of 5
      * ran at half speed: clusters must fit a GPC): 4 below 32 tiles, 2 below 1024, else 1. */
@@ -519,7 +520,7 @@ extern "C" int mpl_cw4_launch_wg(const mpl_cw4_args *a, void *xt, void *stream) 
     cudaError_t me = wg_weight_map(a, 16 /* R / 16, R = 256 for every tile of wg_dispatch4 */, &wmap);
     if (me != cudaSuccess) return (int)me;
     int bt = cw4::wg_bt(a->m), kc = a->k_pad / 64;
-    long long units = (long long)((a->m + bt - 1) / bt) * kc * bt * 8;
+    long long units = (long long)((a->m - 1) / bt + 1) * kc * bt * 8;
     long long blocks = (units + 255) / 256;
     if (blocks > 4096) blocks = 4096;
     cw4::cw4_xtile<<<(unsigned)blocks, 256, 0, s>>>((const uint32_t *)a->x, (uint4 *)xt, a->m, a->k, kc, bt, units);
