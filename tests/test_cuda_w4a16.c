@@ -100,6 +100,36 @@ static void layout_round_trip(void **state) {
 }
 
 /* The bit-level spec (docs/layouts/cuda_w4a16.md), checked by hand for a few weights. */
+/*
+ * The wg path's SPLIT dequantization (bf16 activations, f16 scales; src/kernels/cuda/w4a16_wg.cu):
+ * s = hi + lo with hi = bf16(s) and lo = bf16(s - hi), then w^ = fma.bf16(v, hi, v * lo). Claimed: lo is
+ * exact (s - hi fits bf16), v * lo is exact in bf16 for every integer weight v in [-15, 15], and the
+ * fma's single rounding gives round_bf16(v * s) -- the dq path's weight (bit for bit up to the sign of a
+ * zero weight: fma(0, hi, +0) is +0 where (0 * s) is -0 for s < 0; sums are unchanged). Checked here for
+ * every finite f16 scale and every v (CPU only; float holds every intermediate exactly, so one
+ * mpl_f32_to_bf16 is the fma's one rounding).
+ */
+static void wg_split_scale_exact(void **state) {
+    (void)state;
+    long bad = 0;
+    for (uint32_t h = 0; h < 0x10000u; h++) {
+        if ((h & 0x7c00u) == 0x7c00u) continue; /* inf / NaN */
+        float s = mpl_f16_to_f32((uint16_t)h);
+        float hi = mpl_bf16_to_f32(mpl_f32_to_bf16(s));
+        float rem = s - hi; /* exact: both within 11 significant bits of s */
+        float lo = mpl_bf16_to_f32(mpl_f32_to_bf16(rem));
+        if (lo != rem || (double)hi + (double)lo != (double)s) bad++;
+        for (int v = -15; v <= 15; v++) {
+            float vl = (float)v * lo;
+            if (mpl_bf16_to_f32(mpl_f32_to_bf16(vl)) != vl) bad++; /* v * lo exact in bf16 */
+            float sum = (float)v * hi + vl;                         /* exact in float (15 bits) */
+            /* equal values (a zero weight may come out -0 here and +0 in dq: no sum changes) */
+            if (mpl_bf16_to_f32(mpl_f32_to_bf16(sum)) != mpl_bf16_to_f32(mpl_f32_to_bf16((float)v * s))) bad++;
+        }
+    }
+    assert_int_equal(bad, 0);
+}
+
 static void layout_bit_positions(void **state) {
     (void)state;
     mpl_config c;
@@ -591,7 +621,8 @@ static void device_errors(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(layout_round_trip), cmocka_unit_test(layout_bit_positions), cmocka_unit_test(refusals),
+        cmocka_unit_test(layout_round_trip), cmocka_unit_test(layout_bit_positions), cmocka_unit_test(wg_split_scale_exact),
+        cmocka_unit_test(refusals),
         cmocka_unit_test(device_errors),     cmocka_unit_test(device_matrix),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -25,7 +25,8 @@
  *    weights (code - zero) times x per group into accg0 / accg1 (by group parity); a group's
  *    sums are scaled in fp32 and added to acc one chunk later, when its wgmmas are complete:
  *    the same arithmetic as the tc and skinny paths. Otherwise each weight is dequantized to
- *    round16((code - zero) * scale) -- the dq path's rounded weight, bit for bit -- with one
+ *    round16((code - zero) * scale) -- the dq path's rounded weight, bit for bit (a zero weight's sign
+ *    aside) -- with one
  *    fma per pair when the scales are in the activation's own type (S16), two when bf16
  *    activations meet f16 scales (SPLIT: s = hi + lo, hi = bf16(s), lo exact in bf16, so
  *    fma(v, hi, v * lo) rounds the exact product once), else through fp32.
