@@ -14,20 +14,20 @@
  *    R/16 weight tiles as ONE 2D tensor copy (tensor map over the packed weights: rows of 16-row
  *    tiles, KC 512-byte chunks each), the group scales (and zeros). Few, large requests: with one
  *    512-byte request per weight tile the copy engine's outstanding requests, not DRAM, set the pace.
- *  - Block: two consumer warpgroups + one producer warp. The producer's lane 0 fills a STAGES-deep
- *    ring (x tile, the R/16 weight blocks of 512 bytes, the group scales and zeros of the chunk),
- *    each stage completing on its "full" mbarrier; consumers release a stage on its "empty"
- *    mbarrier once the wgmmas that read it are complete.
- *  - Warpgroup h owns MW sub-tiles of 64 rows of N (R = 128 MW rows per block); warp q of it
- *    holds rows 16q .. 16q+15 of each: one 16-row tile of the packed layout, whose per-lane
- *    16-byte piece of a 64-channel chunk is the register-A fragment of four k16 steps.
+ *  - Block: NWG consumer warpgroups (2 by default; 4 with MPL_CUDA_W4A16_WG_EXP=8) + one producer
+ *    warpgroup whose first thread fills a STAGES-deep ring (per 64-channel chunk: the x tile, the
+ *    weights as one 2D tensor copy, the group scales and zeros), each stage completing on its
+ *    "full" mbarrier; consumer warps release a stage on its "empty" mbarrier once the wgmmas that
+ *    read it are complete. setmaxnreg moves the producer's registers to the consumers (WgRegs).
+ *  - Consumer warpgroup h owns MW sub-tiles of 64 rows of N (R = 64 NWG MW = 256 rows per block);
+ *    warp q of it holds rows 16q .. 16q+15 of each: one 16-row tile of the packed layout, whose
+ *    per-lane 16-byte piece of a 64-channel chunk is the register-A fragment of four k16 steps.
  *  - FOLD (group size a multiple of 64, or one group; BT <= 32): the wgmmas sum exact integer
  *    weights (code - zero) times x per group into accg0 / accg1 (by group parity); a group's
  *    sums are scaled in fp32 and added to acc one chunk later, when its wgmmas are complete:
  *    the same arithmetic as the tc and skinny paths. Otherwise each weight is dequantized to
- *    round16((code - zero) * scale) -- the dq path's rounded weight, bit for bit (a zero weight's sign
- *    aside) -- with one
- *    fma per pair when the scales are in the activation's own type (S16), two when bf16
+ *    round16((code - zero) * scale) -- the dq path's rounded weight, bit for bit (a zero weight's
+ *    sign aside) -- with one fma per pair when the scales are in the activation's own type (S16), two when bf16
  *    activations meet f16 scales (SPLIT: s = hi + lo, hi = bf16(s), lo exact in bf16, so
  *    fma(v, hi, v * lo) rounds the exact product once), else through fp32.
  *  - wgmma groups are committed per chunk and waited one chunk behind, so the fragments of two
@@ -40,7 +40,7 @@
 #include <cudaTypedefs.h>
 
 #include "w4a16_common.cuh"
-#include "w4a16_tc.cuh" /* TC_BAND, tc_choose_ksplit */
+#include "w4a16_tc.cuh" /* TC_BAND */
 #include "w4a16_wg_mma.cuh"
 
 namespace cw4 {
