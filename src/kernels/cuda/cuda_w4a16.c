@@ -63,6 +63,8 @@ typedef struct cw4_packed {
     size_t held_bytes;      /* qweight + scales + zeros */
     cudaMemPool_t pool;     /* stream-ordered scratch: act-order x, host-path staging */
     cw4_knobs knobs;
+    unsigned char wg_map[MPL_CW4_WG_MAP_BYTES]; /* the wg path's weight tensor map (cc 9.0) */
+    int wg_ok;                                  /* wg_map encoded: the wg path can run */
     int live_knobs; /* MPL_CUDA_W4A16_LIVE_KNOBS=1 at creation: re-read the knobs at every apply (benchmarks) */
 } cw4_packed;
 
@@ -223,6 +225,7 @@ static mpl_status cw4_pack(const mpl_config *c, const mpl_canonical *w, void **o
         cw4_destroy(p);
         return cuda_fail(e, "creating the scratch memory pool");
     }
+    p->wg_ok = p->cc == 90 && mpl_cw4_wg_weight_map(p->qweight, (int)p->meta.k_pad, (int)p->meta.n_pad, p->wg_map) == 0;
     read_knobs(&p->knobs);
     p->live_knobs = env_int("MPL_CUDA_W4A16_LIVE_KNOBS", 0) != 0;
     *out = p;
@@ -409,15 +412,15 @@ static mpl_status dq_apply(const cw4_packed *p, const cw4_knobs *kn, const mpl_c
 }
 
 /* The path an apply of m rows takes (knobs, then mpl_cw4_default_path). */
-static int choose_path(const cw4_packed *p, const cw4_knobs *kp, int64_t m) {
-    cw4_knobs kn = *kp;
-    int path = kn.path;
-    const int tiled = p->cc == 90 ? PATH_WG : PATH_TC; /* the tiled kernel of this device */
+static int choose_path(const cw4_packed *p, const cw4_knobs *kn, int64_t m) {
+    int path = kn->path;
+    const int tiled = p->wg_ok ? PATH_WG : PATH_TC; /* the tiled kernel of this device */
     if (path == PATH_AUTO) {
-        path = mpl_cw4_default_path(m, p->meta.k, p->meta.n, p->cc);
-        if (kn.skinny_max_m >= 0) /* moved switch point */
-            path = m <= kn.skinny_max_m && m <= MPL_CW4_SKINNY_MAX_M ? PATH_SKINNY : path == PATH_SKINNY ? tiled : path;
-        if (kn.dq_min_m >= 0 && path != PATH_SKINNY) path = m >= kn.dq_min_m ? PATH_DQ : path == PATH_DQ ? tiled : path;
+        /* without the wg path (no tensor map), what mpl_cw4_default_path picks on other devices */
+        path = mpl_cw4_default_path(m, p->meta.k, p->meta.n, p->wg_ok ? p->cc : 0);
+        if (kn->skinny_max_m >= 0) /* moved switch point */
+            path = m <= kn->skinny_max_m && m <= MPL_CW4_SKINNY_MAX_M ? PATH_SKINNY : path == PATH_SKINNY ? tiled : path;
+        if (kn->dq_min_m >= 0 && path != PATH_SKINNY) path = m >= kn->dq_min_m ? PATH_DQ : path == PATH_DQ ? tiled : path;
     }
     if (path == PATH_SKINNY && m > MPL_CW4_SKINNY_MAX_M) path = tiled;
     return path;
@@ -468,13 +471,14 @@ static mpl_status run_kernels(const cw4_packed *p, int m, const void *x, const v
     a.tc_variant = kn.tc_variant;
     a.skinny_nw = kn.skinny_nw;
     a.wg_exp = kn.wg_exp;
+    a.wg_map = p->wg_ok ? p->wg_map : NULL;
     int path = choose_path(p, &kn, m);
     if (path == PATH_DQ) return dq_apply(p, &kn, &a, stream);
-    if (path == PATH_WG && p->cc != 90)
+    if (path == PATH_WG && !p->wg_ok)
         return mpl_set_error(MPL_ERR_UNSUPPORTED,
                              "cuda_w4a16: path wg (MPL_CUDA_W4A16_PATH) needs compute capability 9.0 (sm_90a "
-                             "wgmma); device %d has %d.%d",
-                             p->device, p->cc / 10, p->cc % 10);
+                             "wgmma) and the driver's tensor-map encoder; device %d has %d.%d%s",
+                             p->device, p->cc / 10, p->cc % 10, p->cc == 90 ? ", encoder unavailable" : "");
     if (path == PATH_WG) {
         void *xt = NULL;
         cudaError_t ce = cudaMallocFromPoolAsync(&xt, mpl_cw4_wg_scratch_bytes(&a), p->pool, stream);

@@ -240,6 +240,28 @@ __device__ __forceinline__ void tile_store(const mpl_cw4_args &a, float *sc, int
     if (S > 1) cluster_sync(); /* peers may still be reading this block's tile */
 }
 
+/*
+ * Launch kern on a grid of (gx, ksplit) blocks; with ksplit > 1 the ksplit blocks of one x form a
+ * cluster along y (split-K reduced through distributed shared memory: tile_store, the skinny fold).
+ */
+template <class Kern, class... Args>
+static cudaError_t launch_ksplit(Kern kern, unsigned gx, int ksplit, int threads, int smem, cudaStream_t stream,
+                                 Args... args) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(gx, (unsigned)ksplit, 1);
+    cfg.blockDim = dim3((unsigned)threads, 1, 1);
+    cfg.dynamicSmemBytes = (size_t)smem;
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 1;
+    attr[0].val.clusterDim.y = (unsigned)ksplit;
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = ksplit > 1 ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, kern, args...);
+}
+
 } // namespace cw4
 
 #endif

@@ -38,6 +38,7 @@ typedef struct mpl_cw4_args {
                                   tiles (128x32, 128x64: two blocks per SM); -1 = by m: 3 for m = 33..64, else 0
                                   (MPL_CUDA_W4A16_TC_VARIANT) */
     int skinny_nw;             /* skinny row tiles per warp: 0 = by layer width, 2 or 4 (MPL_CUDA_W4A16_SKINNY_NW) */
+    const void *wg_map;        /* wg path: the weight tensor map (MPL_CW4_WG_MAP_BYTES, from mpl_cw4_wg_weight_map) */
     int wg_exp;                /* wg path experiments (MPL_CUDA_W4A16_WG_EXP bits): 4 rounded weights whatever the
                                   group size (no exact group sums for m <= 32) */
 } mpl_cw4_args;
@@ -88,6 +89,10 @@ int mpl_cw4_launch_skinny(const mpl_cw4_args *a, void *stream);
  * cudaErrorNoKernelImageForDevice). xt: device scratch of mpl_cw4_wg_scratch_bytes(a) bytes (x
  * rearranged into shared-memory tile images), 256-byte aligned, free again once the kernels ran. */
 size_t mpl_cw4_wg_scratch_bytes(const mpl_cw4_args *a);
+/* The wg path's weight tensor map over a layer's packed qweight, written to map (MPL_CW4_WG_MAP_BYTES, any
+ * alignment); 0 or a cudaError_t (e.g. no driver entry point). Once per layer (cuda_w4a16.c: pack). */
+#define MPL_CW4_WG_MAP_BYTES 128
+int mpl_cw4_wg_weight_map(const uint32_t *qweight, int k_pad, int n_pad, void *map);
 int mpl_cw4_launch_wg(const mpl_cw4_args *a, void *xt, void *stream);
 /* Tensor-core tiled path: any m. */
 int mpl_cw4_launch_tc(const mpl_cw4_args *a, void *stream);

@@ -256,18 +256,6 @@ __global__ void __launch_bounds__(SK_THREADS, 2) cw4_skinny(const mpl_cw4_args a
 template <class A, bool ZP, int MT, bool CG, int NW>
 static cudaError_t launch_one(const mpl_cw4_args *a, cudaStream_t stream, int ksplit) {
     int ntiles = (a->n + 15) / 16;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)((ntiles + NW - 1) / NW), (unsigned)ksplit, 1);
-    cfg.blockDim = dim3(SK_THREADS, 1, 1);
-    cfg.dynamicSmemBytes = SkShape<NW>::SMEM;
-    cfg.stream = stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = 1;
-    attr[0].val.clusterDim.y = (unsigned)ksplit;
-    attr[0].val.clusterDim.z = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = ksplit > 1 ? 1 : 0;
     /* above 48 KB of dynamic shared memory needs the opt-in, once per device */
     static std::atomic<unsigned long long> configured{0};
     int dev = 0;
@@ -279,7 +267,8 @@ static cudaError_t launch_one(const mpl_cw4_args *a, cudaStream_t stream, int ks
         if (e != cudaSuccess) return e;
         configured.fetch_or(bit, std::memory_order_relaxed);
     }
-    return cudaLaunchKernelEx(&cfg, cw4_skinny<A, ZP, MT, CG, NW>, *a);
+    return launch_ksplit(cw4_skinny<A, ZP, MT, CG, NW>, (unsigned)((ntiles + NW - 1) / NW), ksplit, SK_THREADS,
+                         SkShape<NW>::SMEM, stream, *a);
 }
 
 template <class A, int NW>

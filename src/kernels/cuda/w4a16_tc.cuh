@@ -259,19 +259,7 @@ static cudaError_t tc_launch(const mpl_cw4_args *a, cudaStream_t stream) {
     if (ksplit > kc) ksplit = kc;
     if (ksplit < 1 || a->cc < 90) ksplit = 1;
     int nslot = a->gs16 % 4 == 0 ? 1 : 4;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)tiles, (unsigned)ksplit, 1);
-    cfg.blockDim = dim3(TC_THREADS, 1, 1);
-    cfg.dynamicSmemBytes = Sh::SMEM;
-    cfg.stream = stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = 1;
-    attr[0].val.clusterDim.y = (unsigned)ksplit;
-    attr[0].val.clusterDim.z = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = ksplit > 1 ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, kern, *a, tiles_m, tiles_n, nslot);
+    return launch_ksplit(kern, (unsigned)tiles, ksplit, TC_THREADS, Sh::SMEM, stream, *a, tiles_m, tiles_n, nslot);
 }
 
 /* Tile shapes by M: small M keeps 256 rows of N per block so x is re-read from L2 at most

@@ -34,6 +34,7 @@
  *    chunks are live; split-K (a cluster along K) and the epilogue are the tc path's.
  */
 #include <atomic>
+#include <cstring>
 #include <mutex>
 
 #include <cuda.h> /* CUtensorMap (the map is encoded through the runtime's driver entry point: no libcuda link) */
@@ -441,19 +442,8 @@ static cudaError_t wg_launch(const mpl_cw4_args *a, const CUtensorMap *wmap, con
     if (ksplit > kc) ksplit = kc;
     if (ksplit < 1) ksplit = 1;
     int nslot = a->gs16 % 4 == 0 ? 1 : 4;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)tiles, (unsigned)ksplit, 1);
-    cfg.blockDim = dim3(WgRegs<NWG>::THREADS, 1, 1);
-    cfg.dynamicSmemBytes = Sh::SMEM;
-    cfg.stream = stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = 1;
-    attr[0].val.clusterDim.y = (unsigned)ksplit;
-    attr[0].val.clusterDim.z = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = ksplit > 1 ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, kern, *a, *wmap, (const unsigned char *)xt, tiles_m, tiles_n, nslot);
+    return launch_ksplit(kern, (unsigned)tiles, ksplit, WgRegs<NWG>::THREADS, Sh::SMEM, stream, *a, *wmap,
+                         (const unsigned char *)xt, tiles_m, tiles_n, nslot);
 }
 
 template <class A, bool ZP, bool FOLD, int SC>
@@ -492,8 +482,9 @@ extern "C" size_t mpl_cw4_wg_scratch_bytes(const mpl_cw4_args *a) {
 }
 
 /* The weight tensor map: a 2D array of 32-bit words, dim 0 = KC * 128 words (one row of 16-row
- * tiles: KC chunks of 512 bytes), dim 1 = n_pad / 16 rows; box = one chunk (128 words) of R / 16 rows. */
-static cudaError_t wg_weight_map(const mpl_cw4_args *a, int rows_box, CUtensorMap *map) {
+ * tiles: KC chunks of 512 bytes), dim 1 = n_pad / 16 rows; box = one chunk (128 words) of R / 16 = 16
+ * rows (R = 256 for every tile of wg_dispatch4). Encoded once per layer, at pack time. */
+extern "C" int mpl_cw4_wg_weight_map(const uint32_t *qweight, int k_pad, int n_pad, void *map) {
     static PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
     static std::once_flag once;
     std::call_once(once, [] {
@@ -503,23 +494,27 @@ static cudaError_t wg_weight_map(const mpl_cw4_args *a, int rows_box, CUtensorMa
             q == cudaDriverEntryPointSuccess)
             encode = (PFN_cuTensorMapEncodeTiled_v12000)fn;
     });
-    if (!encode) return cudaErrorNotSupported;
-    const int kc = a->k_pad / 64;
-    cuuint64_t dims[2] = {(cuuint64_t)kc * 128, (cuuint64_t)(a->n_pad / 16)};
+    if (!encode) return (int)cudaErrorNotSupported;
+    static_assert(sizeof(CUtensorMap) == MPL_CW4_WG_MAP_BYTES, "tensor map size");
+    const int kc = k_pad / 64;
+    cuuint64_t dims[2] = {(cuuint64_t)kc * 128, (cuuint64_t)(n_pad / 16)};
     cuuint64_t strides[1] = {(cuuint64_t)kc * 512};
-    cuuint32_t box[2] = {128, (cuuint32_t)rows_box}, estr[2] = {1, 1};
-    CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT32, 2, (void *)a->qweight, dims, strides, box, estr,
+    cuuint32_t box[2] = {128, 16}, estr[2] = {1, 1};
+    CUtensorMap m; /* aligned here; the caller's bytes need not be */
+    CUresult r = encode(&m, CU_TENSOR_MAP_DATA_TYPE_UINT32, 2, (void *)qweight, dims, strides, box, estr,
                         CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+    if (r != CUDA_SUCCESS) return (int)cudaErrorInvalidValue;
+    memcpy(map, &m, sizeof m);
+    return 0;
 }
 
 extern "C" int mpl_cw4_launch_wg(const mpl_cw4_args *a, void *xt, void *stream) {
     if (a->cc != 90) return (int)cudaErrorNoKernelImageForDevice; /* sm_90a code only */
+    if (!a->wg_map) return (int)cudaErrorNotSupported;
     cudaStream_t s = (cudaStream_t)stream;
     CUtensorMap wmap;
-    cudaError_t me = wg_weight_map(a, 16 /* R / 16, R = 256 for every tile of wg_dispatch4 */, &wmap);
-    if (me != cudaSuccess) return (int)me;
+    memcpy(&wmap, a->wg_map, sizeof wmap);
     int bt = cw4::wg_bt(a->m), kc = a->k_pad / 64;
     long long units = (long long)((a->m - 1) / bt + 1) * kc * bt * 8;
     long long blocks = (units + 255) / 256;
