@@ -34,6 +34,21 @@ static const int64_t ms[] = {1, 2, 3, 17};
 #define NMS ((int)(sizeof ms / sizeof ms[0]))
 #define MAXM 17
 
+/* Random weights (scale dtype sd, no act-order, random data) into *w and a ref layer over them,
+ * encoded in `layout` (asserts on failure). */
+static mpl_layer *random_ref_layer(const mpl_config *c, mpl_dtype sd, mpl_layout layout, tu_rng *r, tu_weights *w) {
+    assert_int_equal(tu_weights_random(w, c, sd, TU_GIDX_NONE, TU_DATA_RANDOM, r), 0);
+    mpl_checkpoint_tensors ck;
+    assert_int_equal(tu_weights_encode(w, layout, &ck), MPL_OK);
+    mpl_options o;
+    mpl_options_init(&o);
+    o.kernel = "ref";
+    mpl_layer *l = NULL;
+    assert_int_equal(mpl_layer_create(c, &ck, &o, &l), MPL_OK);
+    mpl_checkpoint_tensors_free(&ck);
+    return l;
+}
+
 /* One layer, checked for every M: output vs oracle (tolerance or exact), guards, determinism. */
 static int64_t ref_case(const mpl_config *cfg, mpl_layout layout, mpl_dtype sd, tu_gidx_kind gk, tu_data_kind dk,
                         int with_bias, int threads, uint64_t seed) {
@@ -258,15 +273,7 @@ static void w4a8_edge_rows(void **state) {
         tu_rng r;
         tu_rng_init(&r, seed);
         tu_weights w;
-        assert_int_equal(tu_weights_random(&w, &c, MPL_DTYPE_F16, TU_GIDX_NONE, TU_DATA_RANDOM, &r), 0);
-        mpl_checkpoint_tensors ck;
-        assert_int_equal(tu_weights_encode(&w, MPL_LAYOUT_GPTQ, &ck), MPL_OK);
-        mpl_options o;
-        mpl_options_init(&o);
-        o.kernel = "ref";
-        mpl_layer *l = NULL;
-        assert_int_equal(mpl_layer_create(&c, &ck, &o, &l), MPL_OK);
-        mpl_checkpoint_tensors_free(&ck);
+        mpl_layer *l = random_ref_layer(&c, MPL_DTYPE_F16, MPL_LAYOUT_GPTQ, &r, &w);
         size_t as = tu_act_size(c.act);
         unsigned char x[M * 40 * 4], b[13 * 4];
         float xf[M * 40], bf[13];
@@ -323,15 +330,7 @@ static void w4a16_nonfinite_rows(void **state) {
     uint64_t seed = tu_seed(0x1f1f);
     tu_rng_init(&r, seed);
     tu_weights w;
-    assert_int_equal(tu_weights_random(&w, &c, MPL_DTYPE_F16, TU_GIDX_NONE, TU_DATA_RANDOM, &r), 0);
-    mpl_checkpoint_tensors ck;
-    assert_int_equal(tu_weights_encode(&w, MPL_LAYOUT_CT, &ck), MPL_OK);
-    mpl_options o;
-    mpl_options_init(&o);
-    o.kernel = "ref";
-    mpl_layer *l = NULL;
-    assert_int_equal(mpl_layer_create(&c, &ck, &o, &l), MPL_OK);
-    mpl_checkpoint_tensors_free(&ck);
+    mpl_layer *l = random_ref_layer(&c, MPL_DTYPE_F16, MPL_LAYOUT_CT, &r, &w);
     float x[3 * 40], y[3 * 7];
     double want[3 * 7], mag[3 * 7], tol[3 * 7];
     tu_act_random(&r, &c, 3, TU_DATA_RANDOM, x, x);
@@ -399,15 +398,7 @@ static void tolerance_catches_one_wrong_weight(void **state) {
         tu_rng r;
         tu_rng_init(&r, seed);
         tu_weights w;
-        assert_int_equal(tu_weights_random(&w, &c, MPL_DTYPE_F32, TU_GIDX_NONE, TU_DATA_RANDOM, &r), 0);
-        mpl_checkpoint_tensors ck;
-        assert_int_equal(tu_weights_encode(&w, MPL_LAYOUT_GPTQ, &ck), MPL_OK);
-        mpl_options o;
-        mpl_options_init(&o);
-        o.kernel = "ref";
-        mpl_layer *l = NULL;
-        assert_int_equal(mpl_layer_create(&c, &ck, &o, &l), MPL_OK);
-        mpl_checkpoint_tensors_free(&ck);
+        mpl_layer *l = random_ref_layer(&c, MPL_DTYPE_F32, MPL_LAYOUT_GPTQ, &r, &w);
         unsigned char x[72 * 4], y[7 * 4];
         float xf[72];
         double want[7], mag[7], tol[7];

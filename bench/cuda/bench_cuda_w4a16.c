@@ -283,6 +283,30 @@ static void fill_bf16(void *dev, size_t count) {
     }
 }
 
+/* cuBLAS's weights: enough identical copies of one random bf16 matrix of n elements to rotate over. */
+static void **bf16_copies(size_t n, int *count) {
+    size_t bytes = n * 2;
+    int rb = copies_for(bytes);
+    void **wb = calloc((size_t)rb, sizeof *wb);
+    if (!wb) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    for (int i = 0; i < rb; i++) {
+        CK(cudaMalloc(&wb[i], bytes));
+        if (i == 0)
+            fill_bf16(wb[0], n);
+        else
+            CK(cudaMemcpy(wb[i], wb[0], bytes, cudaMemcpyDeviceToDevice));
+    }
+    *count = rb;
+    return wb;
+}
+static void free_copies(void **wb, int count) {
+    for (int i = 0; i < count; i++) CK(cudaFree(wb[i]));
+    free(wb);
+}
+
 static double ideal_bytes(const shape *s, int64_t m) {
     return (double)s->n * (double)s->k / 2 + (double)s->n * (double)(s->k / GROUP) * 2 + (double)m * (double)s->k * 2 +
            (double)m * (double)s->n * 2;
@@ -374,16 +398,8 @@ int main(int argc, char **argv) {
             int r;
             mpl_layer **layers = make_layers(&ck, &cfg, "auto", "-1", &r);
             unsetenv("MPL_CUDA_W4A16_LIVE_KNOBS");
-            size_t wbf = (size_t)(s->n * s->k) * 2;
-            int rb = copies_for(wbf);
-            void **wb = calloc((size_t)rb, sizeof *wb);
-            for (int i = 0; i < rb; i++) {
-                CK(cudaMalloc(&wb[i], wbf));
-                if (i == 0)
-                    fill_bf16(wb[0], (size_t)(s->n * s->k));
-                else
-                    CK(cudaMemcpy(wb[i], wb[0], wbf, cudaMemcpyDeviceToDevice));
-            }
+            int rb;
+            void **wb = bf16_copies((size_t)(s->n * s->k), &rb);
             for (int i = 0; i < nm; i++) {
                 int64_t m = ms[i];
                 blas_ctx bc = {h, wb, rb, dx, dy, (int)m, (int)s->n, (int)s->k};
@@ -409,8 +425,7 @@ int main(int argc, char **argv) {
                 }
                 set_knobs("");
             }
-            for (int i = 0; i < rb; i++) CK(cudaFree(wb[i]));
-            free(wb);
+            free_copies(wb, rb);
             free_layers(layers, r);
         } else if (variants) {
             /* the tensor-core tile variants for m > 64 (MPL_CUDA_W4A16_TC_VARIANT) */
@@ -447,16 +462,8 @@ int main(int argc, char **argv) {
         } else {
             int r;
             mpl_layer **layers = make_layers(&ck, &cfg, "auto", "-1", &r);
-            size_t wbf = (size_t)(s->n * s->k) * 2;
-            int rb = copies_for(wbf);
-            void **wb = calloc((size_t)rb, sizeof *wb);
-            for (int i = 0; i < rb; i++) {
-                CK(cudaMalloc(&wb[i], wbf));
-                if (i == 0)
-                    fill_bf16(wb[0], (size_t)(s->n * s->k));
-                else
-                    CK(cudaMemcpy(wb[i], wb[0], wbf, cudaMemcpyDeviceToDevice));
-            }
+            int rb;
+            void **wb = bf16_copies((size_t)(s->n * s->k), &rb);
             for (int i = 0; i < nm; i++) {
                 int64_t m = ms[i];
                 blas_ctx bc = {h, wb, rb, dx, dy, (int)m, (int)s->n, (int)s->k};
@@ -476,8 +483,7 @@ int main(int argc, char **argv) {
                             tflops);
                 fflush(stdout);
             }
-            for (int i = 0; i < rb; i++) CK(cudaFree(wb[i]));
-            free(wb);
+            free_copies(wb, rb);
             free_layers(layers, r);
         }
         CK(cudaFree(dx));
