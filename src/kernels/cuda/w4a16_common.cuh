@@ -194,6 +194,18 @@ __device__ __forceinline__ float bias_value(const void *bias, int n) {
     return bias ? A::to_float(((const uint16_t *)bias)[n]) : 0.0f;
 }
 
+/* Raster of the tiled paths (tc, wg): tile t of tiles_m x tiles_n output tiles, in bands of RASTER_BAND
+ * row tiles of M (m fastest inside a band), so that concurrently running blocks share weights and x
+ * through L2. Returns the tile's (row tile of M, tile of N). */
+constexpr int RASTER_BAND = 8;
+__device__ __forceinline__ int2 raster_tile(int t, int tiles_m, int tiles_n) {
+    const int band = t / (RASTER_BAND * tiles_n);
+    const int first_m = band * RASTER_BAND;
+    const int band_m = min(tiles_m - first_m, RASTER_BAND);
+    const int in_band = t - band * RASTER_BAND * tiles_n;
+    return make_int2(first_m + in_band % band_m, in_band / band_m);
+}
+
 /*
  * Block epilogue of the tiled paths (tc, wg): sc holds the block's fp32 tile, token-major
  * (sc[ml * LD + nl], BM tokens from m0, BN rows of N from n0), written by the whole block and

@@ -28,7 +28,6 @@ namespace cw4 {
 
 constexpr int TC_THREADS = 256;
 constexpr int TC_XS = 160; /* shared bytes per x row: 128 of data + 32 so 8 rows hit 8 bank groups */
-constexpr int TC_BAND = 8; /* row tiles of M per raster band */
 constexpr int TC_MAX_DEV = 64;
 
 template <int BM, int BN, int WN, int WM, int STAGES>
@@ -64,11 +63,8 @@ __global__ void __launch_bounds__(TC_THREADS, TcMinBlocks<BM, BN, WN, WM>::value
     const int wn = warp % WN, wm = warp / WN;
 
     const int tile = blockIdx.x;
-    const int band = tile / (TC_BAND * tiles_n);
-    const int first_m = band * TC_BAND;
-    const int band_m = min(tiles_m - first_m, TC_BAND);
-    const int in_band = tile - band * TC_BAND * tiles_n;
-    const int m0 = (first_m + in_band % band_m) * BM, n0 = (in_band / band_m) * BN;
+    const int2 mn = raster_tile(tile, tiles_m, tiles_n);
+    const int m0 = mn.x * BM, n0 = mn.y * BN;
 
     const int KC = a.k_pad >> 6;
     const int S = gridDim.y, split = blockIdx.y;

@@ -41,7 +41,6 @@
 #include <cudaTypedefs.h>
 
 #include "w4a16_common.cuh"
-#include "w4a16_tc.cuh" /* TC_BAND */
 #include "w4a16_wg_mma.cuh"
 
 namespace cw4 {
@@ -177,12 +176,8 @@ __global__ void __launch_bounds__(WgRegs<NWG>::THREADS, 1)
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2;
 
     const int tile = blockIdx.x;
-    const int band = tile / (TC_BAND * tiles_n);
-    const int first_m = band * TC_BAND;
-    const int band_m = min(tiles_m - first_m, TC_BAND);
-    const int in_band = tile - band * TC_BAND * tiles_n;
-    const int mt = first_m + in_band % band_m;
-    const int m0 = mt * BT, n0 = (in_band / band_m) * R;
+    const int2 mn = raster_tile(tile, tiles_m, tiles_n);
+    const int mt = mn.x, m0 = mt * BT, n0 = mn.y * R;
 
     const int KC = a.k_pad >> 6;
     const int S = gridDim.y, split = blockIdx.y;
