@@ -364,7 +364,7 @@ static int run_case(const dcase *d, int64_t m, uint64_t seed, const char *path, 
      * Exact data (power-of-two scales, small integers) stays exact: it is still compared bit for bit.
      */
     int forced = !strcmp(path, "dq") ? MPL_CW4_PATH_DQ : !strcmp(path, "wg") ? MPL_CW4_PATH_WG : MPL_CW4_PATH_TC;
-    int dq = mpl_cw4_path_rounds_weights(!strcmp(path, "auto") ? mpl_cw4_default_path(m, d->k, d->n, g_cc) : forced, m, d->gs);
+    int dq = mpl_cw4_path_rounds_weights(!strcmp(path, "auto") ? mpl_cw4_default_path(m, d->k, d->n, d->gs, g_cc) : forced, m, d->gs);
     double extra = dq ? (d->act == MPL_ACT_BF16 ? 0x1.0p-8 : 0x1.0p-11) + 0x1.0p-23 : 0.0;
     for (size_t i = 0; i < ny; i++) tol[i] = tu_tolerance(&c, want[i], mag[i], extra);
     /* the public query agrees with the path the test expects */
@@ -441,17 +441,19 @@ done:
 static const int64_t all_m[] = {1, 2, 7, 8, 9, 16, 17, 64, 65, 257, 1024};
 static const int64_t few_m[] = {1, 9, 17, 65};
 
-/* Every M on every path that applies (auto takes skinny up to its switch point, then wg on
- * compute capability 9.0, else tc and dq above 160): each tiled path whatever auto takes. */
+/* Every M on every path that applies (auto takes stream or skinny up to m = 16, then wg on
+ * compute capability 9.0, else tc and dq above 160): each path whatever auto takes. */
 static int run_ms(const dcase *d, const int64_t *ms, int nm, uint64_t seed, int *cases) {
     int bad = 0;
     for (int i = 0; i < nm; i++) {
         uint64_t s = tu_case_seed(seed, (uint64_t)(*cases)++);
-        int autop = mpl_cw4_default_path(ms[i], d->k, d->n, g_cc);
+        int autop = mpl_cw4_default_path(ms[i], d->k, d->n, d->gs, g_cc);
         bad += !run_case(d, ms[i], s, "auto", 0);
         if (autop != MPL_CW4_PATH_TC) bad += !run_case(d, ms[i], s, "tc", 0), (*cases)++;
         if (g_cc == 90 && autop != MPL_CW4_PATH_WG) bad += !run_case(d, ms[i], s, "wg", 0), (*cases)++;
         if (ms[i] <= 16) bad += !run_case(d, ms[i], s, "skinny", 0), (*cases)++;
+        if (autop != MPL_CW4_PATH_STREAM && mpl_cw4_stream_applies(ms[i], d->gs, g_cc))
+            bad += !run_case(d, ms[i], s, "stream", 0), (*cases)++;
         if (ms[i] == 9 || ms[i] == 17) bad += !run_case(d, ms[i], s, "dq", 0), (*cases)++;
     }
     return bad;
@@ -508,6 +510,21 @@ static void device_matrix(void **state) {
             bad += !run_case(&wide[i], wide_m[j], s, "skinny", 0);
             bad += !run_case(&wide[i], wide_m[j], s, "skinny", 2), cases++;
         }
+    /* the stream path's plans: row groups of 4/2/1 tiles and clusters of 1, 2, 4, 8 blocks along K, forced
+     * (MPL_CUDA_W4A16_KSPLIT) on layers from narrow to wide, with K tails, zero points, f32 scales, bias */
+    if (g_cc >= 90) {
+        const dcase sc[] = {
+            {1024, 6656, 128, 1, 0, MPL_ACT_BF16, EX, F16, G, 1}, {4160, 48, 4160, 0, 0, MPL_ACT_BF16, RN, F16, G, 1},
+            {1000, 136, -1, 0, 0, MPL_ACT_F16, RN, F16, G, 1},   {2048, 1032, 64, 1, 1, MPL_ACT_F16, RN, F32, G, 1},
+            {8192, 520, 256, 0, 0, MPL_ACT_BF16, EX, BF16, G, 0},
+        };
+        const int64_t sm[] = {1, 5, 9, 16};
+        const int ks[] = {1, 2, 4, 8};
+        for (size_t i = 0; i < sizeof sc / sizeof sc[0]; i++)
+            for (int j = 0; j < 4; j++)
+                for (int q = 0; q < 4; q++)
+                    bad += !run_case(&sc[i], sm[j], tu_case_seed(seed, (uint64_t)cases), "stream", ks[q]), cases++;
+    }
     /* the tensor-core tile variants for m > 64 (MPL_CUDA_W4A16_TC_VARIANT) */
     const int64_t var_m[] = {65, 257, 1024};
     for (int v = 1; v <= 2; v++) {

@@ -7,7 +7,7 @@
  * weights), timed with CUDA events; per-call time = median over replays / L. Activations are
  * one buffer (hot, as in inference). Our kernel runs through mpl_layer_apply_device.
  *
- *   bench_cuda_w4a16 [--m 1,16,64] [--shapes name,...] [--reps n] [--crossover] [--variants] [--md file]
+ *   bench_cuda_w4a16 [--m 1,16,64] [--shapes name,...] [--reps n] [--crossover] [--variants] [--sweep [--sets LABEL]] [--md file]
  *
  * Table: per shape and M, cuBLAS bf16 and ours in us, speedup, and for ours the bytes of an
  * ideal int4 kernel (int4 weights + group-128 f16 scales + x + y) over the time as a share of
@@ -231,6 +231,13 @@ static const knob_set sweep_sets[] = {
     {"wg 4wg ksplit2", "MPL_CUDA_W4A16_PATH=wg,MPL_CUDA_W4A16_WG_EXP=8,MPL_CUDA_W4A16_KSPLIT=2", 1, 64},
     {"wg 4wg ksplit4", "MPL_CUDA_W4A16_PATH=wg,MPL_CUDA_W4A16_WG_EXP=8,MPL_CUDA_W4A16_KSPLIT=4", 1, 64},
     {"skinny", "MPL_CUDA_W4A16_PATH=skinny", 1, 16},
+    {"stream", "MPL_CUDA_W4A16_PATH=stream", 1, 16},
+    {"stream C1 NR1", "MPL_CUDA_W4A16_PATH=stream,MPL_CUDA_W4A16_KSPLIT=1,MPL_CUDA_W4A16_STREAM_NR=1", 1, 16},
+    {"stream C1 NR2", "MPL_CUDA_W4A16_PATH=stream,MPL_CUDA_W4A16_KSPLIT=1,MPL_CUDA_W4A16_STREAM_NR=2", 1, 16},
+    {"stream C1 NR4", "MPL_CUDA_W4A16_PATH=stream,MPL_CUDA_W4A16_KSPLIT=1,MPL_CUDA_W4A16_STREAM_NR=4", 1, 16},
+    {"stream C2 NR1", "MPL_CUDA_W4A16_PATH=stream,MPL_CUDA_W4A16_KSPLIT=2,MPL_CUDA_W4A16_STREAM_NR=1", 1, 16},
+    {"stream C2 NR2", "MPL_CUDA_W4A16_PATH=stream,MPL_CUDA_W4A16_KSPLIT=2,MPL_CUDA_W4A16_STREAM_NR=2", 1, 16},
+    {"stream C4", "MPL_CUDA_W4A16_PATH=stream,MPL_CUDA_W4A16_KSPLIT=4", 1, 16},
     {"tc v0 (256-row)", "MPL_CUDA_W4A16_PATH=tc,MPL_CUDA_W4A16_TC_VARIANT=0", 9, 1 << 30},
     {"tc v3 (128-row)", "MPL_CUDA_W4A16_PATH=tc,MPL_CUDA_W4A16_TC_VARIANT=3", 9, 64},
     {"dq auto slabs", "MPL_CUDA_W4A16_PATH=dq", 64, 1 << 30},
@@ -238,7 +245,8 @@ static const knob_set sweep_sets[] = {
 #define NSWEEP ((int)(sizeof sweep_sets / sizeof sweep_sets[0]))
 static const char *const knob_names[] = {"MPL_CUDA_W4A16_PATH", "MPL_CUDA_W4A16_SKINNY_NW", "MPL_CUDA_W4A16_KSPLIT",
                                          "MPL_CUDA_W4A16_TC_VARIANT", "MPL_CUDA_W4A16_DQ_OVERLAP",
-                                         "MPL_CUDA_W4A16_DQ_SLAB_KB", "MPL_CUDA_W4A16_WG_EXP"};
+                                         "MPL_CUDA_W4A16_DQ_SLAB_KB", "MPL_CUDA_W4A16_WG_EXP",
+                                         "MPL_CUDA_W4A16_STREAM_NR"};
 static void set_knobs(const char *env) {
     for (size_t i = 0; i < sizeof knob_names / sizeof knob_names[0]; i++) unsetenv(knob_names[i]);
     char buf[256];
@@ -331,6 +339,7 @@ static int shape_selected(const char *list, const char *name) {
 int main(int argc, char **argv) {
     int64_t ms[16] = {1, 16, 64, 256, 1024, 4096};
     int nm = 6, crossover = 0, variants = 0, sweep = 0;
+    const char *sets = NULL; /* --sweep --sets LABEL: the knob sets whose label contains LABEL (and default) */
     const char *only = NULL, *md_path = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--m") && i + 1 < argc)
@@ -343,12 +352,14 @@ int main(int argc, char **argv) {
             crossover = 1;
         else if (!strcmp(argv[i], "--variants"))
             variants = 1;
+        else if (!strcmp(argv[i], "--sets") && i + 1 < argc)
+            sets = argv[++i];
         else if (!strcmp(argv[i], "--sweep"))
             sweep = 1;
         else if (!strcmp(argv[i], "--md") && i + 1 < argc)
             md_path = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--m 1,16,...] [--shapes 8B.qkv,...] [--reps n] [--crossover] [--variants] [--sweep] [--md file]\n",
+            fprintf(stderr, "usage: %s [--m 1,16,...] [--shapes 8B.qkv,...] [--reps n] [--crossover] [--variants] [--sweep [--sets LABEL]] [--md file]\n",
                     argv[0]);
             return 2;
         }
@@ -409,6 +420,7 @@ int main(int argc, char **argv) {
                 printf("sweep %-12s M=%-5lld %-18s %10.2f us\n", s->name, (long long)m, "cuBLAS bf16", us_b);
                 for (int v = 0; v < NSWEEP; v++) {
                     if (m < sweep_sets[v].m_lo || m > sweep_sets[v].m_hi) continue;
+                    if (sets && !strstr(sweep_sets[v].label, sets) && strcmp(sweep_sets[v].label, "default")) continue;
                     set_knobs(sweep_sets[v].env);
                     ours_ctx oc = {layers, r, dx, dy, m};
                     issue_ours(&oc, 0);

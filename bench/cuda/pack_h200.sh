@@ -6,11 +6,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cmake -S . -B build-h200x -DMPLINEAR_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 > /dev/null
-cmake --build build-h200x -j"$(nproc)" --target test_cuda_w4a16 bench_cuda_w4a16 mplinear-cli
+cmake --build build-h200x -j"$(nproc)" --target test_cuda_w4a16 bench_cuda_w4a16 bench_cuda_bw mplinear-cli
 mkdir -p .h200 .h200pack/lib
-cp build-h200x/tests/test_cuda_w4a16 build-h200x/bench/cuda/bench_cuda_w4a16 build-h200x/mplinear .h200/
-strip .h200/test_cuda_w4a16 .h200/bench_cuda_w4a16 .h200/mplinear
-tar -C .h200 -cf - bench_cuda_w4a16 test_cuda_w4a16 mplinear | xz -T0 -3 > .h200pack/bins.tar.xz
+cp build-h200x/tests/test_cuda_w4a16 build-h200x/bench/cuda/bench_cuda_w4a16 build-h200x/bench/cuda/bench_cuda_bw build-h200x/mplinear .h200/
+strip .h200/test_cuda_w4a16 .h200/bench_cuda_w4a16 .h200/bench_cuda_bw .h200/mplinear
+tar -C .h200 -cf - bench_cuda_w4a16 bench_cuda_bw test_cuda_w4a16 mplinear | xz -T0 -3 > .h200pack/bins.tar.xz
 for l in libcmocka.so.0 libjson-c.so.5; do
     p=$(ldconfig -p | awk -v l="$l" '$1 == l {print $NF; exit}')
     [ -n "$p" ] && cp -L "$p" .h200pack/lib/

@@ -3,21 +3,24 @@
  * one device copy), apply on device pointers (asynchronous, on the caller's stream) or on
  * host pointers (synchronous copies through a stream-ordered pool), destroy.
  *
- * Paths (w4a16_launch.h): the skinny kernel for m <= skinny_max_m (decode); above it, on compute
+ * Paths (w4a16_launch.h): the skinny kernel for m <= skinny_max_m (decode; the persistent bulk-copy "stream"
+ * kernel, w4a16_stream.cu, is an alternative by knob, measured no faster: NOTES.md v7); above it, on compute
  * capability 9.0, the warpgroup kernel ("wg", wgmma, w4a16_wg.cu); elsewhere the mma.sync tensor-core
  * kernel ("tc") and for large m the dequantizing path ("dq"): slabs of rows of the weights expanded
  * to 16-bit (scale applied) in a bounded scratch buffer, each multiplied by cuBLAS (cublasGemmEx,
  * fp32 accumulation). Environment knobs, read when a layer is created:
- *   MPL_CUDA_W4A16_PATH=auto|skinny|tc|dq|wg  force a path (skinny still only for m <= 16; wg needs
- *                                        compute capability 9.0)
+ *   MPL_CUDA_W4A16_PATH=auto|skinny|stream|tc|dq|wg  force a path (skinny and stream only for m <= 16;
+ *                                        wg needs compute capability 9.0, stream 9.0+)
  *   MPL_CUDA_W4A16_SKINNY_MAX_M=n        switch point: skinny for m <= n (default: mpl_cw4_default_path)
  *   MPL_CUDA_W4A16_DQ_MIN_M=n            dq for m >= n (default: mpl_cw4_dq_by_default)
  *   MPL_CUDA_W4A16_DQ_SLAB_KB=n          dq scratch per slab buffer in KiB (default: by m, dq_slab_rows)
  *   MPL_CUDA_W4A16_DQ_OVERLAP=0|1        dq: dequantize the next slab on a side stream while cuBLAS
  *                                        multiplies this one (two slab buffers; default 1)
- *   MPL_CUDA_W4A16_KSPLIT=n              force the split-K factor (1..8; clusters need sm_90)
+ *   MPL_CUDA_W4A16_KSPLIT=n              force the split-K factor (1..8; clusters need sm_90; stream: 1, 2, 4
+ *                                        or 8 where its shared memory allows)
  *   MPL_CUDA_W4A16_TC_VARIANT=0..3       tensor-core tile shape (w4a16_launch.h)
  *   MPL_CUDA_W4A16_SKINNY_NW=0|2|4       skinny row tiles per warp (0: by layer width)
+ *   MPL_CUDA_W4A16_STREAM_NR=0|1|2|4     stream row tiles per row group (0: by the plan's cost)
  *   MPL_CUDA_W4A16_WG_EXP=bits           wg path experiments (w4a16_launch.h; benchmarks only)
  * Every CUDA error becomes MPL_ERR_CUDA with CUDA's name and message (cuBLAS: its status string);
  * nothing aborts.
@@ -41,12 +44,13 @@ enum {
     PATH_SKINNY = MPL_CW4_PATH_SKINNY,
     PATH_TC = MPL_CW4_PATH_TC,
     PATH_DQ = MPL_CW4_PATH_DQ,
-    PATH_WG = MPL_CW4_PATH_WG
+    PATH_WG = MPL_CW4_PATH_WG,
+    PATH_STREAM = MPL_CW4_PATH_STREAM
 };
 
 /* Environment knobs (file comment). */
 typedef struct cw4_knobs {
-    int path, skinny_max_m, ksplit, tc_variant, skinny_nw, wg_exp;
+    int path, skinny_max_m, ksplit, tc_variant, skinny_nw, stream_nr, wg_exp;
     int dq_min_m, dq_overlap; /* dq_min_m < 0: mpl_cw4_dq_by_default */
     size_t dq_slab_bytes;
 } cw4_knobs;
@@ -132,6 +136,7 @@ static void read_knobs(cw4_knobs *k) {
     const char *path = getenv("MPL_CUDA_W4A16_PATH");
     k->path = !path                     ? PATH_AUTO
               : !strcmp(path, "skinny") ? PATH_SKINNY
+              : !strcmp(path, "stream") ? PATH_STREAM
               : !strcmp(path, "tc")     ? PATH_TC
               : !strcmp(path, "dq")     ? PATH_DQ
               : !strcmp(path, "wg")     ? PATH_WG
@@ -140,6 +145,7 @@ static void read_knobs(cw4_knobs *k) {
     k->ksplit = env_int("MPL_CUDA_W4A16_KSPLIT", 0);
     k->tc_variant = env_int("MPL_CUDA_W4A16_TC_VARIANT", -1); /* -1: by m (w4a16_tc.cuh) */
     k->skinny_nw = env_int("MPL_CUDA_W4A16_SKINNY_NW", 0);
+    k->stream_nr = env_int("MPL_CUDA_W4A16_STREAM_NR", 0);
     k->wg_exp = env_int("MPL_CUDA_W4A16_WG_EXP", 0);
     k->dq_min_m = env_int("MPL_CUDA_W4A16_DQ_MIN_M", -1);
     k->dq_overlap = env_int("MPL_CUDA_W4A16_DQ_OVERLAP", 1) != 0;
@@ -417,12 +423,13 @@ static int choose_path(const cw4_packed *p, const cw4_knobs *kn, int64_t m) {
     const int tiled = p->wg_ok ? PATH_WG : PATH_TC; /* the tiled kernel of this device */
     if (path == PATH_AUTO) {
         /* without the wg path (no tensor map), what mpl_cw4_default_path picks on other devices */
-        path = mpl_cw4_default_path(m, p->meta.k, p->meta.n, p->wg_ok ? p->cc : 0);
+        const int64_t gs = p->meta.groups == 1 ? -1 : p->meta.group_size;
+        path = mpl_cw4_default_path(m, p->meta.k, p->meta.n, gs, p->wg_ok ? p->cc : 0);
         if (kn->skinny_max_m >= 0) /* moved switch point */
             path = m <= kn->skinny_max_m && m <= MPL_CW4_SKINNY_MAX_M ? PATH_SKINNY : path == PATH_SKINNY ? tiled : path;
         if (kn->dq_min_m >= 0 && path != PATH_SKINNY) path = m >= kn->dq_min_m ? PATH_DQ : path == PATH_DQ ? tiled : path;
     }
-    if (path == PATH_SKINNY && m > MPL_CW4_SKINNY_MAX_M) path = tiled;
+    if ((path == PATH_SKINNY || path == PATH_STREAM) && m > MPL_CW4_SKINNY_MAX_M) path = tiled;
     return path;
 }
 
@@ -470,6 +477,7 @@ static mpl_status run_kernels(const cw4_packed *p, int m, const void *x, const v
     a.cc = p->cc;
     a.tc_variant = kn.tc_variant;
     a.skinny_nw = kn.skinny_nw;
+    a.stream_nr = kn.stream_nr;
     a.wg_exp = kn.wg_exp;
     a.wg_map = p->wg_ok ? p->wg_map : NULL;
     int path = choose_path(p, &kn, m);
@@ -487,6 +495,18 @@ static mpl_status run_kernels(const cw4_packed *p, int m, const void *x, const v
         ce = cudaFreeAsync(xt, stream);
         if (le) return cuda_fail((cudaError_t)le, "launching the warpgroup (wgmma) kernel");
         if (ce != cudaSuccess) return cuda_fail(ce, "freeing wg x-tile scratch");
+        return MPL_OK;
+    }
+    if (path == PATH_STREAM) { /* MPL_CUDA_W4A16_PATH=stream only */
+        int se = mpl_cw4_launch_stream(&a, stream);
+        if (se == (int)cudaErrorNotSupported)
+            return mpl_set_error(MPL_ERR_UNSUPPORTED,
+                                 "cuda_w4a16: path stream (MPL_CUDA_W4A16_PATH) needs compute capability 9.0+, m <= %d, "
+                                 "a group size that is a multiple of 64 (or -1) and x's K slice in shared memory; "
+                                 "here cc %d.%d, m %d, group size %lld, k %lld",
+                                 MPL_CW4_SKINNY_MAX_M, p->cc / 10, p->cc % 10, m,
+                                 (long long)(p->meta.groups == 1 ? -1 : p->meta.group_size), (long long)p->meta.k);
+        if (se != 0) return cuda_fail((cudaError_t)se, "launching the stream kernel");
         return MPL_OK;
     }
     int e = path == PATH_SKINNY ? mpl_cw4_launch_skinny(&a, stream) : mpl_cw4_launch_tc(&a, stream);

@@ -188,6 +188,56 @@ __device__ __forceinline__ const float *cluster_peer(float *p, int rank) {
 #endif
 }
 
+/* ---- mbarriers and 1D bulk copies (sm_90; the wg and stream paths). Empty below sm_90: the hosts
+ * launch those kernels on compute capability 9.0 only. ---- */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define CW4_SM90_ASM(...) asm volatile(__VA_ARGS__)
+#else
+#define CW4_SM90_ASM(...) ((void)0)
+#endif
+__device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
+    CW4_SM90_ASM("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count));
+}
+__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
+    CW4_SM90_ASM("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+    CW4_SM90_ASM("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+    CW4_SM90_ASM(
+        "{\n.reg .pred p;\nWAIT_%=:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+        "@!p bra WAIT_%=;\n}\n" ::"r"(bar),
+        "r"(parity)
+        : "memory");
+}
+/* Cluster-scope variants: wait with acquire at cluster scope (a peer's writes to this block's or its own
+ * shared memory, released by its arrive, are visible after); arrive with release on the barrier at the same
+ * offset in block `rank` of the cluster. */
+__device__ __forceinline__ void mbar_wait_cluster(uint32_t bar, uint32_t parity) {
+    CW4_SM90_ASM(
+        "{\n.reg .pred p;\nWAITC_%=:\n"
+        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%0], %1;\n"
+        "@!p bra WAITC_%=;\n}\n" ::"r"(bar),
+        "r"(parity)
+        : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_remote(uint32_t bar, int rank) {
+    CW4_SM90_ASM(
+        "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
+        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
+        "r"(rank)
+        : "memory");
+}
+/* bytes (a multiple of 16, both addresses 16-byte aligned) from global to this block's shared memory */
+__device__ __forceinline__ void bulk_g2s(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar) {
+    CW4_SM90_ASM("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+                 "l"(src), "r"(bytes), "r"(bar)
+                 : "memory");
+}
+
+
 /* Bias of output n as float (0 without bias). */
 template <class A>
 __device__ __forceinline__ float bias_value(const void *bias, int n) {

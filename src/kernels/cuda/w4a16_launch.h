@@ -38,6 +38,7 @@ typedef struct mpl_cw4_args {
                                   tiles (128x32, 128x64: two blocks per SM); -1 = by m: 3 for m = 33..64, else 0
                                   (MPL_CUDA_W4A16_TC_VARIANT) */
     int skinny_nw;             /* skinny row tiles per warp: 0 = by layer width, 2 or 4 (MPL_CUDA_W4A16_SKINNY_NW) */
+    int stream_nr;             /* stream row tiles per row group: 0 = by the plan's cost, 1, 2 or 4 (MPL_CUDA_W4A16_STREAM_NR) */
     const void *wg_map;        /* wg path: the weight tensor map (MPL_CW4_WG_MAP_BYTES, from mpl_cw4_wg_weight_map) */
     int wg_exp;                /* wg path experiments (MPL_CUDA_W4A16_WG_EXP bits): 4 rounded weights whatever the
                                   group size (no exact group sums for m <= 32) */
@@ -47,7 +48,25 @@ typedef struct mpl_cw4_args {
 #define MPL_CW4_SKINNY_MAX_M 16
 
 /* Paths (MPL_CUDA_W4A16_PATH=auto|skinny|tc|dq|wg). */
-enum { MPL_CW4_PATH_AUTO = 0, MPL_CW4_PATH_SKINNY = 1, MPL_CW4_PATH_TC = 2, MPL_CW4_PATH_DQ = 3, MPL_CW4_PATH_WG = 4 };
+enum {
+    MPL_CW4_PATH_AUTO = 0,
+    MPL_CW4_PATH_SKINNY = 1,
+    MPL_CW4_PATH_TC = 2,
+    MPL_CW4_PATH_DQ = 3,
+    MPL_CW4_PATH_WG = 4,
+    MPL_CW4_PATH_STREAM = 5
+};
+
+/*
+ * Whether the stream path (w4a16_stream.cu: persistent bulk-copy decode kernel; MPL_CUDA_W4A16_PATH=stream
+ * only -- measured no faster than skinny, bench/cuda/NOTES.md v7) takes m rows: compute capability 9.0+
+ * (bulk copies, clusters), m <= 16, and every 64-channel chunk inside one group (group size a multiple of
+ * 64, or -1). It may still refuse a layer whose x slice does not fit in shared memory (very large K at m
+ * near 16).
+ */
+static inline int mpl_cw4_stream_applies(int64_t m, int64_t group_size, int cc) {
+    return cc >= 90 && m >= 1 && m <= MPL_CW4_SKINNY_MAX_M && (group_size == -1 || group_size % 64 == 0);
+}
 
 /*
  * Default switch to the dequantizing path (slabs of 16-bit weights + cuBLAS): m above the
@@ -68,7 +87,8 @@ static inline int mpl_cw4_dq_by_default(int64_t m, int64_t k, int64_t n) {
  * Skinny: measured on the H200 (bench/cuda/NOTES.md, run 3): it wins up to m = 8 on every layer;
  * from 9 to 16 it wins when K >= 8192 (70B down: 51 vs 84 us at m = 16), tc wins slightly below.
  */
-static inline int mpl_cw4_default_path(int64_t m, int64_t k, int64_t n, int cc) {
+static inline int mpl_cw4_default_path(int64_t m, int64_t k, int64_t n, int64_t group_size, int cc) {
+    (void)group_size; /* the stream path (group-size dependent) is not a default: NOTES.md v7 */
     if (m <= 8 || (m <= MPL_CW4_SKINNY_MAX_M && k >= 8192)) return MPL_CW4_PATH_SKINNY;
     /* wg (cc 9.0, measured v6): beats tc from m = 33 (70B gate_up m = 64: 171 vs 289 us) and dq up to m = 512
      * (70B down m = 256: 188 vs 381 us); ties dq at m = 1024 and loses at 4096 (0.80-0.85x vs 0.96-0.99x). */
@@ -85,6 +105,8 @@ static inline int mpl_cw4_path_rounds_weights(int path, int64_t m, int64_t group
 
 /* Skinny path: m <= MPL_CW4_SKINNY_MAX_M. */
 int mpl_cw4_launch_skinny(const mpl_cw4_args *a, void *stream);
+/* Stream path (mpl_cw4_stream_applies): cudaErrorNotSupported when it does not take these args. */
+int mpl_cw4_launch_stream(const mpl_cw4_args *a, void *stream);
 /* Warpgroup (wgmma, sm_90a) tiled path: any m, compute capability 9.0 only (else
  * cudaErrorNoKernelImageForDevice). xt: device scratch of mpl_cw4_wg_scratch_bytes(a) bytes (x
  * rearranged into shared-memory tile images), 256-byte aligned, free again once the kernels ran. */

@@ -75,24 +75,7 @@ struct WgShape {
     static_assert(BT % 8 == 0 && STAGES >= 2 && STAGES <= 64, "tile");
 };
 
-/* ---- mbarriers and bulk copies (sm_90) ---- */
-__device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count));
-}
-__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-    asm volatile(
-        "{\n.reg .pred p;\nWAIT_%=:\n"
-        "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
-        "@!p bra WAIT_%=;\n}\n" ::"r"(bar),
-        "r"(parity)
-        : "memory");
-}
+/* mbarriers and 1D bulk copies: w4a16_common.cuh */
 /* 2D tensor copy of the box at (x0, y0) (elements) to this block's shared memory */
 __device__ __forceinline__ void tensor_g2s(uint32_t dst, const CUtensorMap *map, int x0, int y0, uint32_t bar) {
     asm volatile(
@@ -100,13 +83,6 @@ __device__ __forceinline__ void tensor_g2s(uint32_t dst, const CUtensorMap *map,
         "l"(reinterpret_cast<uint64_t>(map)), "r"(x0), "r"(y0), "r"(bar)
         : "memory");
 }
-/* bytes (a multiple of 16, both addresses 16-byte aligned) from global to this block's shared memory */
-__device__ __forceinline__ void bulk_g2s(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar) {
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
-                 "l"(src), "r"(bytes), "r"(bar)
-                 : "memory");
-}
-
 __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 template <int N>
