@@ -7,7 +7,8 @@
  * weights), timed with CUDA events; per-call time = median over replays / L. Activations are
  * one buffer (hot, as in inference). Our kernel runs through mpl_layer_apply_device.
  *
- *   bench_cuda_w4a16 [--m 1,16,64] [--shapes name,...] [--reps n] [--crossover] [--variants] [--sweep [--sets LABEL]] [--md file]
+ *   bench_cuda_w4a16 [--m 1,16,64] [--shapes name,...] [--reps n] [--crossover] [--variants] [--sweep [--sets LABEL]]
+ *                    [--act f16|bf16] [--md file]
  *
  * Table: per shape and M, cuBLAS bf16 and ours in us, speedup, and for ours the bytes of an
  * ideal int4 kernel (int4 weights + group-128 f16 scales + x + y) over the time as a share of
@@ -68,6 +69,7 @@ static const shape shapes[] = {
 #define GROUP 128
 
 static int g_reps = 10;
+static mpl_act g_act = MPL_ACT_BF16; /* --act: the activation type of our layers (cuBLAS stays bf16) */
 static cudaStream_t g_stream;
 static cudaEvent_t g_e0, g_e1;
 
@@ -264,7 +266,7 @@ static void set_knobs(const char *env) {
 static void make_checkpoint(const shape *s, mpl_config *cfg, mpl_checkpoint_tensors *ck) {
     mpl_config_init(cfg, s->k, s->n);
     cfg->group_size = GROUP;
-    cfg->act = MPL_ACT_BF16;
+    cfg->act = g_act;
     memset(ck, 0, sizeof *ck);
     size_t words = (size_t)(s->n * s->k / 8), ng = (size_t)(s->n * (s->k / GROUP));
     uint32_t *w = malloc(words * 4);
@@ -346,6 +348,8 @@ int main(int argc, char **argv) {
             nm = parse_list(argv[++i], ms, 16);
         else if (!strcmp(argv[i], "--shapes") && i + 1 < argc)
             only = argv[++i];
+        else if (!strcmp(argv[i], "--act") && i + 1 < argc) /* our activations (x: the same random bits) */
+            g_act = !strcmp(argv[++i], "f16") ? MPL_ACT_F16 : MPL_ACT_BF16;
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
             g_reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--crossover"))
@@ -359,7 +363,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--md") && i + 1 < argc)
             md_path = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--m 1,16,...] [--shapes 8B.qkv,...] [--reps n] [--crossover] [--variants] [--sweep [--sets LABEL]] [--md file]\n",
+            fprintf(stderr, "usage: %s [--m 1,16,...] [--shapes 8B.qkv,...] [--reps n] [--crossover] [--variants] [--sweep [--sets LABEL]] [--act f16|bf16] [--md file]\n",
                     argv[0]);
             return 2;
         }
@@ -371,8 +375,8 @@ int main(int argc, char **argv) {
     CK(cudaEventCreate(&g_e1));
     double bw_memcpy, bw = copy_bandwidth(prop.multiProcessorCount, &bw_memcpy);
     printf("device: %s, %d SMs, L2 %d MB; copy bandwidth (read + write, 1 GiB): kernel %.2f TB/s, cudaMemcpy %.2f "
-           "TB/s\n",
-           prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20, bw, bw_memcpy);
+           "TB/s; our activations %s\n",
+           prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20, bw, bw_memcpy, g_act == MPL_ACT_F16 ? "f16" : "bf16");
     if (bw_memcpy > bw) bw = bw_memcpy;
     FILE *md = md_path ? fopen(md_path, "w") : NULL;
     if (md) {
