@@ -27,8 +27,14 @@
  *    memory, adds the bias, rounds once and stores, then frees the slots (remote arrive on each block's
  *    "free" mbarrier). Fixed order everywhere: deterministic; no workspace, no atomics, no grid sync.
  *
- * Group sizes that are multiples of 64 (and one group), where every 64-channel chunk lies in one group;
- * other group sizes take the skinny path. Layout: docs/layouts/cuda_w4a16.md (unchanged).
+ * Group sizes that are multiples of 64 (and one group), where every 64-channel chunk lies in one group.
+ * Layout: docs/layouts/cuda_w4a16.md (unchanged).
+ *
+ * Status: MPL_CUDA_W4A16_PATH=stream only. Measured on the H200 (bench/cuda/NOTES.md v7): at best as fast as
+ * the skinny path (70B gate_up m = 1: 75.5-77 us with NR 4, C 1; skinny 76), slower with smaller row groups
+ * (NR 1: 155 us, whatever the ring depth or the number of consumer warps) and with clusters (C 2: 100-150 us).
+ * Both kernels are limited by the consumers' integer/logic pipe (ncu: "math pipe throttle" the top stall,
+ * 119 LOP3 + 66 SHF per chunk body for the bf16 offset dequant and bookkeeping), not by bytes in flight.
  */
 #include <atomic>
 #include <cstdio>
