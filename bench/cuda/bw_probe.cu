@@ -17,6 +17,8 @@
  */
 #include <cuda_runtime.h>
 #include <stdint.h>
+
+#include "../../src/kernels/cuda/w4a16_common.cuh" /* the kernels' mbarrier, bulk-copy and load helpers */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,23 +32,10 @@
         }                                                                                              \
     } while (0)
 
-__global__ void probe_copy16(const uint4 *__restrict__ src, uint4 *__restrict__ dst, size_t n) {
-    size_t stride = (size_t)gridDim.x * blockDim.x;
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; i + 3 * stride < n; i += 4 * stride) {
-        uint4 a = src[i], b = src[i + stride], c = src[i + 2 * stride], d = src[i + 3 * stride];
-        dst[i] = a, dst[i + stride] = b, dst[i + 2 * stride] = c, dst[i + 3 * stride] = d;
-    }
-    for (; i < n; i += stride) dst[i] = src[i];
-}
+/* copy_kernel.cu: the copy kernel of bench_cuda_w4a16 (the issue's ceiling) */
+extern "C" int bench_copy_launch(const void *src, void *dst, size_t bytes, int sms, void *stream);
 
-__device__ __forceinline__ uint4 ld_stream(const uint4 *p) {
-    uint4 v;
-    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p));
-    return v;
-}
+using cw4::ldg_stream;
 
 /* 8 loads in flight per thread; the xor of everything goes to out (never 0 in practice: keeps the loads). */
 __global__ void probe_read16(const uint4 *__restrict__ src, size_t n, uint32_t *out) {
@@ -56,35 +45,16 @@ __global__ void probe_read16(const uint4 *__restrict__ src, size_t n, uint32_t *
     for (; i + 7 * stride < n; i += 8 * stride) {
         uint4 v[8];
 #pragma unroll
-        for (int u = 0; u < 8; u++) v[u] = ld_stream(src + i + u * stride);
+        for (int u = 0; u < 8; u++) v[u] = ldg_stream(src + i + u * stride);
 #pragma unroll
         for (int u = 0; u < 8; u++) x ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
     }
     for (; i < n; i += stride) {
-        uint4 v = ld_stream(src + i);
+        uint4 v = ldg_stream(src + i);
         x ^= v.x ^ v.y ^ v.z ^ v.w;
     }
     if (x == 0x9e3779b9u) out[0] = x;
 }
-
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-__device__ __forceinline__ uint32_t saddr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
-__device__ __forceinline__ void bar_init(uint32_t b, int n) { asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(b), "r"(n)); }
-__device__ __forceinline__ void bar_expect(uint32_t b, uint32_t bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(b), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void bar_arrive(uint32_t b) { asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(b) : "memory"); }
-__device__ __forceinline__ void bar_wait(uint32_t b, uint32_t parity) {
-    asm volatile("{\n .reg .pred p;\n W: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n @!p bra W;\n}" ::"r"(b),
-                 "r"(parity)
-                 : "memory");
-}
-__device__ __forceinline__ void bulk(uint32_t dst, const void *src, uint32_t bytes, uint32_t b) {
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
-                 "l"(src), "r"(bytes), "r"(b)
-                 : "memory");
-}
-#endif
 
 /* One block per share of the window; thread 0 of warp 8 (the 257th thread) is the producer. */
 __global__ void __launch_bounds__(288) probe_bulk(const unsigned char *src, size_t bytes, int S, int B, uint32_t *out) {
@@ -94,7 +64,7 @@ __global__ void __launch_bounds__(288) probe_bulk(const unsigned char *src, size
     const size_t units = bytes / B;
     const size_t u0 = units * blockIdx.x / gridDim.x, u1 = units * (blockIdx.x + 1) / gridDim.x;
     if (threadIdx.x == 0) {
-        for (int s = 0; s < S; s++) bar_init(saddr(&full[s]), 1), bar_init(saddr(&empty[s]), 8);
+        for (int s = 0; s < S; s++) cw4::mbar_init(cw4::smem_addr(&full[s]), 1), cw4::mbar_init(cw4::smem_addr(&empty[s]), 8);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();
@@ -104,9 +74,9 @@ __global__ void __launch_bounds__(288) probe_bulk(const unsigned char *src, size
             for (size_t u = u0; u < u1; u++) {
                 int s = (int)((u - u0) % S);
                 uint32_t ph = (uint32_t)(((u - u0) / S) & 1);
-                if (u - u0 >= (size_t)S) bar_wait(saddr(&empty[s]), ph ^ 1);
-                bar_expect(saddr(&full[s]), (uint32_t)B);
-                bulk(saddr(ring + (size_t)s * B), src + u * B, (uint32_t)B, saddr(&full[s]));
+                if (u - u0 >= (size_t)S) cw4::mbar_wait(cw4::smem_addr(&empty[s]), ph ^ 1);
+                cw4::mbar_expect_tx(cw4::smem_addr(&full[s]), (uint32_t)B);
+                cw4::bulk_g2s(cw4::smem_addr(ring + (size_t)s * B), src + u * B, (uint32_t)B, cw4::smem_addr(&full[s]));
             }
         }
         return;
@@ -115,14 +85,14 @@ __global__ void __launch_bounds__(288) probe_bulk(const unsigned char *src, size
     for (size_t u = u0; u < u1; u++) {
         int s = (int)((u - u0) % S);
         uint32_t ph = (uint32_t)(((u - u0) / S) & 1);
-        bar_wait(saddr(&full[s]), ph);
+        cw4::mbar_wait(cw4::smem_addr(&full[s]), ph);
         const uint4 *p = reinterpret_cast<const uint4 *>(ring + (size_t)s * B);
         for (int i = threadIdx.x; i < B / 16; i += 256) {
             uint4 v = p[i];
             x ^= v.x ^ v.y ^ v.z ^ v.w;
         }
         __syncwarp();
-        if ((threadIdx.x & 31) == 0) bar_arrive(saddr(&empty[s]));
+        if ((threadIdx.x & 31) == 0) cw4::mbar_arrive(cw4::smem_addr(&empty[s]));
     }
     if (x == 0x9e3779b9u) out[0] = x;
 #else
@@ -152,7 +122,7 @@ static double measure(int k, unsigned char *buf, size_t total, size_t win, int s
             size_t w = ((size_t)(r + 2) * calls + c) % nwin;
             if (k == K_COPY) {
                 unsigned char *s = buf + 2 * w * win;
-                probe_copy16<<<sms * 4, 512>>>((const uint4 *)s, (uint4 *)(s + win), win / 16);
+                CK((cudaError_t)bench_copy_launch(s, s + win, win, sms, NULL));
             } else if (k == K_READ) {
                 probe_read16<<<sms * 4, 512>>>((const uint4 *)(buf + w * win), win / 16, out);
             } else {

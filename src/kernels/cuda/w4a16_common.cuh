@@ -150,6 +150,29 @@ __device__ __forceinline__ int group_of_step(int s, float inv_gs16) {
     return (int)(((float)s + 0.5f) * inv_gs16);
 }
 
+/*
+ * The offset form's fold of one row tile (skinny and stream paths): cg holds sum (OFF + code) x over the group's
+ * k16 steps, c1 the same steps' sum x (columns 2t, 2t + 1); (sum (OFF + code) x) - (OFF + zero) sum x =
+ * sum (code - zero) x, then the group scale, into acc for rows g (e 0, 1) and g + 8 (e 2, 3). hi/lo: the two
+ * rows' scales (scale_value), zz: their zero points (low byte row g), cg is reset.
+ */
+template <class A, int MT>
+__device__ __forceinline__ void fold_offset(float acc[MT][4], float cg[MT][4], const float c1[MT][4], uint32_t hi,
+                                            uint32_t lo, uint32_t zz, int fmt) {
+    const float s_g = scale_value(hi & 0xffffu, lo & 0xffffu, fmt);
+    const float s_g8 = scale_value(hi >> 16, lo >> 16, fmt) * A::G8_SCALE;
+    const float o_g = A::off_g(zz & 0xffu), o_g8 = A::off_g8(zz >> 8);
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) {
+        acc[mt][0] = fmaf(s_g, fmaf(-o_g, c1[mt][0], cg[mt][0]), acc[mt][0]);
+        acc[mt][1] = fmaf(s_g, fmaf(-o_g, c1[mt][1], cg[mt][1]), acc[mt][1]);
+        acc[mt][2] = fmaf(s_g8, fmaf(-o_g8, c1[mt][0], cg[mt][2]), acc[mt][2]);
+        acc[mt][3] = fmaf(s_g8, fmaf(-o_g8, c1[mt][1], cg[mt][3]), acc[mt][3]);
+#pragma unroll
+        for (int e = 0; e < 4; e++) cg[mt][e] = 0.0f;
+    }
+}
+
 /* Streaming 16-byte load: weights are read once, so keep them out of L1. */
 __device__ __forceinline__ uint4 ldg_stream(const uint4 *p) {
     uint4 r;
@@ -204,25 +227,19 @@ __device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
 __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
     CW4_SM90_ASM("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
 }
+/* Wait for the phase of parity `parity` to complete: CTA scope (bulk copies, this block's arrivals), or with
+ * CLUSTER acquire at cluster scope (a peer's writes to its or this block's shared memory, released by its
+ * arrive, are visible after). */
+template <bool CLUSTER = false>
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-    CW4_SM90_ASM(
-        "{\n.reg .pred p;\nWAIT_%=:\n"
-        "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
-        "@!p bra WAIT_%=;\n}\n" ::"r"(bar),
-        "r"(parity)
-        : "memory");
+    if (CLUSTER)
+        CW4_SM90_ASM("{\n.reg .pred p;\nWAITC_%=:\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%0], %1;\n"
+                     "@!p bra WAITC_%=;\n}\n" ::"r"(bar), "r"(parity) : "memory");
+    else
+        CW4_SM90_ASM("{\n.reg .pred p;\nWAIT_%=:\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+                     "@!p bra WAIT_%=;\n}\n" ::"r"(bar), "r"(parity) : "memory");
 }
-/* Cluster-scope variants: wait with acquire at cluster scope (a peer's writes to this block's or its own
- * shared memory, released by its arrive, are visible after); arrive with release on the barrier at the same
- * offset in block `rank` of the cluster. */
-__device__ __forceinline__ void mbar_wait_cluster(uint32_t bar, uint32_t parity) {
-    CW4_SM90_ASM(
-        "{\n.reg .pred p;\nWAITC_%=:\n"
-        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%0], %1;\n"
-        "@!p bra WAITC_%=;\n}\n" ::"r"(bar),
-        "r"(parity)
-        : "memory");
-}
+/* Arrive with release at cluster scope on the barrier at the same offset in block `rank` of the cluster. */
 __device__ __forceinline__ void mbar_arrive_remote(uint32_t bar, int rank) {
     CW4_SM90_ASM(
         "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"

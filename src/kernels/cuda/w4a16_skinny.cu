@@ -177,19 +177,7 @@ __global__ void __launch_bounds__(SK_THREADS, 2) cw4_skinny(const mpl_cw4_args a
                         if (a.scale_fmt == 2) lo = __ldg(sl32 + at);
                         if (ZP) zz = __ldg(z16 + at);
                     }
-                    const float s_g = scale_value(hi & 0xffffu, lo & 0xffffu, a.scale_fmt);
-                    const float s_g8 = scale_value(hi >> 16, lo >> 16, a.scale_fmt) * A::G8_SCALE;
-                    const float o_g = A::off_g(zz & 0xffu), o_g8 = A::off_g8(zz >> 8);
-                    /* (sum (OFF + code) x) - (OFF + zero) sum x = sum (code - zero) x, then the scale */
-#pragma unroll
-                    for (int mt = 0; mt < MT; mt++) {
-                        acc[i][mt][0] = fmaf(s_g, fmaf(-o_g, c1[mt][0], cg[i][mt][0]), acc[i][mt][0]);
-                        acc[i][mt][1] = fmaf(s_g, fmaf(-o_g, c1[mt][1], cg[i][mt][1]), acc[i][mt][1]);
-                        acc[i][mt][2] = fmaf(s_g8, fmaf(-o_g8, c1[mt][0], cg[i][mt][2]), acc[i][mt][2]);
-                        acc[i][mt][3] = fmaf(s_g8, fmaf(-o_g8, c1[mt][1], cg[i][mt][3]), acc[i][mt][3]);
-#pragma unroll
-                        for (int e = 0; e < 4; e++) cg[i][mt][e] = 0.0f;
-                    }
+                    fold_offset<A, MT>(acc[i], cg[i], c1, hi, lo, zz, a.scale_fmt);
                 }
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++)

@@ -267,18 +267,7 @@ __global__ void __launch_bounds__(StWarps<MT>::THREADS, 1) cw4_stream(const mpl_
                             uint32_t lo = 0u, zz = 0x0808u;
                             if (a.scale_fmt == 2) lo = *reinterpret_cast<const uint32_t *>(sg + Sh::OFF_L + (gi * NR + i) * 32 + 4 * g);
                             if (ZP) zz = *reinterpret_cast<const uint16_t *>(sg + Sh::OFF_Z + (gi * NR + i) * 16 + 2 * g);
-                            const float s_g = scale_value(hi & 0xffffu, lo & 0xffffu, a.scale_fmt);
-                            const float s_g8 = scale_value(hi >> 16, lo >> 16, a.scale_fmt) * A::G8_SCALE;
-                            const float o_g = A::off_g(zz & 0xffu), o_g8 = A::off_g8(zz >> 8);
-#pragma unroll
-                            for (int mt = 0; mt < MT; mt++) {
-                                acc[i][mt][0] = fmaf(s_g, fmaf(-o_g, c1s[mt][0], cg[i][mt][0]), acc[i][mt][0]);
-                                acc[i][mt][1] = fmaf(s_g, fmaf(-o_g, c1s[mt][1], cg[i][mt][1]), acc[i][mt][1]);
-                                acc[i][mt][2] = fmaf(s_g8, fmaf(-o_g8, c1s[mt][0], cg[i][mt][2]), acc[i][mt][2]);
-                                acc[i][mt][3] = fmaf(s_g8, fmaf(-o_g8, c1s[mt][1], cg[i][mt][3]), acc[i][mt][3]);
-#pragma unroll
-                                for (int e = 0; e < 4; e++) cg[i][mt][e] = 0.0f;
-                            }
+                            fold_offset<A, MT>(acc[i], cg[i], c1s, hi, lo, zz, a.scale_fmt);
                         }
 #pragma unroll
                         for (int mt = 0; mt < MT; mt++)
@@ -293,36 +282,31 @@ __global__ void __launch_bounds__(StWarps<MT>::THREADS, 1) cw4_stream(const mpl_
 
             /* ---- row group end: reduce the CW warps (fixed order) into slot j & 1 ---- */
             constexpr int R = NR * MT * 4;
-            if (CW > 8) { /* 16 warps through an 8-warp scratch: warp w + 8 adds into warp w first */
-                if (warp >= 8)
-#pragma unroll
-                    for (int i = 0; i < NR; i++)
-#pragma unroll
-                        for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-                            for (int e = 0; e < 4; e++)
-                                scratch[((warp - 8) * R + (i * MT + mt) * 4 + e) * 32 + lane] = acc[i][mt][e];
-                consumers_sync<ST_CONSUMERS>();
-                if (warp < 8)
-#pragma unroll
-                    for (int i = 0; i < NR; i++)
-#pragma unroll
-                        for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-                            for (int e = 0; e < 4; e++)
-                                acc[i][mt][e] += scratch[(warp * R + (i * MT + mt) * 4 + e) * 32 + lane];
-                consumers_sync<ST_CONSUMERS>();
-            }
-            if (warp < 8)
+            /* acc <-> the scratch row of warp sw (< 8): store, or add into acc */
+            auto scratch_io = [&](int sw, bool add) {
 #pragma unroll
                 for (int i = 0; i < NR; i++)
 #pragma unroll
                     for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-                        for (int e = 0; e < 4; e++) scratch[(warp * R + (i * MT + mt) * 4 + e) * 32 + lane] = acc[i][mt][e];
+                        for (int e = 0; e < 4; e++) {
+                            float &cell = scratch[(sw * R + (i * MT + mt) * 4 + e) * 32 + lane];
+                            if (add)
+                                acc[i][mt][e] += cell;
+                            else
+                                cell = acc[i][mt][e];
+                        }
+            };
+            if (CW > 8) { /* 16 warps through an 8-warp scratch: warp w + 8 adds into warp w first */
+                if (warp >= 8) scratch_io(warp - 8, false);
+                consumers_sync<ST_CONSUMERS>();
+                if (warp < 8) scratch_io(warp, true);
+                consumers_sync<ST_CONSUMERS>();
+            }
+            if (warp < 8) scratch_io(warp, false);
             const int sl = j & 1;
             /* the slot's previous user (row group j - 2) must have been read by its owner */
-            if (C > 1 && j >= 2) mbar_wait_cluster(bar_free + 8 * sl, (uint32_t)(((j >> 1) - 1) & 1));
+            if (C > 1 && j >= 2) mbar_wait<true>(bar_free + 8 * sl, (uint32_t)(((j >> 1) - 1) & 1));
             consumers_sync<ST_CONSUMERS>();
             float *slot = slots + sl * (Sh::SLOT / 4);
             for (int v = threadIdx.x; v < R * 32; v += ST_CONSUMERS) {
@@ -340,7 +324,7 @@ __global__ void __launch_bounds__(StWarps<MT>::THREADS, 1) cw4_stream(const mpl_
             const int owner = j % C;
             if (C > 1 && threadIdx.x == 0) mbar_arrive_remote(bar_ready + 8 * sl, owner);
             if (rank == owner) {
-                if (C > 1) mbar_wait_cluster(bar_ready + 8 * sl, (uint32_t)((C == 1 ? (j >> 1) : (j / C)) & 1));
+                if (C > 1) mbar_wait<true>(bar_ready + 8 * sl, (uint32_t)((C == 1 ? (j >> 1) : (j / C)) & 1));
                 const int n0 = rg * NR * 16;
                 for (int v = threadIdx.x; v < a.m * NR * 16; v += ST_CONSUMERS) {
                     const int ml = v / (NR * 16), nl = v % (NR * 16), n = n0 + nl;
