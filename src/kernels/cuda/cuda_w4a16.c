@@ -423,8 +423,7 @@ static int choose_path(const cw4_packed *p, const cw4_knobs *kn, int64_t m) {
     const int tiled = p->wg_ok ? PATH_WG : PATH_TC; /* the tiled kernel of this device */
     if (path == PATH_AUTO) {
         /* without the wg path (no tensor map), what mpl_cw4_default_path picks on other devices */
-        const int64_t gs = p->meta.groups == 1 ? -1 : p->meta.group_size;
-        path = mpl_cw4_default_path(m, p->meta.k, p->meta.n, gs, p->wg_ok ? p->cc : 0);
+        path = mpl_cw4_default_path(m, p->meta.k, p->meta.n, p->wg_ok ? p->cc : 0);
         if (kn->skinny_max_m >= 0) /* moved switch point */
             path = m <= kn->skinny_max_m && m <= MPL_CW4_SKINNY_MAX_M ? PATH_SKINNY : path == PATH_SKINNY ? tiled : path;
         if (kn->dq_min_m >= 0 && path != PATH_SKINNY) path = m >= kn->dq_min_m ? PATH_DQ : path == PATH_DQ ? tiled : path;

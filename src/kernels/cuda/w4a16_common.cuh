@@ -14,6 +14,8 @@
 #ifndef MPL_CUDA_W4A16_COMMON_CUH
 #define MPL_CUDA_W4A16_COMMON_CUH
 
+#include <atomic>
+
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -148,6 +150,27 @@ __device__ __forceinline__ float scale_value(uint32_t hi, uint32_t lo, int fmt) 
 /* Group of k16 step s (exact for s < 2^20; see docs/layouts/cuda_w4a16.md). */
 __device__ __forceinline__ int group_of_step(int s, float inv_gs16) {
     return (int)(((float)s + 0.5f) * inv_gs16);
+}
+
+/*
+ * One k16 step j of the offset form (skinny and stream paths) for N row tiles sharing the x fragments xf (MT
+ * tiles of 8 tokens): cg[i] += (OFF + code) x from word j of tile i's 16 bytes wv[i], and c1 += sum x (an
+ * all-ones A fragment).
+ */
+template <class A, int N, int MT>
+__device__ __forceinline__ void offset_step(float cg[N][MT][4], float c1[MT][4], const uint4 wv[N], int j,
+                                            const uint2 xf[MT]) {
+    const uint32_t ones[4] = {A::ONES, A::ONES, A::ONES, A::ONES};
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        const uint32_t w = j == 0 ? wv[i].x : j == 1 ? wv[i].y : j == 2 ? wv[i].z : wv[i].w;
+        uint32_t af[4];
+        A::dequant_off(w, af);
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) A::mma(cg[i][mt], af, xf[mt].x, xf[mt].y);
+    }
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) A::mma(c1[mt], ones, xf[mt].x, xf[mt].y);
 }
 
 /*
@@ -317,6 +340,22 @@ __device__ __forceinline__ void tile_store(const mpl_cw4_args &a, float *sc, int
         *reinterpret_cast<uint4 *>((uint16_t *)a.y + (size_t)(m0 + ml) * a.n + n) = make_uint4(o[0], o[1], o[2], o[3]);
     }
     if (S > 1) cluster_sync(); /* peers may still be reading this block's tile */
+}
+
+/*
+ * Dynamic shared memory above 48 KB needs the kernel's opt-in, once per device: `done` is the calling
+ * launcher's record for this kernel (one bit per device; devices past 63 opt in on every launch).
+ */
+template <class Kern>
+static cudaError_t opt_in_smem(Kern kern, int bytes, std::atomic<unsigned long long> &done) {
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e != cudaSuccess) return e;
+    const unsigned long long bit = dev >= 0 && dev < 64 ? 1ull << dev : 0ull;
+    if (bit && (done.load(std::memory_order_relaxed) & bit)) return cudaSuccess;
+    e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    if (e == cudaSuccess) done.fetch_or(bit, std::memory_order_relaxed);
+    return e;
 }
 
 /*

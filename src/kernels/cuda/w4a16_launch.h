@@ -87,8 +87,7 @@ static inline int mpl_cw4_dq_by_default(int64_t m, int64_t k, int64_t n) {
  * Skinny: measured on the H200 (bench/cuda/NOTES.md, run 3): it wins up to m = 8 on every layer;
  * from 9 to 16 it wins when K >= 8192 (70B down: 51 vs 84 us at m = 16), tc wins slightly below.
  */
-static inline int mpl_cw4_default_path(int64_t m, int64_t k, int64_t n, int64_t group_size, int cc) {
-    (void)group_size; /* the stream path (group-size dependent) is not a default: NOTES.md v7 */
+static inline int mpl_cw4_default_path(int64_t m, int64_t k, int64_t n, int cc) {
     if (m <= 8 || (m <= MPL_CW4_SKINNY_MAX_M && k >= 8192)) return MPL_CW4_PATH_SKINNY;
     /* wg (cc 9.0, measured v6): beats tc from m = 33 (70B gate_up m = 64: 171 vs 289 us) and dq up to m = 512
      * (70B down m = 256: 188 vs 381 us); ties dq at m = 1024 and loses at 4096 (0.80-0.85x vs 0.96-0.99x). */

@@ -18,8 +18,6 @@
  *    (OFF + zero) * sum(x) off before applying the scale -- no FMA per weight pair. (Measured in v5:
  *    ~30% fewer inner-loop instructions bought ~1.5% at M = 1, so this path is not issue-bound.)
  */
-#include <atomic>
-
 #include "w4a16_common.cuh"
 
 namespace cw4 {
@@ -122,7 +120,6 @@ __global__ void __launch_bounds__(SK_THREADS, 2) cw4_skinny(const mpl_cw4_args a
 #pragma unroll
             for (int i = 0; i < Sh::NW; i++) cg[i][mt][e] = 0.0f;
         }
-    const uint32_t ones[4] = {A::ONES, A::ONES, A::ONES, A::ONES};
     uint2 xf[4][MT];
     if (MT == 1) load_x_chunk<MT>(a, first, g, t, xf);
     int rem = a.gs16 - (first * 4) % a.gs16; /* k16 steps until the current group ends */
@@ -149,16 +146,7 @@ __global__ void __launch_bounds__(SK_THREADS, 2) cw4_skinny(const mpl_cw4_args a
 #pragma unroll
         for (int j = 0; j < 4; j++) {
             const int grp = CHUNK_GROUP ? 0 : group_of_step(c * 4 + j, a.inv_gs16);
-#pragma unroll
-            for (int i = 0; i < Sh::NW; i++) {
-                uint32_t w = j == 0 ? wv[i].x : j == 1 ? wv[i].y : j == 2 ? wv[i].z : wv[i].w;
-                uint32_t af[4];
-                A::dequant_off(w, af);
-#pragma unroll
-                for (int mt = 0; mt < MT; mt++) A::mma(cg[i][mt], af, xf[j][mt].x, xf[j][mt].y);
-            }
-#pragma unroll
-            for (int mt = 0; mt < MT; mt++) A::mma(c1[mt], ones, xf[j][mt].x, xf[j][mt].y);
+            offset_step<A, Sh::NW, MT>(cg, c1, wv, j, xf[j]);
             /* Fold the finished partial sums into acc with the group scale where a group
              * ends, and at the end of the warp's run. */
             bool fold = --rem == 0 || (j == 3 && it == count - 1);
@@ -244,17 +232,9 @@ __global__ void __launch_bounds__(SK_THREADS, 2) cw4_skinny(const mpl_cw4_args a
 template <class A, bool ZP, int MT, bool CG, int NW>
 static cudaError_t launch_one(const mpl_cw4_args *a, cudaStream_t stream, int ksplit) {
     int ntiles = (a->n + 15) / 16;
-    /* above 48 KB of dynamic shared memory needs the opt-in, once per device */
-    static std::atomic<unsigned long long> configured{0};
-    int dev = 0;
-    cudaError_t e = cudaGetDevice(&dev);
+    static std::atomic<unsigned long long> opted{0};
+    cudaError_t e = opt_in_smem(cw4_skinny<A, ZP, MT, CG, NW>, SkShape<NW>::SMEM, opted);
     if (e != cudaSuccess) return e;
-    unsigned long long bit = 1ull << (dev & 63);
-    if (!(configured.load(std::memory_order_relaxed) & bit)) {
-        e = cudaFuncSetAttribute(cw4_skinny<A, ZP, MT, CG, NW>, cudaFuncAttributeMaxDynamicSharedMemorySize, SkShape<NW>::SMEM);
-        if (e != cudaSuccess) return e;
-        configured.fetch_or(bit, std::memory_order_relaxed);
-    }
     return launch_ksplit(cw4_skinny<A, ZP, MT, CG, NW>, (unsigned)((ntiles + NW - 1) / NW), ksplit, SK_THREADS,
                          SkShape<NW>::SMEM, stream, *a);
 }

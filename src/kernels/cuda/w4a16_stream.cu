@@ -91,19 +91,6 @@ __device__ __forceinline__ uint4 lds128(uint32_t addr) {
 }
 template <int N>
 __device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, %0;" ::"n"(N) : "memory"); }
-/* this block's rank in its cluster (clusters of C consecutive blocks along x) */
-__device__ __forceinline__ int cluster_rank() {
-    uint32_t r = 0;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-#endif
-    return (int)r;
-}
-__device__ __forceinline__ void cluster_arrive_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-#endif
-}
 
 template <class A, bool ZP, int MT, int NR>
 __global__ void __launch_bounds__(StWarps<MT>::THREADS, 1) cw4_stream(const mpl_cw4_args a, const StPlan p) {
@@ -121,8 +108,8 @@ __global__ void __launch_bounds__(StWarps<MT>::THREADS, 1) cw4_stream(const mpl_
     const uint32_t ring = base + Sh::BARS + p.x_bytes + Sh::SCRATCH + 2 * Sh::SLOT;
     unsigned char *ring_g = smem + Sh::BARS + p.x_bytes + Sh::SCRATCH + 2 * Sh::SLOT;
 
-    const int C = p.C, rank = C > 1 ? cluster_rank() : 0;
-    const int cl = C > 1 ? (int)blockIdx.x / C : (int)blockIdx.x;
+    /* launch_ksplit: blockIdx.x the cluster, blockIdx.y the rank in it (clusters of C blocks along y) */
+    const int C = p.C, rank = (int)blockIdx.y, cl = (int)blockIdx.x;
     const int KC = a.k_pad >> 6;
     const int c0 = (int)((long long)KC * rank / C), c1 = (int)((long long)KC * (rank + 1) / C);
     const int rg0 = (int)((long long)p.rg_count * cl / p.ncl), rg1 = (int)((long long)p.rg_count * (cl + 1) / p.ncl);
@@ -149,7 +136,7 @@ __global__ void __launch_bounds__(StWarps<MT>::THREADS, 1) cw4_stream(const mpl_
         }
     }
     if (C > 1)
-        cluster_arrive_wait(); /* barriers initialized cluster-wide before any remote arrive */
+        cluster_sync(); /* barriers initialized cluster-wide before any remote arrive */
     else
         __syncthreads();
 
@@ -196,7 +183,6 @@ __global__ void __launch_bounds__(StWarps<MT>::THREADS, 1) cw4_stream(const mpl_
     } else {
         /* ---------------- consumers ---------------- */
         const int g = lane >> 2, t = lane & 3;
-        const uint32_t ones[4] = {A::ONES, A::ONES, A::ONES, A::ONES};
         /* this lane's x fragment rows: token mt*8+g (zeros past m) */
         uint32_t xrow_addr[MT];
         bool xrow_ok[MT];
@@ -246,16 +232,7 @@ __global__ void __launch_bounds__(StWarps<MT>::THREADS, 1) cw4_stream(const mpl_
                             xf[mt] = make_uint2(0u, 0u);
                             if (xrow_ok[mt]) xf[mt] = lds64(xrow_addr[mt] + xo + 32 * jj);
                         }
-#pragma unroll
-                        for (int i = 0; i < NR; i++) {
-                            uint32_t w = jj == 0 ? wv[i].x : jj == 1 ? wv[i].y : jj == 2 ? wv[i].z : wv[i].w;
-                            uint32_t af[4];
-                            A::dequant_off(w, af);
-#pragma unroll
-                            for (int mt = 0; mt < MT; mt++) A::mma(cg[i][mt], af, xf[mt].x, xf[mt].y);
-                        }
-#pragma unroll
-                        for (int mt = 0; mt < MT; mt++) A::mma(c1s[mt], ones, xf[mt].x, xf[mt].y);
+                        offset_step<A, NR, MT>(cg, c1s, wv, jj, xf);
                     }
                     /* fold at the end of a group and at the end of this warp's run */
                     if ((c + 1) % gch == 0 || c + 1 == wb) {
@@ -345,7 +322,7 @@ __global__ void __launch_bounds__(StWarps<MT>::THREADS, 1) cw4_stream(const mpl_
             }
         }
     }
-    if (C > 1) cluster_arrive_wait(); /* no block leaves while a peer may still read its slots or arrive on it */
+    if (C > 1) cluster_sync(); /* no block leaves while a peer may still read its slots or arrive on it */
 #else
     (void)a, (void)p;
 #endif
@@ -358,31 +335,13 @@ static int st_smem(const StPlan &p) {
 }
 
 template <class A, bool ZP, int MT, int NR>
-static cudaError_t st_launch(const mpl_cw4_args *a, const StPlan &p, cudaStream_t stream) {
-    static std::atomic<unsigned long long> configured{0};
-    int dev = 0, optin = 0;
-    cudaError_t e = cudaGetDevice(&dev);
+static cudaError_t st_launch(const mpl_cw4_args *a, const StPlan &p, int smem_optin, cudaStream_t stream) {
+    /* opt in to the device's whole shared memory once: plans differ in size */
+    static std::atomic<unsigned long long> opted{0};
+    cudaError_t e = opt_in_smem(cw4_stream<A, ZP, MT, NR>, smem_optin, opted);
     if (e != cudaSuccess) return e;
-    unsigned long long bit = 1ull << (dev & 63);
-    if (!(configured.load(std::memory_order_relaxed) & bit)) {
-        e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
-        if (e == cudaSuccess) e = cudaFuncSetAttribute(cw4_stream<A, ZP, MT, NR>, cudaFuncAttributeMaxDynamicSharedMemorySize, optin);
-        if (e != cudaSuccess) return e;
-        configured.fetch_or(bit, std::memory_order_relaxed);
-    }
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)(p.ncl * p.C), 1, 1);
-    cfg.blockDim = dim3(StWarps<MT>::THREADS, 1, 1);
-    cfg.dynamicSmemBytes = (size_t)st_smem<NR, MT>(p);
-    cfg.stream = stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = (unsigned)p.C;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = p.C > 1 ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, cw4_stream<A, ZP, MT, NR>, *a, p);
+    return launch_ksplit(cw4_stream<A, ZP, MT, NR>, (unsigned)p.ncl, p.C, StWarps<MT>::THREADS, st_smem<NR, MT>(p),
+                         stream, *a, p);
 }
 
 /*
@@ -394,6 +353,7 @@ static cudaError_t st_launch(const mpl_cw4_args *a, const StPlan &p, cudaStream_
 struct StChoice {
     int nr;
     StPlan p;
+    int smem_optin; /* the device's per-block shared memory limit (opt-in) */
 };
 
 /*
@@ -408,19 +368,21 @@ static int st_max_clusters(const mpl_cw4_args *a, int C, int smem_max) {
     const int ci = C == 2 ? 1 : C == 4 ? 2 : 3;
     int n = cache[dev][ci].load(std::memory_order_relaxed);
     if (n > 0) return n;
+    /* the launch shape of launch_ksplit: (clusters, C) blocks, clusters of C along y */
     cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)(a->sms / C * C), 1, 1);
+    cfg.gridDim = dim3((unsigned)(a->sms / C), (unsigned)C, 1);
     cfg.blockDim = dim3(StWarps<1>::THREADS, 1, 1);
     cfg.dynamicSmemBytes = (size_t)smem_max;
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = (unsigned)C;
-    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.x = 1;
+    attr[0].val.clusterDim.y = (unsigned)C;
     attr[0].val.clusterDim.z = 1;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
-    const void *kern = (const void *)cw4_stream<ActBF16, false, 1, 4>;
-    if (cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_max) != cudaSuccess ||
+    static std::atomic<unsigned long long> opted{0};
+    const auto kern = cw4_stream<ActBF16, false, 1, 4>;
+    if (opt_in_smem(kern, smem_max, opted) != cudaSuccess ||
         cudaOccupancyMaxActiveClusters(&n, kern, &cfg) != cudaSuccess || n <= 0) {
         (void)cudaGetLastError(); /* clear: the plan just assumes every cluster fits */
         n = a->sms / C;
@@ -475,7 +437,8 @@ static bool st_choose(const mpl_cw4_args *a, int smem_max, int force_c, int nr, 
         if ((nr == 0 || nr == 1) && st_fit<1, MT>(a, C, smem_max, &p, &cost) && (best < 0 || cost < best))
             best = cost, ch->nr = 1, ch->p = p;
     }
-    if (best >= 0 && getenv("MPL_CUDA_W4A16_STREAM_DEBUG"))
+    static const bool debug = getenv("MPL_CUDA_W4A16_STREAM_DEBUG") != nullptr; /* read once */
+    if (best >= 0 && debug)
         fprintf(stderr, "stream plan: m %d k %d n %d: NR %d C %d clusters %d row groups %d stages %d x %d B smem %d B\n",
                 a->m, a->k, a->n, ch->nr, ch->p.C, ch->p.ncl, ch->p.rg_count, ch->p.stages, ch->p.x_bytes,
                 ch->nr == 4 ? st_smem<4, MT>(ch->p) : ch->nr == 2 ? st_smem<2, MT>(ch->p) : st_smem<1, MT>(ch->p));
@@ -485,9 +448,9 @@ static bool st_choose(const mpl_cw4_args *a, int smem_max, int force_c, int nr, 
 template <class A, bool ZP, int MT>
 static cudaError_t st_dispatch(const mpl_cw4_args *a, const StChoice &ch, cudaStream_t s) {
     switch (ch.nr) {
-    case 4: return st_launch<A, ZP, MT, 4>(a, ch.p, s);
-    case 2: return st_launch<A, ZP, MT, 2>(a, ch.p, s);
-    default: return st_launch<A, ZP, MT, 1>(a, ch.p, s);
+    case 4: return st_launch<A, ZP, MT, 4>(a, ch.p, ch.smem_optin, s);
+    case 2: return st_launch<A, ZP, MT, 2>(a, ch.p, ch.smem_optin, s);
+    default: return st_launch<A, ZP, MT, 1>(a, ch.p, ch.smem_optin, s);
     }
 }
 
@@ -522,6 +485,7 @@ extern "C" int mpl_cw4_launch_stream(const mpl_cw4_args *a, void *stream) {
         ok = a->m > 8 ? cw4::st_choose<2>(a, optin, tries[t][0], tries[t][1], &ch)
                       : cw4::st_choose<1>(a, optin, tries[t][0], tries[t][1], &ch);
     if (!ok) return (int)cudaErrorNotSupported;
+    ch.smem_optin = optin;
     cudaStream_t s = (cudaStream_t)stream;
     return (int)(a->act == 1 ? cw4::st_act<cw4::ActF16>(a, ch, s) : cw4::st_act<cw4::ActBF16>(a, ch, s));
 }

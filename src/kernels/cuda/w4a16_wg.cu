@@ -58,7 +58,6 @@ struct WgRegs {
     static constexpr int CONSUMER = (ENTRY * THREADS - 128 * PRODUCER) / CONSUMERS / 8 * 8;
     static_assert(128 * PRODUCER + CONSUMERS * CONSUMER <= ENTRY * THREADS && CONSUMER >= ENTRY, "register split");
 };
-constexpr int WG_MAX_DEV = 64;
 
 template <int BT, int R_, int STAGES>
 struct WgShape {
@@ -393,15 +392,9 @@ static cudaError_t wg_launch(const mpl_cw4_args *a, const CUtensorMap *wmap, con
     using Sh = WgShape<BT, NWG * MW * 64, STAGES>;
     static_assert(Sh::R == 256, "the weight tensor map's box is 16 tiles");
     auto kern = cw4_wg<A, ZP, FOLD, SC, BT, NWG, MW, STAGES>;
-    static std::atomic<int> ready[WG_MAX_DEV];
-    int dev = 0;
-    cudaError_t e = cudaGetDevice(&dev);
+    static std::atomic<unsigned long long> opted{0};
+    cudaError_t e = opt_in_smem(kern, Sh::SMEM, opted);
     if (e != cudaSuccess) return e;
-    if (dev >= WG_MAX_DEV || !ready[dev].load(std::memory_order_relaxed)) {
-        e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, Sh::SMEM);
-        if (e != cudaSuccess) return e;
-        if (dev < WG_MAX_DEV) ready[dev].store(1, std::memory_order_relaxed);
-    }
     int tiles_m = (a->m - 1) / BT + 1, tiles_n = (a->n + Sh::R - 1) / Sh::R; /* m >= 1 */
     if ((long long)tiles_m * tiles_n > 0x7fffffffLL) return cudaErrorInvalidConfiguration; /* grid x limit */
     int tiles = tiles_m * tiles_n, kc = a->k_pad / 64;
