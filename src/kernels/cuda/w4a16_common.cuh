@@ -362,21 +362,29 @@ static cudaError_t opt_in_smem(Kern kern, int bytes, std::atomic<unsigned long l
  * Launch kern on a grid of (gx, ksplit) blocks; with ksplit > 1 the ksplit blocks of one x form a
  * cluster along y (split-K reduced through distributed shared memory: tile_store, the skinny fold).
  */
-template <class Kern, class... Args>
-static cudaError_t launch_ksplit(Kern kern, unsigned gx, int ksplit, int threads, int smem, cudaStream_t stream,
-                                 Args... args) {
-    cudaLaunchConfig_t cfg = {};
+/* The launch configuration of launch_ksplit (attr: its one attribute, kept alive by the caller); the stream
+ * path also queries cluster occupancy with it. */
+static inline void ksplit_config(cudaLaunchConfig_t &cfg, cudaLaunchAttribute attr[1], unsigned gx, int ksplit,
+                                 int threads, int smem, cudaStream_t stream) {
+    cfg = cudaLaunchConfig_t{};
     cfg.gridDim = dim3(gx, (unsigned)ksplit, 1);
     cfg.blockDim = dim3((unsigned)threads, 1, 1);
     cfg.dynamicSmemBytes = (size_t)smem;
     cfg.stream = stream;
-    cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeClusterDimension;
     attr[0].val.clusterDim.x = 1;
     attr[0].val.clusterDim.y = (unsigned)ksplit;
     attr[0].val.clusterDim.z = 1;
     cfg.attrs = attr;
     cfg.numAttrs = ksplit > 1 ? 1 : 0;
+}
+
+template <class Kern, class... Args>
+static cudaError_t launch_ksplit(Kern kern, unsigned gx, int ksplit, int threads, int smem, cudaStream_t stream,
+                                 Args... args) {
+    cudaLaunchConfig_t cfg;
+    cudaLaunchAttribute attr[1];
+    ksplit_config(cfg, attr, gx, ksplit, threads, smem, stream);
     return cudaLaunchKernelEx(&cfg, kern, args...);
 }
 

@@ -369,17 +369,9 @@ static int st_max_clusters(const mpl_cw4_args *a, int C, int smem_max) {
     int n = cache[dev][ci].load(std::memory_order_relaxed);
     if (n > 0) return n;
     /* the launch shape of launch_ksplit: (clusters, C) blocks, clusters of C along y */
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)(a->sms / C), (unsigned)C, 1);
-    cfg.blockDim = dim3(StWarps<1>::THREADS, 1, 1);
-    cfg.dynamicSmemBytes = (size_t)smem_max;
+    cudaLaunchConfig_t cfg;
     cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = 1;
-    attr[0].val.clusterDim.y = (unsigned)C;
-    attr[0].val.clusterDim.z = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
+    ksplit_config(cfg, attr, (unsigned)(a->sms / C), C, StWarps<1>::THREADS, smem_max, nullptr);
     static std::atomic<unsigned long long> opted{0};
     const auto kern = cw4_stream<ActBF16, false, 1, 4>;
     if (opt_in_smem(kern, smem_max, opted) != cudaSuccess ||
