@@ -36,6 +36,24 @@ extern "C" {
 #define MPL_VERSION_MINOR 1
 #define MPL_VERSION_PATCH 0
 #define MPL_VERSION_STRING "0.1.0"
+/* MAJOR*10000 + MINOR*100 + PATCH; mpl_version_number() gives the library's at run time. */
+#define MPL_VERSION_NUMBER (MPL_VERSION_MAJOR * 10000 + MPL_VERSION_MINOR * 100 + MPL_VERSION_PATCH)
+
+/*
+ * MPL_API marks the exported functions: a shared libmplinear exports exactly these (the build
+ * compiles with -fvisibility=hidden and MPL_BUILDING). A static build exports nothing extra.
+ */
+#if defined(MPL_BUILDING) && defined(__GNUC__)
+#define MPL_API __attribute__((visibility("default")))
+#else
+#define MPL_API
+#endif
+
+/*
+ * ABI: mpl_config, mpl_options, mpl_platform_info and the other structs below are passed by
+ * value or filled by the library; adding a field is an ABI break (a new MPL_VERSION_MAJOR
+ * while it is 0: a new MINOR).
+ */
 
 /* Status codes. Values are pinned: they are part of the ABI. */
 typedef enum mpl_status {
@@ -51,10 +69,12 @@ typedef enum mpl_status {
     MPL_ERR_INTERNAL = 9
 } mpl_status;
 
-const char *mpl_status_string(mpl_status s);
+MPL_API const char *mpl_status_string(mpl_status s);
 /* Detailed message for the last failure on this thread ("" if none). */
-const char *mpl_last_error(void);
-const char *mpl_version(void);
+MPL_API const char *mpl_last_error(void);
+MPL_API const char *mpl_version(void);
+/* MPL_VERSION_NUMBER of the library actually linked. */
+MPL_API int mpl_version_number(void);
 
 /* Quantized weight types; semantics as vLLM's ScalarType (value = stored - bias). */
 typedef enum mpl_wtype {
@@ -110,15 +130,15 @@ typedef struct mpl_config {
 } mpl_config;
 
 /* Fill with defaults (group -1, uint4b8, bf16, W4A16, full = partition). */
-void mpl_config_init(mpl_config *c, int64_t k, int64_t n);
+MPL_API void mpl_config_init(mpl_config *c, int64_t k, int64_t n);
 /* MPL_OK or MPL_ERR_INVALID_ARGUMENT with a message naming field, value, rule. */
-mpl_status mpl_config_validate(const mpl_config *c);
+MPL_API mpl_status mpl_config_validate(const mpl_config *c);
 
-const char *mpl_wtype_name(mpl_wtype t);
-const char *mpl_act_name(mpl_act a);
+MPL_API const char *mpl_wtype_name(mpl_wtype t);
+MPL_API const char *mpl_act_name(mpl_act a);
 /* Parse names ("uint4b8", "bf16", ...). MPL_ERR_INVALID_ARGUMENT if unknown. */
-mpl_status mpl_wtype_parse(const char *s, mpl_wtype *out);
-mpl_status mpl_act_parse(const char *s, mpl_act *out);
+MPL_API mpl_status mpl_wtype_parse(const char *s, mpl_wtype *out);
+MPL_API mpl_status mpl_act_parse(const char *s, mpl_act *out);
 
 /* Element types of caller tensors. */
 typedef enum mpl_dtype {
@@ -132,8 +152,8 @@ typedef enum mpl_dtype {
     MPL_DTYPE_I64 = 7
 } mpl_dtype;
 
-const char *mpl_dtype_name(mpl_dtype d);
-size_t mpl_dtype_size(mpl_dtype d);
+MPL_API const char *mpl_dtype_name(mpl_dtype d);
+MPL_API size_t mpl_dtype_size(mpl_dtype d);
 
 #define MPL_MAX_DIMS 4
 /* A borrowed, C-contiguous (row-major) tensor. data == NULL means absent. */
@@ -154,8 +174,8 @@ typedef enum mpl_layout {
     MPL_LAYOUT_CT_INT = 5   /* compressed-tensors int-quantized: weight [N, K] i8 signed values, weight_scale [N, G] */
 } mpl_layout;
 
-const char *mpl_layout_name(mpl_layout l);
-mpl_status mpl_layout_parse(const char *s, mpl_layout *out); /* ct|gptq|gptq-v2|awq|ct-int */
+MPL_API const char *mpl_layout_name(mpl_layout l);
+MPL_API mpl_status mpl_layout_parse(const char *s, mpl_layout *out); /* ct|gptq|gptq-v2|awq|ct-int */
 
 typedef struct mpl_checkpoint_tensors {
     mpl_layout layout;
@@ -175,10 +195,10 @@ typedef struct mpl_checkpoint_tensors {
  *   g_idx [k] (when cfg->act_order) or NULL.
  * Allocates every tensor; release with mpl_checkpoint_tensors_free.
  */
-mpl_status mpl_checkpoint_encode(const mpl_config *cfg, mpl_layout layout, const uint8_t *codes, const float *scales,
+MPL_API mpl_status mpl_checkpoint_encode(const mpl_config *cfg, mpl_layout layout, const uint8_t *codes, const float *scales,
                                  mpl_dtype scale_dtype, const uint8_t *zeros, const int32_t *g_idx,
                                  mpl_checkpoint_tensors *out);
-void mpl_checkpoint_tensors_free(mpl_checkpoint_tensors *t);
+MPL_API void mpl_checkpoint_tensors_free(mpl_checkpoint_tensors *t);
 
 typedef enum mpl_device {
     MPL_DEVICE_CPU = 0,
@@ -186,17 +206,19 @@ typedef enum mpl_device {
 } mpl_device;
 
 typedef struct mpl_options {
-    const char *kernel; /* force a kernel by name; NULL or "" = choose */
+    const char *kernel; /* force a kernel ("x86_avx512_w4a16") or one of its paths
+                           ("cuda_w4a16:wg"); NULL or "" = choose. Names: mpl_kernel_get, mpl_path_get. */
     int threads;        /* CPU threads for apply; 0 = all cores */
     mpl_device device;  /* which backend's kernels to consider */
-    int cuda_device;    /* CUDA device ordinal */
+    int cuda_device;    /* CUDA device ordinal the layer lives on (0 = the first); the chooser checks
+                           that device's compute capability; MPL_ERR_NO_HARDWARE when absent */
 } mpl_options;
 
-void mpl_options_init(mpl_options *o);
+MPL_API void mpl_options_init(mpl_options *o);
 
 typedef struct mpl_layer mpl_layer;
 
-mpl_status mpl_layer_create(const mpl_config *cfg, const mpl_checkpoint_tensors *ckpt,
+MPL_API mpl_status mpl_layer_create(const mpl_config *cfg, const mpl_checkpoint_tensors *ckpt,
                             const mpl_options *opt, mpl_layer **out);
 /*
  * m: rows, 0..2^31-1 (MPL_ERR_INVALID_ARGUMENT outside; m = 0 does nothing).
@@ -205,19 +227,27 @@ mpl_status mpl_layer_create(const mpl_config *cfg, const mpl_checkpoint_tensors 
  * layer the data is copied to and from the device (synchronous).
  * Allocates nothing on the hot path once a size has been seen on a thread.
  */
-mpl_status mpl_layer_apply(mpl_layer *layer, int64_t m, const void *x, const void *bias, void *y);
+MPL_API mpl_status mpl_layer_apply(mpl_layer *layer, int64_t m, const void *x, const void *bias, void *y);
 /*
  * CUDA layers only: device pointers, asynchronous on the given cudaStream_t
  * (passed as void*; NULL = default stream).
  */
-mpl_status mpl_layer_apply_device(mpl_layer *layer, int64_t m, const void *x, const void *bias,
+MPL_API mpl_status mpl_layer_apply_device(mpl_layer *layer, int64_t m, const void *x, const void *bias,
                                   void *y, void *stream);
-void mpl_layer_destroy(mpl_layer *layer);
+MPL_API void mpl_layer_destroy(mpl_layer *layer);
 
-const char *mpl_layer_kernel(const mpl_layer *layer);
-const mpl_config *mpl_layer_config(const mpl_layer *layer);
+/* The kernel the layer runs (NULL for a NULL layer). */
+MPL_API const char *mpl_layer_kernel(const mpl_layer *layer);
+/*
+ * The path an apply of m rows takes, "<kernel>:<path>" (e.g. "x86_avx512_w4a16:decode"): the
+ * first path of the kernel, in priority order, that the chooser allowed and whose default m range
+ * holds m, else the first allowed one that can run m; the forced path when options named one.
+ * NULL for a NULL layer, m < 1, or an m no allowed path can run (apply then fails, naming why).
+ */
+MPL_API const char *mpl_layer_path(const mpl_layer *layer, int64_t m);
+MPL_API const mpl_config *mpl_layer_config(const mpl_layer *layer);
 /* Bytes of packed weights + scales + zeros the layer holds. */
-size_t mpl_layer_weight_bytes(const mpl_layer *layer);
+MPL_API size_t mpl_layer_weight_bytes(const mpl_layer *layer);
 /*
  * Weight rounding of an apply of m rows: u > 0 when the kernel's path for m multiplies rounded
  * scaled weights w^ = round((code - zero) * scale) (one rounding to the activation type, so
@@ -225,7 +255,7 @@ size_t mpl_layer_weight_bytes(const mpl_layer *layer);
  * exact integer weights and scaling in fp32 as the reference does; 0 when exact (every CPU kernel;
  * cuda_w4a16's skinny and mma.sync paths). Error bounds add u * sum |x w s| per output.
  */
-double mpl_layer_weight_rounding(const mpl_layer *layer, int64_t m);
+MPL_API double mpl_layer_weight_rounding(const mpl_layer *layer, int64_t m);
 
 /* ---- Kernel registry and chooser ---- */
 
@@ -245,18 +275,36 @@ typedef enum mpl_reason {
     MPL_REASON_NOT_BUILT = 11
 } mpl_reason;
 
-const char *mpl_reason_name(mpl_reason r);
+MPL_API const char *mpl_reason_name(mpl_reason r);
 
 typedef struct mpl_kernel_info {
     const char *name;
     const char *backend; /* "cpu" or "cuda" */
     const char *layout;  /* packed layout name (docs/layouts/<layout>.md) */
     const char *requires;/* human-readable requirement, e.g. "avx512f+avx512bw" */
+    int paths;           /* number of paths (mpl_path_get) */
 } mpl_kernel_info;
 
 /* Number of kernels in all tables, and their descriptions (in priority order per backend). */
-int mpl_kernel_count(void);
-mpl_status mpl_kernel_get(int i, mpl_kernel_info *out);
+MPL_API int mpl_kernel_count(void);
+MPL_API mpl_status mpl_kernel_get(int i, mpl_kernel_info *out);
+
+/*
+ * The code paths of a kernel, each a registry row (docs/naming.md): nameable ("<kernel>:<path>"),
+ * forceable (mpl_options.kernel), disableable (MPL_DISABLED_KERNELS). m_min..m_max is the range of
+ * rows the path serves by default (when no path before it does; INT64_MAX: no bound), set by the
+ * measurement in why; m_limit the most rows it runs when forced.
+ */
+typedef struct mpl_path_info {
+    const char *name;     /* "<kernel>:<path>" */
+    const char *kernel;   /* the kernel's name */
+    const char *requires; /* what it needs beyond its kernel ("" = nothing more) */
+    int64_t m_min, m_max, m_limit;
+    const char *why;      /* the measurement behind m_min..m_max */
+} mpl_path_info;
+
+/* Path j (0..mpl_kernel_info.paths-1, priority order) of kernel i. */
+MPL_API mpl_status mpl_path_get(int kernel, int path, mpl_path_info *out);
 
 typedef struct mpl_choice_entry {
     const char *kernel;
@@ -270,10 +318,26 @@ typedef struct mpl_choice_entry {
  * including the chosen one); *count gets the number written; *chosen the
  * chosen kernel's name or NULL. Returns MPL_OK if one was chosen,
  * MPL_ERR_UNSUPPORTED (message lists every reason) otherwise.
- * Honours MPL_DISABLED_KERNELS=a,b and opt->kernel.
+ * Honours MPL_DISABLED_KERNELS=a,b (kernel or path names) and opt->kernel.
+ * A kernel is refused when none of its paths can run the config.
  */
-mpl_status mpl_choose(const mpl_config *cfg, const mpl_options *opt, const char **chosen,
+MPL_API mpl_status mpl_choose(const mpl_config *cfg, const mpl_options *opt, const char **chosen,
                       mpl_choice_entry *entries, int cap, int *count);
+
+/* The chooser's verdict on one kernel or path for a config (mpl_check). */
+typedef struct mpl_verdict {
+    mpl_reason reason;   /* MPL_REASON_OK: it can run the config */
+    char message[256];   /* why not ("" when OK) */
+    int64_t m_min, m_max;/* paths: the default m range for this config (kernels: 1, INT64_MAX) */
+} mpl_verdict;
+
+/*
+ * The verdict on kernel or path `name` ("x86_avx512_w4a16", "cuda_w4a16:wg") for cfg on this
+ * platform, as the chooser would give it (MPL_DISABLED_KERNELS, ISA or compute capability, the
+ * config's rules; a path is refused when its kernel is). opt->device and opt->cuda_device pick the
+ * device; opt->kernel is ignored. MPL_ERR_INVALID_ARGUMENT for an unknown name or invalid config.
+ */
+MPL_API mpl_status mpl_check(const mpl_config *cfg, const mpl_options *opt, const char *name, mpl_verdict *out);
 
 /* ---- Platform ---- */
 
@@ -306,15 +370,15 @@ typedef struct mpl_platform_info {
     char cuda_note[128]; /* why CUDA is unavailable, if it is */
 } mpl_platform_info;
 
-mpl_status mpl_platform_get(mpl_platform_info *out);
+MPL_API mpl_status mpl_platform_get(mpl_platform_info *out);
 /* Writes "avx2 fma f16c avx512f ..." for an ISA mask. */
-void mpl_isa_string(uint32_t isa, char *buf, size_t cap);
+MPL_API void mpl_isa_string(uint32_t isa, char *buf, size_t cap);
 
 /* ---- fp16/bf16 helpers (round to nearest even) ---- */
-uint16_t mpl_f32_to_f16(float f);
-float mpl_f16_to_f32(uint16_t h);
-uint16_t mpl_f32_to_bf16(float f);
-float mpl_bf16_to_f32(uint16_t h);
+MPL_API uint16_t mpl_f32_to_f16(float f);
+MPL_API float mpl_f16_to_f32(uint16_t h);
+MPL_API uint16_t mpl_f32_to_bf16(float f);
+MPL_API float mpl_bf16_to_f32(uint16_t h);
 
 /* ---- Quantized checkpoint directories (docs/checkpoints.md) ---- */
 
@@ -345,30 +409,30 @@ typedef struct mpl_model_layer_info {
     const char *file;   /* path of the shard holding its packed weight */
 } mpl_model_layer_info;
 
-mpl_status mpl_model_open(const char *dir, mpl_model **out);
-void mpl_model_close(mpl_model *m); /* NULL-safe */
+MPL_API mpl_status mpl_model_open(const char *dir, mpl_model **out);
+MPL_API void mpl_model_close(mpl_model *m); /* NULL-safe */
 
 /* "gptq", "awq" or "compressed-tensors". */
-const char *mpl_model_quant_method(const mpl_model *m);
+MPL_API const char *mpl_model_quant_method(const mpl_model *m);
 /* The checkpoint's activation type: torch_dtype, else the scales' float type. */
-mpl_act mpl_model_act(const mpl_model *m);
+MPL_API mpl_act mpl_model_act(const mpl_model *m);
 /* Layers in natural name order (layers.2 before layers.10). */
-int mpl_model_layer_count(const mpl_model *m);
-mpl_status mpl_model_layer_get(const mpl_model *m, int i, mpl_model_layer_info *out);
+MPL_API int mpl_model_layer_count(const mpl_model *m);
+MPL_API mpl_status mpl_model_layer_get(const mpl_model *m, int i, mpl_model_layer_info *out);
 /* Index of the layer with exactly this name; MPL_ERR_INVALID_ARGUMENT if none. */
-mpl_status mpl_model_find_layer(const mpl_model *m, const char *name, int *index);
+MPL_API mpl_status mpl_model_find_layer(const mpl_model *m, const char *name, int *index);
 /*
  * Creates layer i (see mpl_layer_create) with activation type act
  * (0 = mpl_model_act(m)). The layer owns its packed copy: it stays valid
  * after mpl_model_close.
  */
-mpl_status mpl_model_layer_create(const mpl_model *m, int i, const mpl_options *opt, mpl_act act,
+MPL_API mpl_status mpl_model_layer_create(const mpl_model *m, int i, const mpl_options *opt, mpl_act act,
                                   mpl_layer **out);
 /*
  * Writes layer i's bias (n values) converted to act (0 = the model's) into
  * out, ready for mpl_layer_apply. MPL_ERR_INVALID_ARGUMENT if it has none.
  */
-mpl_status mpl_model_layer_bias(const mpl_model *m, int i, mpl_act act, void *out);
+MPL_API mpl_status mpl_model_layer_bias(const mpl_model *m, int i, mpl_act act, void *out);
 
 #ifdef __cplusplus
 }

@@ -123,16 +123,21 @@ float mpl_quantize_row_i8(const float *x, int64_t k, int8_t *q, int *nonfinite);
 
 /* ---------- platform ---------- */
 
+/* Most CUDA devices the platform records (device ordinals 0..MPL_CUDA_MAX_DEVICES-1). */
+#define MPL_CUDA_MAX_DEVICES 16
+
 typedef struct mpl_platform {
-    uint32_t isa;  /* usable features (after the MPL_MAX_ISA cap) */
+    uint32_t isa;     /* usable features (after the MPL_MAX_ISA cap and, for AMX, the OS grant) */
     int cpu_threads;
-    int cuda_devices;
-    int cuda_cc;
+    int cuda_devices; /* 0 when none or not built */
+    int cuda_device;  /* the device a choice is made for (mpl_options.cuda_device); set by the chooser */
+    int cuda_cc;      /* compute capability (major*10+minor) of cuda_device; 0 when none */
+    int cuda_cc_all[MPL_CUDA_MAX_DEVICES]; /* compute capability of every device */
 } mpl_platform;
 
-/* Detected once (CPUID + XGETBV + env cap); thread-safe. */
+/* Detected once (CPUID + XGETBV + env cap + CUDA device query); thread-safe. */
 const mpl_platform *mpl_platform_current(void);
-/* Test hook: replace the platform (NULL restores detection). */
+/* Test hook: replace the platform (NULL restores detection). Lets a test fake a CPU or a GPU. */
 void mpl_platform_override(const mpl_platform *p);
 
 /* ---------- thread pool ---------- */
@@ -157,11 +162,40 @@ typedef struct mpl_apply_args {
     const void *x;    /* [m x k] act type */
     const void *bias; /* [n] act type or NULL */
     void *y;          /* [m x n] act type */
-    void *workspace;  /* workspace_size(m) bytes, 64-byte aligned */
+    void *workspace;  /* workspace_size(m, threads, path) bytes, 64-byte aligned */
     int threads;      /* threads to use */
+    int path;         /* index into the kernel's paths[]: the path this apply runs (chosen by the layer) */
     void *stream;     /* CUDA stream for device apply */
     int device_pointers; /* 1: x, bias, y are device pointers (CUDA kernels) */
 } mpl_apply_args;
+
+/* No bound on m (path rows). */
+#define MPL_M_ANY INT64_MAX
+/* Most paths one kernel has. */
+#define MPL_MAX_PATHS 8
+
+/*
+ * One code path of a kernel: a registry row below the kernel's row (docs/naming.md).
+ * A kernel lists its paths in priority order. An apply of m rows runs the first available path
+ * whose default range m_min..m_max holds m; when none does (paths disabled), the first
+ * available one whose limit allows m. Forcing a path (mpl_options.kernel = "<kernel>:<path>")
+ * runs it for every m up to its m_limit.
+ */
+typedef struct mpl_path_desc {
+    const char *name;     /* full name, "<kernel>:<path>", e.g. "x86_avx512_w4a16:decode" */
+    const char *requires; /* what it needs beyond the kernel, human-readable ("" = nothing more) */
+    uint32_t isa;         /* CPU ISA bits it needs beyond the kernel's .isa */
+    int min_cc, max_cc;   /* CUDA: compute capability range it runs on (0 = no bound) */
+    int64_t m_min, m_max; /* rows it serves by default, when no path listed before it does (MPL_M_ANY: no bound) */
+    int64_t m_limit;      /* most rows it can run at all, when forced (MPL_M_ANY: any) */
+    const char *why;      /* the measurement that set m_min..m_max (one line; the file's comment has the table) */
+    /* Optional (NULL = every config the kernel takes): a static check beyond the kernel's
+     * can_implement, e.g. the activation type or a run-time grant such as AMX tile permission.
+     * Writes a message stating value and rule on refusal. */
+    mpl_reason (*can_implement)(const mpl_config *c, const mpl_platform *p, char *msg, size_t cap);
+    /* Optional: narrows m_min..m_max for a config (a switch point that depends on K, say). */
+    void (*m_range)(const mpl_config *c, const mpl_platform *p, int64_t *m_min, int64_t *m_max);
+} mpl_path_desc;
 
 typedef struct mpl_kernel_desc {
     const char *name;
@@ -169,20 +203,30 @@ typedef struct mpl_kernel_desc {
     const char *layout;   /* docs/layouts/<layout>.md */
     const char *requires; /* human-readable requirement */
     uint32_t isa;         /* every bit required (CPU kernels) */
-    int min_cc;           /* minimum compute capability (CUDA kernels) */
-    /* Static check. Writes a message stating value and rule on refusal. */
+    int min_cc;           /* minimum compute capability (CUDA kernels); checked by the chooser */
     bool irregular_act_order; /* handles g_idx whose groups differ in size */
+    /* Static check. Writes a message stating value and rule on refusal. */
     mpl_reason (*can_implement)(const mpl_config *c, const mpl_platform *p, char *msg, size_t cap);
-    /* Pack canonical weights into the kernel's layout. *packed owned by the kernel. */
-    mpl_status (*pack)(const mpl_config *c, const mpl_canonical *w, void **packed);
+    /* The kernel's paths in priority order (at least one; MPL_MAX_PATHS at most). */
+    const mpl_path_desc *paths;
+    int npaths;
+    /* Pack canonical weights into the kernel's layout, for the platform p (CUDA: p->cuda_device).
+     * enabled: bit i set when paths[i] passed the chooser (a kernel may skip state for the others).
+     * *packed owned by the kernel. */
+    mpl_status (*pack)(const mpl_config *c, const mpl_canonical *w, const mpl_platform *p, uint32_t enabled,
+                       void **packed);
+    /* Optional: can path i run on this packed layer? (state only known after pack, e.g. a tensor map
+     * the driver could not encode). NULL = yes. Writes a message on refusal. */
+    mpl_reason (*path_ready)(const void *packed, int path, char *msg, size_t cap);
     void (*destroy)(void *packed);
-    /* Workspace bytes apply needs for m rows (may be 0). */
-    size_t (*workspace_size)(const void *packed, int64_t m, int threads);
+    /* Workspace bytes an apply of m rows on path needs (may be 0). */
+    size_t (*workspace_size)(const void *packed, int64_t m, int threads, int path);
     mpl_status (*apply)(const void *packed, const mpl_apply_args *a);
     /* Bytes of weights+scales+zeros held (for the benchmark's traffic count). */
     size_t (*weight_bytes)(const void *packed);
-    /* Optional: unit roundoff of the weights an apply of m rows rounds (mpl_layer_weight_rounding); NULL = 0. */
-    double (*weight_rounding)(const void *packed, int64_t m);
+    /* Optional: unit roundoff of the weights an apply of m rows on path rounds
+     * (mpl_layer_weight_rounding); NULL = 0 (exact). */
+    double (*weight_rounding)(const void *packed, int64_t m, int path);
 } mpl_kernel_desc;
 
 /* Registry (src/core/registry.c): kernels of a backend in priority order, ref last. */
