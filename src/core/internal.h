@@ -231,13 +231,48 @@ typedef struct mpl_kernel_desc {
 
 /* Registry (src/core/registry.c): kernels of a backend in priority order, ref last. */
 const mpl_kernel_desc *const *mpl_registry(mpl_backend b, int *count);
+/* The kernel called name, or NULL. */
 const mpl_kernel_desc *mpl_registry_find(const char *name);
+/* "kernel" or "kernel:path": the kernel, and *path the index of the path (-1 for a kernel name).
+ * NULL when no kernel or path has that name. */
+const mpl_kernel_desc *mpl_registry_find_path(const char *name, int *path);
 
-/* The chooser (registry.c): first kernel of the backend that can implement cfg. */
+/*
+ * The chooser (registry.c). One kernel's verdict, in a fixed order: MPL_DISABLED_KERNELS, the ISA
+ * floor or the CUDA device and compute capability, irregular act-order, can_implement, and then its
+ * paths: refused when no path passes mpl_path_check (the first path's reason and message).
+ */
 mpl_reason mpl_kernel_check(const mpl_kernel_desc *d, const mpl_config *cfg, const mpl_platform *p,
                             int irregular_act_order, char *msg, size_t cap);
+/* Path i of d alone (its kernel's verdict not included): disabled by name, the path's ISA bits or
+ * compute-capability range, its can_implement. */
+mpl_reason mpl_path_check(const mpl_kernel_desc *d, int i, const mpl_config *cfg, const mpl_platform *p, char *msg,
+                          size_t cap);
+
+/* What the chooser decided for a config: the kernel, the paths it may run, their m ranges. */
+typedef struct mpl_plan {
+    const mpl_kernel_desc *kernel;
+    int forced_path;  /* path index named by mpl_options.kernel, or -1 */
+    uint32_t enabled; /* bit i: paths[i] passed mpl_path_check (only the forced one when forced) */
+    int64_t m_min[MPL_MAX_PATHS], m_max[MPL_MAX_PATHS]; /* default ranges for this config (m_range applied) */
+    mpl_platform platform; /* the platform it was chosen on (CUDA fields of opt's device) */
+} mpl_plan;
+
+mpl_status mpl_choose_plan(const mpl_config *cfg, const mpl_options *opt, int irregular_act_order, mpl_plan *plan,
+                           mpl_choice_entry *entries, int cap, int *count);
 mpl_status mpl_choose_internal(const mpl_config *cfg, const mpl_options *opt, int irregular_act_order,
                                const mpl_kernel_desc **chosen, mpl_choice_entry *entries, int cap, int *count);
+/* The path an apply of m rows runs under plan (index), or -1 when no enabled path can run m. */
+int mpl_plan_path(const mpl_plan *plan, int64_t m);
+
+/* The platform a choice for opt is made on (src/platform/cpu.c): mpl_platform_current(), plus, when opt
+ * asks for the CUDA backend, the device count and the compute capability of opt->cuda_device (queried
+ * once; a test override's own CUDA fields are kept). */
+void mpl_platform_for(const mpl_options *opt, mpl_platform *out);
+
+/* Environment knobs, all read here (src/core/env.c; the README lists them). NULL when unset. */
+const char *mpl_env_disabled_kernels(void); /* MPL_DISABLED_KERNELS: kernel or path names, comma-separated */
+const char *mpl_env_max_isa(void);          /* MPL_MAX_ISA: cap on the CPU features used */
 
 /* Helper for can_implement implementations. */
 mpl_reason mpl_refuse(char *msg, size_t cap, mpl_reason r, const char *fmt, ...)

@@ -1,5 +1,6 @@
-/* layer.c -- layer life cycle: create (validate, decode, choose, pack), apply, destroy. */
+/* layer.c -- layer life cycle: create (validate, choose, decode, pack), apply on the path for m, destroy. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,9 +9,33 @@
 struct mpl_layer {
     mpl_config cfg;
     const mpl_kernel_desc *kernel;
+    mpl_plan plan; /* the paths it may run and their m ranges (registry.c) */
     void *packed;
     int threads;
 };
+
+/* Paths whose state is only known after pack (path_ready) leave the plan when refused; a forced one
+ * that is refused, or a plan left with no path, fails the create with the path's reason. */
+static mpl_status check_ready(mpl_layer *l) {
+    const mpl_kernel_desc *d = l->kernel;
+    if (!d->path_ready) return MPL_OK;
+    char first[320] = "";
+    const char *first_name = NULL;
+    for (int i = 0; i < d->npaths; i++) {
+        if (!(l->plan.enabled >> i & 1)) continue;
+        char msg[256];
+        mpl_reason r = d->path_ready(l->packed, i, msg, sizeof msg);
+        if (r == MPL_REASON_OK) continue;
+        l->plan.enabled &= ~(1u << i);
+        if (!first_name) {
+            first_name = d->paths[i].name;
+            snprintf(first, sizeof first, "%s: %s", mpl_reason_name(r), msg);
+        }
+    }
+    if (l->plan.enabled) return MPL_OK;
+    return mpl_set_error(MPL_ERR_UNSUPPORTED, "%s '%s' cannot run this layer: %s", l->plan.forced_path >= 0 ? "path" : "kernel",
+                         l->plan.forced_path >= 0 ? first_name : d->name, first);
+}
 
 mpl_status mpl_layer_create(const mpl_config *cfg, const mpl_checkpoint_tensors *ckpt, const mpl_options *opt,
                             mpl_layer **out) {
@@ -27,8 +52,8 @@ mpl_status mpl_layer_create(const mpl_config *cfg, const mpl_checkpoint_tensors 
     mpl_status st = mpl_config_validate(cfg);
     if (st != MPL_OK) return st;
     /* Choose on the static config first: a refusal costs no decoding. */
-    const mpl_kernel_desc *kd = NULL;
-    st = mpl_choose_internal(cfg, opt, 0, &kd, NULL, 0, NULL);
+    mpl_plan plan;
+    st = mpl_choose_plan(cfg, opt, 0, &plan, NULL, 0, NULL);
     if (st != MPL_OK) return st;
     mpl_canonical w;
     st = mpl_decode_checkpoint(cfg, ckpt, &w);
@@ -39,7 +64,7 @@ mpl_status mpl_layer_create(const mpl_config *cfg, const mpl_checkpoint_tensors 
         return st;
     }
     if (cfg->act_order && !w.act_order_uniform) {
-        st = mpl_choose_internal(cfg, opt, 1, &kd, NULL, 0, NULL);
+        st = mpl_choose_plan(cfg, opt, 1, &plan, NULL, 0, NULL);
         if (st != MPL_OK) {
             mpl_canonical_free(&w);
             return st;
@@ -53,13 +78,15 @@ mpl_status mpl_layer_create(const mpl_config *cfg, const mpl_checkpoint_tensors 
     l->cfg = *cfg;
     if (l->cfg.full_k == 0) l->cfg.full_k = cfg->k;
     if (l->cfg.full_n == 0) l->cfg.full_n = cfg->n;
-    l->kernel = kd;
-    int pool = mpl_platform_current()->cpu_threads;
+    l->kernel = plan.kernel;
+    l->plan = plan;
+    int pool = plan.platform.cpu_threads;
     l->threads = opt->threads == 0 || opt->threads > pool ? pool : opt->threads;
-    st = kd->pack(&l->cfg, &w, &l->packed);
+    st = l->kernel->pack(&l->cfg, &w, &plan.platform, plan.enabled, &l->packed);
     mpl_canonical_free(&w);
+    if (st == MPL_OK) st = check_ready(l);
     if (st != MPL_OK) {
-        free(l);
+        mpl_layer_destroy(l);
         return st;
     }
     *out = l;
@@ -73,12 +100,17 @@ void mpl_layer_destroy(mpl_layer *l) {
 }
 
 const char *mpl_layer_kernel(const mpl_layer *l) { return l ? l->kernel->name : NULL; }
+const char *mpl_layer_path(const mpl_layer *l, int64_t m) {
+    int i = l ? mpl_plan_path(&l->plan, m) : -1;
+    return i < 0 ? NULL : l->kernel->paths[i].name;
+}
 const mpl_config *mpl_layer_config(const mpl_layer *l) { return l ? &l->cfg : NULL; }
 size_t mpl_layer_weight_bytes(const mpl_layer *l) {
     return (l && l->kernel->weight_bytes) ? l->kernel->weight_bytes(l->packed) : 0;
 }
 double mpl_layer_weight_rounding(const mpl_layer *l, int64_t m) {
-    return (l && l->kernel->weight_rounding && m > 0) ? l->kernel->weight_rounding(l->packed, m) : 0.0;
+    int path = l ? mpl_plan_path(&l->plan, m) : -1;
+    return (path >= 0 && l->kernel->weight_rounding) ? l->kernel->weight_rounding(l->packed, m, path) : 0.0;
 }
 
 /* Per-thread workspace: grows to the largest size seen on the thread, so a
@@ -118,11 +150,26 @@ static mpl_status check_apply_args(const mpl_layer *l, int64_t m, const void *x,
     return MPL_OK;
 }
 
+/* The path for m rows, or an error naming why none can run them. */
+static mpl_status apply_path(const mpl_layer *l, int64_t m, int *path) {
+    *path = mpl_plan_path(&l->plan, m);
+    if (*path >= 0) return MPL_OK;
+    const mpl_kernel_desc *d = l->kernel;
+    if (l->plan.forced_path >= 0)
+        return mpl_set_error(MPL_ERR_UNSUPPORTED, "apply: m = %lld rows: forced path %s runs at most %lld rows",
+                             (long long)m, d->paths[l->plan.forced_path].name,
+                             (long long)d->paths[l->plan.forced_path].m_limit);
+    return mpl_set_error(MPL_ERR_UNSUPPORTED, "apply: m = %lld rows: no path of %s allowed for this layer runs that many",
+                         (long long)m, d->name);
+}
+
 mpl_status mpl_layer_apply(mpl_layer *l, int64_t m, const void *x, const void *bias, void *y) {
     mpl_status st = check_apply_args(l, m, x, y);
     if (st != MPL_OK || m == 0) return st;
-    mpl_apply_args a = {.m = m, .x = x, .bias = bias, .y = y, .threads = l->threads};
-    size_t ws = l->kernel->workspace_size ? l->kernel->workspace_size(l->packed, m, l->threads) : 0;
+    int path;
+    if ((st = apply_path(l, m, &path)) != MPL_OK) return st;
+    mpl_apply_args a = {.m = m, .x = x, .bias = bias, .y = y, .threads = l->threads, .path = path};
+    size_t ws = l->kernel->workspace_size ? l->kernel->workspace_size(l->packed, m, l->threads, path) : 0;
     if (ws) {
         a.workspace = thread_workspace(ws);
         if (!a.workspace)
@@ -139,7 +186,9 @@ mpl_status mpl_layer_apply_device(mpl_layer *l, int64_t m, const void *x, const 
                              "apply_device: layer runs kernel '%s' on the CPU; device pointers need a CUDA layer",
                              l->kernel->name);
     if (m == 0) return MPL_OK;
-    mpl_apply_args a = {.m = m, .x = x, .bias = bias, .y = y, .threads = l->threads, .stream = stream,
+    int path;
+    if ((st = apply_path(l, m, &path)) != MPL_OK) return st;
+    mpl_apply_args a = {.m = m, .x = x, .bias = bias, .y = y, .threads = l->threads, .path = path, .stream = stream,
                         .device_pointers = 1};
     return l->kernel->apply(l->packed, &a);
 }

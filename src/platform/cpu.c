@@ -1,12 +1,16 @@
-/* cpu.c -- CPU feature detection (CPUID + XGETBV, once), MPL_MAX_ISA cap, platform info. */
+/* cpu.c -- CPU feature detection (CPUID + XGETBV, once), the AMX tile-state request, MPL_MAX_ISA cap,
+ * platform info. */
+#define _DEFAULT_SOURCE /* syscall() for arch_prctl */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "../core/internal.h"
+#include "platform.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -73,7 +77,7 @@ static void detect_model(void) {
     strcpy(g_model, "unknown");
 #ifdef MPL_X86
     unsigned r[12];
-    if (__get_cpuid_max(0x80000000u, NULL) >= 0x80000004u) {
+    if ((unsigned)__get_cpuid_max(0x80000000u, NULL) >= 0x80000004u) {
         for (unsigned i = 0; i < 3; i++) __get_cpuid(0x80000002u + i, &r[4 * i], &r[4 * i + 1], &r[4 * i + 2], &r[4 * i + 3]);
         char buf[49];
         memcpy(buf, r, 48);
@@ -85,7 +89,8 @@ static void detect_model(void) {
 #endif
 }
 
-/* MPL_MAX_ISA caps features: scalar < avx2 < avx512 < avx512bf16 (all). */
+/* MPL_MAX_ISA caps features: scalar < sse4.2 < avx2 < avx_vnni < avx512 (F/BW/VL/DQ + VNNI) < avx512_bf16;
+ * any other value (or none) leaves every feature, AMX included. */
 static uint32_t apply_cap(uint32_t isa, const char *cap) {
     if (!cap || !*cap) return isa;
     const uint32_t avx2_set = MPL_ISA_SSE42 | MPL_ISA_AVX2 | MPL_ISA_FMA | MPL_ISA_F16C;
@@ -102,18 +107,33 @@ static uint32_t apply_cap(uint32_t isa, const char *cap) {
     return isa; /* unknown value: no cap (mpl_platform_get reports it) */
 }
 
-int mpl_cuda_query(int *devices, int *cc, char *name, size_t name_cap, char *note, size_t note_cap);
+/*
+ * Linux hands a process AMX tile state only after it asks (arch_prctl ARCH_REQ_XCOMP_PERM, once per
+ * process; the grant covers every thread). Asked here, once, when CPUID and XCR0 report AMX; when
+ * refused, the AMX bits leave the usable set, so no kernel or path that needs them is chosen.
+ */
+#define ARCH_REQ_XCOMP_PERM 0x1023
+#define XFEATURE_XTILEDATA 18
+static bool amx_granted(void) {
+#if defined(__linux__) && defined(SYS_arch_prctl)
+    return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+#else
+    return false;
+#endif
+}
 
 static void detect(void) {
     g_isa_cpuid = detect_isa();
     detect_model();
-    const char *cap = getenv("MPL_MAX_ISA");
+    const char *cap = mpl_env_max_isa();
     snprintf(g_cap, sizeof g_cap, "%s", cap ? cap : "");
     g_detected.isa = apply_cap(g_isa_cpuid, cap);
+    const uint32_t amx = MPL_ISA_AMX_TILE | MPL_ISA_AMX_BF16 | MPL_ISA_AMX_INT8;
+    if ((g_detected.isa & amx) && !amx_granted()) g_detected.isa &= ~amx;
     long nc = sysconf(_SC_NPROCESSORS_ONLN);
     g_detected.cpu_threads = nc > 0 ? (int)nc : 1;
-    g_detected.cuda_devices = 0;
-    g_detected.cuda_cc = 0;
+    /* CUDA fields stay 0 here: querying devices initialises the CUDA runtime (tens of ms), which a
+     * CPU-only user must not pay. The chooser fills them (mpl_platform_for) when CUDA is asked for. */
 }
 
 const mpl_platform *mpl_platform_current(void) {
@@ -162,4 +182,14 @@ mpl_status mpl_platform_get(mpl_platform_info *out) {
     out->cuda_built = mpl_cuda_query(&out->cuda_devices, &out->cuda_cc, out->cuda_name, sizeof out->cuda_name,
                                      out->cuda_note, sizeof out->cuda_note);
     return MPL_OK;
+}
+
+void mpl_platform_for(const mpl_options *opt, mpl_platform *out) {
+    const mpl_platform *o = g_override;
+    *out = *mpl_platform_current();
+    if (!opt || opt->device != MPL_DEVICE_CUDA) return;
+    if (!o) out->cuda_devices = mpl_cuda_devices(out->cuda_cc_all, MPL_CUDA_MAX_DEVICES);
+    int dev = opt->cuda_device;
+    out->cuda_device = dev;
+    out->cuda_cc = dev >= 0 && dev < out->cuda_devices && dev < MPL_CUDA_MAX_DEVICES ? out->cuda_cc_all[dev] : 0;
 }

@@ -4,9 +4,11 @@
 #include <stdio.h>
 
 #include "../core/internal.h"
+#include "platform.h"
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static int g_devices, g_cc;
+static int g_cc_all[MPL_CUDA_MAX_DEVICES];
 static char g_name[64], g_note[128];
 
 /* Asked once per process: the answer does not change, and the first call initialises the
@@ -32,6 +34,15 @@ static void query(void) {
     }
     g_devices = n;
     g_cc = p.major * 10 + p.minor;
+    g_cc_all[0] = g_cc;
+    for (int i = 1; i < n && i < MPL_CUDA_MAX_DEVICES; i++) {
+        int major = 0, minor = 0;
+        if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, i) == cudaSuccess &&
+            cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, i) == cudaSuccess)
+            g_cc_all[i] = major * 10 + minor;
+        else
+            (void)cudaGetLastError(); /* an unreadable device keeps cc 0: every CUDA kernel refuses it */
+    }
     snprintf(g_name, sizeof g_name, "%.63s", p.name);
     g_note[0] = 0;
 }
@@ -43,4 +54,10 @@ int mpl_cuda_query(int *devices, int *cc, char *name, size_t name_cap, char *not
     if (name_cap) snprintf(name, name_cap, "%s", g_name);
     if (note_cap) snprintf(note, note_cap, "%s", g_note);
     return 1;
+}
+
+int mpl_cuda_devices(int *cc, int cap) {
+    pthread_once(&g_once, query);
+    for (int i = 0; i < cap && i < g_devices && i < MPL_CUDA_MAX_DEVICES; i++) cc[i] = g_cc_all[i];
+    return g_devices;
 }

@@ -41,7 +41,9 @@ static void ref_destroy(void *pp) {
     free(r);
 }
 
-static mpl_status ref_pack(const mpl_config *c, const mpl_canonical *w, void **out) {
+static mpl_status ref_pack(const mpl_config *c, const mpl_canonical *w, const mpl_platform *p, uint32_t enabled,
+                           void **out) {
+    (void)p, (void)enabled;
     ref_packed *r = calloc(1, sizeof *r);
     if (!r) return mpl_set_error(MPL_ERR_OUT_OF_MEMORY, "ref: out of memory");
     r->cfg = *c;
@@ -85,7 +87,8 @@ typedef struct {
     size_t acc_stride;
 } ref_job;
 
-static size_t ref_workspace_size(const void *pp, int64_t m, int threads) {
+static size_t ref_workspace_size(const void *pp, int64_t m, int threads, int path) {
+    (void)path;
     const ref_packed *r = pp;
     size_t k = (size_t)r->w.k, mm = (size_t)m;
     size_t per_thread = ((size_t)r->w.groups * 8 + 63) & ~(size_t)63;
@@ -153,6 +156,16 @@ static mpl_status ref_apply(const void *pp, const mpl_apply_args *a) {
     return MPL_OK;
 }
 
+/* One path: the specification has no alternatives. */
+static const mpl_path_desc ref_paths[] = {
+    {.name = "ref:scalar",
+     .requires = "",
+     .m_min = 1,
+     .m_max = MPL_M_ANY,
+     .m_limit = MPL_M_ANY,
+     .why = "the only path of the reference kernel"},
+};
+
 const mpl_kernel_desc mpl_kernel_ref = {
     .name = "ref",
     .backend = MPL_BACKEND_CPU,
@@ -162,6 +175,8 @@ const mpl_kernel_desc mpl_kernel_ref = {
     .min_cc = 0,
     .irregular_act_order = true,
     .can_implement = ref_can_implement,
+    .paths = ref_paths,
+    .npaths = 1,
     .pack = ref_pack,
     .destroy = ref_destroy,
     .workspace_size = ref_workspace_size,
