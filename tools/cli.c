@@ -312,3 +312,17 @@ int cli_effective_threads(const mpl_options *o) {
     int pool = mpl_platform_get(&p) == MPL_OK && p.cpu_threads > 0 ? p.cpu_threads : 1;
     return (o->threads == 0 || o->threads > pool) ? pool : o->threads;
 }
+
+void cli_json_string(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; s && *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(f, "\\%c", ch);
+        else if (ch < 0x20)
+            fprintf(f, "\\u%04x", ch);
+        else
+            fputc(ch, f);
+    }
+    fputc('"', f);
+}

@@ -120,6 +120,8 @@ int cli_setup_from_opts(const char *cmd, cli_opt *opts, int nopts, int64_t def_m
 int cli_validate(const char *cmd, const mpl_config *c);
 /* "k=4096 n=14336 uint4b8 bf16 group 128 zp act-order w4a8" */
 void cli_config_string(const mpl_config *c, char *buf, size_t cap);
+/* Writes s as a JSON string literal (quotes, escapes; NULL as ""). */
+void cli_json_string(FILE *f, const char *s);
 /* Threads apply will use for opt->threads on this machine (mirrors the library's rule). */
 int cli_effective_threads(const mpl_options *o);
 
@@ -179,6 +181,7 @@ typedef struct cli_verify_result {
     double rel_fro;       /* ||y - y_ref||_F / ||y_ref||_F */
     double rel_fro_tol;   /* ||bound||_F / ||y_ref||_F */
     const char *kernel;   /* kernel that ran (static string from the library) */
+    const char *path;     /* its path for m rows, "<kernel>:<path>" (mpl_layer_path) */
     int pass;
 } cli_verify_result;
 
@@ -195,6 +198,7 @@ typedef struct cli_bench_params {
 
 typedef struct cli_bench_result {
     const char *kernel;
+    const char *path;    /* the path the timed applies ran (mpl_layer_path) */
     int threads;
     double seconds;      /* median seconds per apply */
     size_t weight_bytes; /* of one layer */

@@ -375,7 +375,7 @@ int cli_apply(int argc, char **argv) {
            mpl_layout_name(layout), mpl_wtype_name(c->wtype), (long long)K, (long long)c->group_size,
            c->zero_points ? ", zp" : "", c->act_order ? ", act-order" : "", c->mode == MPL_MODE_W4A8 ? ", w4a8" : "");
     fflush(stdout);
-    fprintf(stderr, "kernel: %s\n", mpl_layer_kernel(layer));
+    fprintf(stderr, "kernel: %s path: %s\n", mpl_layer_kernel(layer), mpl_layer_path(layer, M));
     rc = CLI_EXIT_OK;
 out:
     mpl_layer_destroy(layer);

@@ -217,6 +217,7 @@ int cli_bench_run(const char *cmd, const cli_setup *s, const cli_bench_params *p
     r->target_bytes = target;
     r->weight_bytes = mpl_layer_weight_bytes(first);
     r->kernel = mpl_layer_kernel(first);
+    r->path = mpl_layer_path(first, s->m);
     r->threads = s->opt.device == MPL_DEVICE_CUDA ? 0 : cli_effective_threads(&s->opt);
     layers = calloc((size_t)copies, sizeof *layers);
     int reps = p->reps > 0 ? p->reps : 20;
@@ -229,9 +230,9 @@ int cli_bench_run(const char *cmd, const cli_setup *s, const cli_bench_params *p
     layers[0] = first;
     first = NULL;
     made = 1;
-    /* The rest with the kernel already chosen: creation is decode + pack only. */
+    /* The rest with the kernel already chosen (or the path forced): creation is decode + pack only. */
     mpl_options o = s->opt;
-    o.kernel = r->kernel;
+    if (!s->kernel) o.kernel = r->kernel;
     for (; made < copies; made++) {
         st = mpl_layer_create(c, &syn.ckpt, &o, &layers[made]);
         if (st != MPL_OK) {
@@ -299,20 +300,6 @@ out:
     return rc;
 }
 
-static void print_json_string(const char *s) {
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            printf("\\%c", ch);
-        else if (ch < 0x20)
-            printf("\\u%04x", ch);
-        else
-            putchar(ch);
-    }
-    putchar('"');
-}
-
 static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
 
 int cli_bench(int argc, char **argv) {
@@ -361,7 +348,9 @@ int cli_bench(int argc, char **argv) {
                 (long long)r.copies, mib(rotated), mib(r.target_bytes));
     if (json) {
         printf("{\"kernel\": ");
-        print_json_string(r.kernel);
+        cli_json_string(stdout, r.kernel);
+        printf(", \"path\": ");
+        cli_json_string(stdout, r.path);
         printf(", \"m\": %lld, \"k\": %lld, \"n\": %lld, \"threads\": %d, \"seconds\": %.9g, \"weight_bytes\": %zu, "
                "\"gbps\": %.6g, \"gflops\": %.6g, \"wtype\": \"%s\", \"act\": \"%s\", \"group_size\": %lld, "
                "\"zp\": %s, \"act_order\": %s, \"w4a8\": %s, \"device\": \"%s\", \"copies\": %lld, "
@@ -382,11 +371,11 @@ int cli_bench(int argc, char **argv) {
         printf("bench %s, m=%lld, threads %d, device cpu\n", desc, (long long)s.m, r.threads);
     const char *cache = s.opt.device == MPL_DEVICE_CUDA ? "GPU L2" : "LLC";
     if (r.llc_bytes)
-        printf("kernel %s: %.2f MiB of weights per copy, %lld copies = %.1f MiB rotated (%s %.1f MiB)\n", r.kernel,
+        printf("path %s: %.2f MiB of weights per copy, %lld copies = %.1f MiB rotated (%s %.1f MiB)\n", r.path,
                mib(r.weight_bytes), (long long)r.copies, mib(rotated), cache, mib(r.llc_bytes));
     else
-        printf("kernel %s: %.2f MiB of weights per copy, %lld copies = %.1f MiB rotated (%s size unknown)\n",
-               r.kernel, mib(r.weight_bytes), (long long)r.copies, mib(rotated), cache);
+        printf("path %s: %.2f MiB of weights per copy, %lld copies = %.1f MiB rotated (%s size unknown)\n",
+               r.path, mib(r.weight_bytes), (long long)r.copies, mib(rotated), cache);
     printf("median %.4f ms per apply over %d reps: %.2f GB/s of weights, %.2f GFLOP/s\n", r.seconds * 1e3, p.reps,
            r.gbps, r.gflops);
     return CLI_EXIT_OK;

@@ -286,7 +286,7 @@ int cli_apply_checkpoint(int argc, char **argv) {
            (long long)li.config.group_size, li.config.zero_points ? ", zp" : "", li.config.act_order ? ", act-order" : "",
            li.config.mode == MPL_MODE_W4A8 ? ", w4a8" : "", li.has_bias ? ", bias" : "", mpl_act_name(act));
     fflush(stdout);
-    fprintf(stderr, "kernel: %s\n", mpl_layer_kernel(l));
+    fprintf(stderr, "kernel: %s path: %s\n", mpl_layer_kernel(l), mpl_layer_path(l, M));
     rc = CLI_EXIT_OK;
 out:
     mpl_layer_destroy(l);

@@ -89,7 +89,9 @@ int cli_demo(int argc, char **argv) {
         free(e);
         return cli_lib_error(cmd, st, NULL);
     }
-    printf("kernel: %s\n", chosen);
+    const char *path = NULL;
+    mpl_choose_path(&s.cfg, &s.opt, s.m, &path);
+    printf("kernel: %s, path for m = %lld: %s\n", chosen, (long long)s.m, path ? path : "(none)");
     for (int i = 0; i < count; i++)
         if (e[i].reason != MPL_REASON_OK)
             printf("  (passed over %s: %s: %s)\n", e[i].kernel, mpl_reason_name(e[i].reason), e[i].message);

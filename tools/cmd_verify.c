@@ -31,7 +31,7 @@ static void help(void) {
            "\n"
            "Builds a random layer (random codes, scales, zero points, act-order g_idx permutation,\n"
            "bias, Gaussian x), encodes it in checkpoint layout L (ct by default; gptq, gptq-v2, awq,\n"
-           "ct-int), runs the chosen kernel (or --kernel NAME) and the ref kernel, and prints the\n"
+           "ct-int), runs the chosen kernel (or --kernel NAME or NAME:PATH) and the ref kernel, and prints the\n"
            "max abs error, the relative (Frobenius) error and the tolerance. Exit 1 when any element\n"
            "is outside its bound 2(K+G+4)*2^-24*sum|x*w*s| + 2*u_act*|y_ref|.\n"
            "\n");
@@ -161,6 +161,7 @@ int cli_verify_run(const char *cmd, const cli_setup *s, mpl_layout layout, uint6
     r->rel_fro = sum_r2 > 0 ? sqrt(sum_d2 / sum_r2) : sqrt(sum_d2);
     r->rel_fro_tol = sum_r2 > 0 ? sqrt(sum_b2 / sum_r2) : sqrt(sum_b2);
     r->kernel = mpl_layer_kernel(lk);
+    r->path = mpl_layer_path(lk, M);
     r->weight_rounding = uw;
     rc = CLI_EXIT_OK;
 out:
@@ -207,7 +208,7 @@ int cli_verify(int argc, char **argv) {
     fflush(stdout);
     cli_verify_result r;
     if ((rc = cli_verify_run(cmd, &s, layout, (uint64_t)seed, &r))) return rc;
-    printf("kernel: %s (reference: ref)\n", r.kernel);
+    printf("kernel: %s path: %s (reference: ref)\n", r.kernel, r.path ? r.path : "(none)");
     printf("max abs error: %.3e\n", r.max_abs);
     printf("relative error (Frobenius): %.3e; tolerance %.3e\n", r.rel_fro, r.rel_fro_tol);
     printf("worst element: (m=%lld, n=%lld) |y - y_ref| = %.3e, bound %.3e (ratio %.3g)\n", (long long)r.worst_m,
@@ -219,8 +220,8 @@ int cli_verify(int argc, char **argv) {
                (int)lround(log2(r.weight_rounding)), mpl_act_name(s.cfg.act));
     if (!r.pass) {
         printf("FAIL\n");
-        cli_error(cmd, "kernel %s differs from ref beyond tolerance: |y - y_ref| = %.3e at (m=%lld, n=%lld), bound %.3e",
-                  r.kernel, r.worst_abs, (long long)r.worst_m, (long long)r.worst_n, r.worst_bound);
+        cli_error(cmd, "path %s differs from ref beyond tolerance: |y - y_ref| = %.3e at (m=%lld, n=%lld), bound %.3e",
+                  r.path ? r.path : r.kernel, r.worst_abs, (long long)r.worst_m, (long long)r.worst_n, r.worst_bound);
         return CLI_EXIT_CHECK;
     }
     printf("PASS\n");
