@@ -2,9 +2,8 @@
  * test_chooser.c -- the kernel registry and chooser: every reason code, MPL_DISABLED_KERNELS,
  * forcing, the fake-platform hook, act-order, and hardware vs parameter statuses.
  *
- * Written against reasons and statuses, not against which x86 kernels exist: the x86 entries
- * may be placeholders (NOT_BUILT) or real kernels with ISA floors (ISA_MISSING on a platform
- * without them). Reasons only a kernel's can_implement produces (GROUP_SIZE, SHAPE, ...) are
+ * Written against reasons and statuses, not against which x86 kernels exist: they are real
+ * kernels with ISA floors (ISA_MISSING on a platform without them). Path rows: test_paths.c. Reasons only a kernel's can_implement produces (GROUP_SIZE, SHAPE, ...) are
  * reached through mpl_kernel_check with a test descriptor, which also pins the order of the
  * chooser's own checks: DISABLED, then the ISA floor, then irregular act-order, then the kernel.
  */
@@ -133,9 +132,21 @@ static void kernel_check_order(void **state) {
         assert_int_equal(mpl_kernel_check(&fake_cpu, &c, &p, 0, msg, sizeof msg), r);
         assert_non_null(strstr(msg, mpl_reason_name((mpl_reason)r)));
     }
-    /* CUDA kernels: no CPU ISA floor */
-    fake_verdict = MPL_REASON_DEVICE;
+    /* CUDA kernels: no CPU ISA floor; the device and its compute capability come first */
     p.isa = 0;
+    assert_int_equal(mpl_kernel_check(&fake_cuda, &c, &p, 0, msg, sizeof msg), MPL_REASON_DEVICE);
+    assert_non_null(strstr(msg, "none found"));
+    p.cuda_devices = 1;
+    p.cuda_cc = 75;
+    assert_int_equal(mpl_kernel_check(&fake_cuda, &c, &p, 0, msg, sizeof msg), MPL_REASON_DEVICE);
+    assert_non_null(strstr(msg, "8.0 or newer"));
+    assert_non_null(strstr(msg, "7.5"));
+    p.cuda_device = 1; /* a device that does not exist */
+    p.cuda_cc = 80;
+    assert_int_equal(mpl_kernel_check(&fake_cuda, &c, &p, 0, msg, sizeof msg), MPL_REASON_DEVICE);
+    assert_non_null(strstr(msg, "does not exist"));
+    p.cuda_device = 0;
+    fake_verdict = MPL_REASON_DEVICE;
     assert_int_equal(mpl_kernel_check(&fake_cuda, &c, &p, 0, msg, sizeof msg), MPL_REASON_DEVICE);
     fake_verdict = MPL_REASON_OK;
     assert_int_equal(mpl_kernel_check(&fake_cuda, &c, &p, 0, msg, sizeof msg), MPL_REASON_OK);
@@ -470,7 +481,7 @@ static void every_reason_reachable(void **state) {
     for (int i = 0; i < count; i++) seen[e[i].reason] = 1;
     assert_true(seen[MPL_REASON_OK] && seen[MPL_REASON_DISABLED]);
     if (count > 1) assert_true(seen[MPL_REASON_ACT_ORDER]);
-    mpl_platform p = {.isa = 0, .cpu_threads = 1};
+    mpl_platform p = {.isa = 0, .cpu_threads = 1, .cuda_devices = 1, .cuda_cc = 90};
     char msg[256];
     fake_verdict = MPL_REASON_OK;
     seen[mpl_kernel_check(&fake_cpu, &c, &p, 0, msg, sizeof msg)] = 1;

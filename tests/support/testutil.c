@@ -586,9 +586,16 @@ tu_result tu_check_kernel_ex(const char *kernel, const mpl_config *cfg, int64_t 
         fprintf(stderr, "FAIL %s: create %s: %s: %s\n", what, cs, mpl_status_string(st), mpl_last_error());
         goto done;
     }
-    if (!mpl_layer_kernel(s.kl) || strcmp(mpl_layer_kernel(s.kl), kernel) != 0) {
-        fprintf(stderr, "FAIL %s: layer runs '%s'\n", what, mpl_layer_kernel(s.kl));
-        goto done;
+    /* "kernel" must be the layer's kernel; "kernel:path" also the path an apply of m rows takes. */
+    {
+        const char *colon = strchr(kernel, ':');
+        size_t kl = colon ? (size_t)(colon - kernel) : strlen(kernel);
+        const char *lk = mpl_layer_kernel(s.kl), *lp = mpl_layer_path(s.kl, m);
+        if (!lk || strlen(lk) != kl || strncmp(lk, kernel, kl) != 0 || !lp || (colon && strcmp(lp, kernel) != 0)) {
+            fprintf(stderr, "FAIL %s: layer runs '%s' path '%s' for m = %lld\n", what, lk, lp ? lp : "(none)",
+                    (long long)m);
+            goto done;
+        }
     }
     mpl_options_init(&ro);
     ro.kernel = "ref";

@@ -208,7 +208,8 @@ void tu_check_opts_init(tu_check_opts *o);
 
 /*
  * One case: random weights/x/bias from seed for cfg and m rows (the layout must hold the config:
- * AWQ needs n % (32/bits) == 0, ct-int wtype int4); layers forced to `kernel` and
+ * AWQ needs n % (32/bits) == 0, ct-int wtype int4); layers forced to `kernel` (a kernel name, or
+ * "<kernel>:<path>": then mpl_layer_path(layer, m) must be that path) and
  * to "ref"; the kernel is applied twice (outputs must be bit-identical) into guard-byte
  * buffers; both outputs are checked against the float64 oracle with tu_tolerance (EXACT
  * data: bit-exact) and the kernel against ref (EXACT: bit-identical). Everything printed on
