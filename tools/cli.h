@@ -10,8 +10,7 @@
  * confuses them with a signal):
  *   0  success
  *   1  verify/demo: the kernel's result is outside the error tolerance
- *   2  usage: unknown option, missing required option, malformed value, or
- *      a feature not available yet (checkpoint loading)
+ *   2  usage: unknown option, missing required option or malformed value
  *   3  invalid input: a malformed or inconsistent .npy file or tensor, or a
  *      config that breaks a rule (group size, types, g_idx, sizes that overflow)
  *   4  unsupported: the config is valid but no kernel (or the forced one)
@@ -222,9 +221,7 @@ int cli_bench(int argc, char **argv);
 int cli_demo(int argc, char **argv);
 
 /*
- * Checkpoint-directory subcommands (tools/cmd_checkpoint.c, owned by the
- * checkpoint engineer; that file may be replaced wholesale as long as these
- * three functions keep their signatures and conventions):
+ * Checkpoint-directory subcommands (tools/cmd_checkpoint.c):
  *   argv[0] is the subcommand name as typed ("inspect", "apply" or "bench");
  *   argv[1..argc-1] are all the remaining arguments unchanged, including
  *   "--checkpoint DIR" for apply/bench and the positional DIR for inspect.
