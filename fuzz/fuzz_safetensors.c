@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "formats/safetensors.h"
+#include "model/safetensors.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

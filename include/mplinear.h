@@ -334,10 +334,19 @@ typedef struct mpl_verdict {
 /*
  * The verdict on kernel or path `name` ("x86_avx512_w4a16", "cuda_w4a16:wg") for cfg on this
  * platform, as the chooser would give it (MPL_DISABLED_KERNELS, ISA or compute capability, the
- * config's rules; a path is refused when its kernel is). opt->device and opt->cuda_device pick the
- * device; opt->kernel is ignored. MPL_ERR_INVALID_ARGUMENT for an unknown name or invalid config.
+ * config's rules; a path is refused when its kernel is). cfg NULL: the platform alone (disabled,
+ * ISA, device), with the path's static m range. opt->cuda_device picks the device; opt->kernel
+ * and opt->device are ignored (the name says the backend). MPL_ERR_INVALID_ARGUMENT for an unknown
+ * name or an invalid config.
  */
 MPL_API mpl_status mpl_check(const mpl_config *cfg, const mpl_options *opt, const char *name, mpl_verdict *out);
+
+/*
+ * The kernel mpl_choose picks and the path an apply of m rows would take on a layer created with
+ * cfg and opt (mpl_layer_path), without creating one: *path gets "<kernel>:<path>" or NULL. A path
+ * whose state is only known once weights are packed (a CUDA tensor map) is assumed to be usable.
+ */
+MPL_API mpl_status mpl_choose_path(const mpl_config *cfg, const mpl_options *opt, int64_t m, const char **path);
 
 /* ---- Platform ---- */
 

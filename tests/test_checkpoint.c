@@ -17,7 +17,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "formats/safetensors.h"
+#include "model/safetensors.h"
 #include "mplinear.h"
 
 typedef struct fixture {

@@ -453,7 +453,7 @@ static void test_apply_gptq_hand_packed(void **state) {
                  "--wtype", "uint4b8", "--act", "f32", "--input", fx, "--output", fy, "--kernel", "ref", "--threads", "1");
     if (rc) show("hand-packed gptq", rc);
     assert_int_equal(rc, 0);
-    assert_string_equal(last_err_line(), "kernel: ref");
+    assert_string_equal(last_err_line(), "kernel: ref path: ref:scalar");
     float *y = read_y(fy, M, N);
     assert_non_null(y);
     for (int m = 0; m < M; m++)
@@ -751,7 +751,8 @@ static void test_apply_bad_shapes(void **state) {
     BAD("unknown layout", "unknown layout", 2, {"--layout", "marlin"});
     BAD("unknown kernel", "unknown kernel", 3, {"--kernel", "no_such_kernel"});
     BAD("unknown device", "--device", 2, {"--device", "tpu"});
-    BAD("forced kernel refuses", "cannot implement", 0, {"--kernel", "x86_vnni_w4a8"});
+    BAD("forced kernel refuses", "cannot implement", 0, {"--kernel", "x86_avx2_w4a8"});
+    BAD("unknown path", "unknown path", 3, {"--kernel", "ref:fast"});
     BAD("unknown option", "unknown option", 2, {"--frobnicate", "1"});
     BAD("missing --weight", "missing --weight", 2, {"--weight", NULL});
     BAD("missing --input", "missing --input", 2, {"--input", NULL});
@@ -832,6 +833,72 @@ static void test_help(void **state) {
     assert_true(one_error_line("unknown subcommand"));
 }
 
+/* A strict validator for one JSON value (objects, arrays, strings with escapes, numbers, true/false/null). */
+static int json_value(const char **p, int depth);
+static void json_ws(const char **p) {
+    while (**p == ' ' || **p == '\n' || **p == '\t' || **p == '\r') (*p)++;
+}
+static int json_string(const char **p) {
+    if (**p != '"') return 0;
+    for ((*p)++; **p && **p != '"'; (*p)++) {
+        if ((unsigned char)**p < 0x20) return 0;
+        if (**p == '\\') {
+            (*p)++;
+            if (!strchr("\"\\/bfnrtu", **p) || !**p) return 0;
+        }
+    }
+    if (**p != '"') return 0;
+    (*p)++;
+    return 1;
+}
+static int json_value(const char **p, int depth) {
+    if (depth > 32) return 0;
+    json_ws(p);
+    if (**p == '{' || **p == '[') {
+        char close = **p == '{' ? '}' : ']';
+        int obj = close == '}';
+        (*p)++;
+        json_ws(p);
+        if (**p == close) {
+            (*p)++;
+            return 1;
+        }
+        for (;;) {
+            json_ws(p);
+            if (obj) {
+                if (!json_string(p)) return 0;
+                json_ws(p);
+                if (*(*p)++ != ':') return 0;
+            }
+            if (!json_value(p, depth + 1)) return 0;
+            json_ws(p);
+            if (**p == ',') {
+                (*p)++;
+                continue;
+            }
+            if (**p != close) return 0;
+            (*p)++;
+            return 1;
+        }
+    }
+    if (**p == '"') return json_string(p);
+    for (const char *lit = "true\0false\0null\0"; *lit; lit += strlen(lit) + 1)
+        if (strncmp(*p, lit, strlen(lit)) == 0) {
+            *p += strlen(lit);
+            return 1;
+        }
+    char *end;
+    strtod(*p, &end);
+    if (end == *p) return 0;
+    *p = end;
+    return 1;
+}
+static int json_document(const char *s) {
+    if (!json_value(&s, 0)) return 0;
+    json_ws(&s);
+    return *s == 0;
+}
+
 static void test_info(void **state) {
     (void)state;
     int rc = RUN("info");
@@ -839,6 +906,41 @@ static void test_info(void **state) {
     assert_int_equal(rc, 0);
     assert_non_null(strstr(g_out, "cpu:"));
     assert_non_null(strstr(g_out, "ref"));
+    assert_non_null(strstr(g_out, "ref:scalar")); /* every path listed */
+    /* --json: one valid object, every kernel with its paths */
+    rc = RUN("info", "--json");
+    if (rc || !json_document(g_out)) show("info --json", rc);
+    assert_int_equal(rc, 0);
+    assert_true(json_document(g_out));
+    assert_non_null(strstr(g_out, "\"platform\": {"));
+    assert_non_null(strstr(g_out, "\"kernels\": [{"));
+    assert_non_null(strstr(g_out, "\"paths\": [{\"name\": \"ref:scalar\", \"requires\": \"\", \"m_min\": 1, "
+                                  "\"m_max\": null, \"m_limit\": null"));
+    assert_non_null(strstr(g_out, "\"available\": true"));
+    for (int i = 0; i < mpl_kernel_count(); i++) {
+        mpl_kernel_info ki;
+        assert_int_equal(mpl_kernel_get(i, &ki), MPL_OK);
+        for (int j = 0; j < ki.paths; j++) {
+            mpl_path_info pi;
+            assert_int_equal(mpl_path_get(i, j, &pi), MPL_OK);
+            char want[96];
+            snprintf(want, sizeof want, "{\"name\": \"%s\"", pi.name);
+            if (!strstr(g_out, want)) fail_msg("info --json lacks path %s", pi.name);
+        }
+    }
+    /* with a config: the chooser's verdict per kernel and per path, and the path for --m */
+    rc = RUN("info", "--json", "--k", "96", "--n", "13", "--kernel", "ref:scalar", "--m", "3");
+    if (rc || !json_document(g_out)) show("info --json config", rc);
+    assert_int_equal(rc, 0);
+    assert_true(json_document(g_out));
+    assert_non_null(strstr(g_out, "\"chosen\": \"ref\", \"path\": \"ref:scalar\""));
+    assert_non_null(strstr(g_out, "\"verdict\": {\"reason\": \"OK\""));
+    /* a path disabled by name: its verdict says so, and the text table names it */
+    setenv("MPL_DISABLED_KERNELS", "ref:scalar", 1);
+    rc = RUN("info", "--k", "96", "--n", "13", "--kernel", "ref");
+    unsetenv("MPL_DISABLED_KERNELS");
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(g_out, "ref:scalar disabled by MPL_DISABLED_KERNELS"));
     rc = RUN("info", "--k", "96", "--n", "13", "--group-size", "24", "--wtype", "uint4", "--act-order", "--act", "f16");
     if (rc) show("info config", rc);
     assert_int_equal(rc, 0);
@@ -885,6 +987,37 @@ static void test_verify(void **state) {
             assert_non_null(strstr(g_out, "max abs error"));
             assert_non_null(strstr(g_out, "relative error (Frobenius)"));
         }
+    /* every path of every kernel, forced by name from the CLI: PASS where this host runs it, else a refusal
+     * (4: not for this config, 5: hardware absent) with one error line */
+    int passed = 0;
+    for (int i = 0; i < mpl_kernel_count(); i++) {
+        mpl_kernel_info ki;
+        mpl_kernel_get(i, &ki);
+        const char *device = strcmp(ki.backend, "cuda") == 0 ? "cuda" : "cpu";
+        for (int j = 0; j < ki.paths; j++) {
+            mpl_path_info pi;
+            mpl_path_get(i, j, &pi);
+            for (int w4a8 = 0; w4a8 < 2; w4a8++) {
+                const char *m = pi.m_min > 40 ? "64" : pi.m_min > 4 ? "9" : "2";
+                int r = w4a8 ? RUN("verify", "--k", "256", "--n", "40", "--group-size", "128", "--m", m, "--device", device,
+                                   "--kernel", pi.name, "--w4a8")
+                             : RUN("verify", "--k", "256", "--n", "40", "--group-size", "128", "--m", m, "--device", device,
+                                   "--kernel", pi.name);
+                if (r != 0 && r != 4 && r != 5) show(pi.name, r);
+                assert_true(r == 0 || r == 4 || r == 5);
+                if (r == 0) {
+                    char want[96];
+                    snprintf(want, sizeof want, "path: %s", pi.name);
+                    assert_non_null(strstr(g_out, want));
+                    assert_non_null(strstr(g_out, "PASS"));
+                    passed++;
+                } else {
+                    assert_true(one_error_line(pi.name));
+                }
+            }
+        }
+    }
+    assert_true(passed >= 2);
     int rc = RUN("verify", "--k", "96", "--n", "13", "--group-size", "40");
     assert_int_equal(rc, 3);
     assert_true(one_error_line("group_size"));

@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include "core/internal.h"
+#include "decode/decode.h"
 #include "support/testutil.h"
 
 static const int awq4_order[8] = {0, 2, 4, 6, 1, 3, 5, 7}; /* nibble i holds column awq4_order[i] */

@@ -54,7 +54,7 @@ static void path_tables(void **state) {
             if (strlen(pi.why) == 0) fail_msg("path %s has no why (the measurement behind its m range)", pi.name);
             assert_true(pi.m_min >= 1);
             assert_true(pi.m_max >= pi.m_min);
-            assert_true(pi.m_limit >= pi.m_min);
+            assert_true(pi.m_limit >= pi.m_max); /* a path never serves by default more rows than it can run */
             int idx = -2;
             assert_ptr_equal(mpl_registry_find_path(pi.name, &idx), mpl_registry_find(ki.name));
             assert_int_equal(idx, j);
@@ -102,7 +102,7 @@ static mpl_reason any_config(const mpl_config *c, const mpl_platform *p, char *m
 static const mpl_path_desc fake_paths[] = {
     {.name = "fake_avx2_kernel:a", .requires = "", .m_min = 1, .m_max = 4, .m_limit = 16, .why = "test",
      .m_range = narrow_a},
-    {.name = "fake_avx2_kernel:b", .requires = "avx512f", .isa = MPL_ISA_AVX512F, .m_min = 5, .m_max = MPL_M_ANY,
+    {.name = "fake_avx2_kernel:b", .requires = "avx512f", .isa = MPL_ISA_AVX512F, .m_min = 5, .m_max = 100,
      .m_limit = 100, .why = "test"},
     {.name = "fake_avx2_kernel:c", .requires = "", .m_min = 1, .m_max = MPL_M_ANY, .m_limit = MPL_M_ANY,
      .why = "test", .can_implement = refuse_f32},
@@ -161,7 +161,8 @@ static void plan_rule(void **state) {
     assert_int_equal(mpl_plan_path(&p, 1), 0);
     assert_int_equal(mpl_plan_path(&p, 4), 0);
     assert_int_equal(mpl_plan_path(&p, 5), 1);
-    assert_int_equal(mpl_plan_path(&p, 1000), 1); /* b's default range has no bound; its limit does not apply */
+    assert_int_equal(mpl_plan_path(&p, 100), 1);
+    assert_int_equal(mpl_plan_path(&p, 1000), 2); /* past b's range (and limit): c, the fallback */
     p = fake_plan(7, -1, 4096); /* m_range: a serves m <= 2 at this K */
     assert_int_equal(mpl_plan_path(&p, 2), 0);
     assert_int_equal(mpl_plan_path(&p, 3), 2);

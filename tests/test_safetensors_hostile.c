@@ -15,8 +15,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "formats/hfconfig.h"
-#include "formats/safetensors.h"
+#include "model/hfconfig.h"
+#include "model/safetensors.h"
 #include "mplinear.h"
 
 /* ---- building files ---- */

@@ -1,6 +1,14 @@
 /*
- * test_x86_w4a16.c -- x86_avx512_w4a16 and x86_avx2_w4a16 against ref and the float64 oracle,
- * through the public API (mpl_options.kernel forces the kernel).
+ * test_x86_w4a16.c -- every path of x86_avx512_w4a16 and x86_avx2_w4a16 against ref and the
+ * float64 oracle, through the public API only for running them: each path is forced by name
+ * (mpl_options.kernel = "x86_avx512_w4a16:prefill-amx"), and each kernel also runs with its own
+ * choice of path by m.
+ *
+ * Targets (read from the registry with mpl_kernel_get / mpl_path_get): every path of both kernels,
+ * then each kernel unforced. A target this host cannot run (mpl_check: ISA missing) is skipped with
+ * the chooser's message; a path that does not take a config (prefill-amx and prefill-bf16 take bf16
+ * activations only) is counted as not applicable. tu_check_kernel_ex checks that a forced path is
+ * the one mpl_layer_path reports for that m.
  *
  * Every case goes through tu_check_kernel_ex (tests/support): random weights, x and bias; the
  * kernel applied twice (bit-identical, guard bytes intact); its output and ref's against the
@@ -10,17 +18,15 @@
  * activation type -- and, on exact data (small-integer x, power-of-two scales), bit-identical
  * to ref.
  *
- * Each AVX-512 case runs in every prefill variant this host can run (AMX tiles, vdpbf16ps,
- * f32 FMA; the platform hook hides AMX and AVX512-BF16 to reach the others) and each case
- * runs forced down the decode path and the prefill path, then with the kernel's own choice.
- *
  * Matrix: weight types (uint4b8, uint4 + zero points, int4) x activations (bf16, f16, f32) x
  * every group size that is a multiple of 16 and divides K=384 (and -1) x act-order; M in
  * {1, 2, 3, 4, 5, 6, 7, 31, 32, 33, 64, 513} (row tiles: decode 4, AVX2 prefill 6, AVX-512
- * prefill 6, AMX 32); N tails around the 16/64-channel blocks; K tails (multiples of 8 that
+ * prefill 6, AMX 16/32); N tails around the 16/64-channel blocks; K tails (multiples of 8 that
  * are not of 16 or 32, group -1 and 16); split-K decode (fewer 64-channel blocks than
  * threads); tensor-parallel sizes (K = 1408, N = 7392); all three scale dtypes.
- * Also: refusal reasons, the chooser's preference and the ISA cap, and pack/unpack round trips.
+ * Also: refusal reasons of kernels and paths, the default path for m on faked CPUs (the
+ * platform hook fakes a CPU for the chooser only: no kernel code runs on it) and on this host,
+ * the chooser's preference and the ISA cap, and pack/unpack round trips.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -32,79 +38,112 @@
 #include <cmocka.h>
 
 #include "core/internal.h"
-#include "kernels/x86/w4a16_x86.h"
+#include "decode/decode.h"
+#include "kernels/x86/x86_isa.h"
 #include "layouts/x86_w4a16.h"
 #include "support/testutil.h"
 
 static const char *const K512 = "x86_avx512_w4a16";
 static const char *const K2 = "x86_avx2_w4a16";
 
-typedef struct {
-    int64_t pass, skip, fail;
-} tally;
-
 static uint64_t g_seed;
 static uint64_t g_case;
 
-/* ---- platform variants ---- */
+/* ---- targets: every path, then each kernel's own choice ---- */
 
 typedef struct {
-    const char *kernel;
-    const char *name;
-    uint32_t hide; /* ISA bits hidden from the kernel via the platform hook */
-} variant;
+    char name[64];
+    int is_path;
+    int runnable; /* this host can run it (mpl_check on the platform alone) */
+    int64_t pass, na, fail;
+} target;
 
-static const variant variants[] = {
-    {"x86_avx512_w4a16", "avx512 (AMX prefill where present)", 0},
-    {"x86_avx512_w4a16", "avx512 vdpbf16ps prefill", MPL_ISA_AMX_TILE | MPL_ISA_AMX_BF16 | MPL_ISA_AMX_INT8},
-    {"x86_avx512_w4a16", "avx512 f32 prefill",
-     MPL_ISA_AMX_TILE | MPL_ISA_AMX_BF16 | MPL_ISA_AMX_INT8 | MPL_ISA_AVX512_BF16},
-    {"x86_avx2_w4a16", "avx2", 0},
-};
-#define NVARIANTS ((int)(sizeof variants / sizeof variants[0]))
+static target g_targets[16];
+static int g_ntargets;
 
-static mpl_platform g_plat;
-
-/* Returns 0 when the variant is redundant on this host (it hides nothing the host has; a
- * variant hiding AMX and BF16 still runs where only BF16 is present). */
-static int set_variant(const variant *v) {
-    mpl_platform_override(NULL);
-    const mpl_platform *p = mpl_platform_current();
-    if (v->hide && !(p->isa & v->hide)) return 0;
-    g_plat = *p;
-    g_plat.isa &= ~v->hide;
-    mpl_platform_override(v->hide ? &g_plat : NULL);
-    return 1;
+static void add_target(const char *name, int is_path) {
+    assert_true(g_ntargets < (int)(sizeof g_targets / sizeof g_targets[0]));
+    target *t = &g_targets[g_ntargets++];
+    memset(t, 0, sizeof *t);
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->is_path = is_path;
+    mpl_verdict v;
+    assert_int_equal(mpl_check(NULL, NULL, name, &v), MPL_OK);
+    t->runnable = v.reason == MPL_REASON_OK;
+    if (!t->runnable) printf("# SKIP %s on this host: %s: %s\n", name, mpl_reason_name(v.reason), v.message);
 }
 
-static void run_case(tally *t, const char *kernel, const mpl_config *cfg, int64_t m, const tu_check_opts *o) {
-    uint64_t seed = tu_case_seed(g_seed, g_case++);
-    tu_result r = tu_check_kernel_ex(kernel, cfg, m, seed, o);
-    if (r == TU_PASS)
-        t->pass++;
-    else if (r == TU_SKIP)
-        t->skip++;
-    else
-        t->fail++;
-}
-
-/* One config and m on the decode path, the prefill path and the kernel's own choice. */
-static void run_paths(tally *t, const char *kernel, const mpl_config *cfg, int64_t m, const tu_check_opts *o) {
-    for (int path = 1; path >= 0; path = path == 1 ? 2 : path == 2 ? 0 : -1) {
-        mpl_xw_force_path(path);
-        run_case(t, kernel, cfg, m, o);
-        if (path == 0) break;
+static int setup(void **state) {
+    (void)state;
+    g_seed = tu_seed(0x77a416u);
+    printf("seed 0x%llx (set MPL_TEST_SEED to repeat)\n", (unsigned long long)g_seed);
+    const char *kernels[] = {K512, K2};
+    g_ntargets = 0;
+    for (int k = 0; k < 2; k++) {
+        int found = 0;
+        for (int i = 0; i < mpl_kernel_count(); i++) {
+            mpl_kernel_info ki;
+            assert_int_equal(mpl_kernel_get(i, &ki), MPL_OK);
+            if (strcmp(ki.name, kernels[k]) != 0) continue;
+            found = 1;
+            assert_true(ki.paths >= 2);
+            for (int j = 0; j < ki.paths; j++) {
+                mpl_path_info pi;
+                assert_int_equal(mpl_path_get(i, j, &pi), MPL_OK);
+                add_target(pi.name, 1);
+            }
+        }
+        assert_true(found);
+        add_target(kernels[k], 0);
     }
-    mpl_xw_force_path(0);
+    return 0;
 }
 
-static void report(const char *what, const tally *t) {
-    printf("%s: %lld passed, %lld skipped (host lacks the ISA), %lld failed\n", what, (long long)t->pass,
-           (long long)t->skip, (long long)t->fail);
-    assert_int_equal(t->fail, 0);
+static void reset_counts(void) {
+    for (int i = 0; i < g_ntargets; i++) g_targets[i].pass = g_targets[i].na = g_targets[i].fail = 0;
 }
 
-static int host_has(uint32_t bits) { return (mpl_platform_current()->isa & bits) == bits; }
+/* One config and m on every target this host runs and that takes the config. */
+static void run_targets(const mpl_config *cfg, int64_t m, const tu_check_opts *o) {
+    mpl_platform_override(NULL); /* this host's CPU, even after a failed test that faked one */
+    for (int i = 0; i < g_ntargets; i++) {
+        target *t = &g_targets[i];
+        if (!t->runnable) continue;
+        mpl_verdict v;
+        assert_int_equal(mpl_check(cfg, NULL, t->name, &v), MPL_OK);
+        if (v.reason == MPL_REASON_ACT_TYPE) { /* a bf16 path and another activation type */
+            t->na++;
+            continue;
+        }
+        uint64_t seed = tu_case_seed(g_seed, g_case++);
+        tu_result r = v.reason == MPL_REASON_OK ? tu_check_kernel_ex(t->name, cfg, m, seed, o) : TU_REFUSED;
+        if (r == TU_PASS) {
+            t->pass++;
+        } else {
+            char cs[160];
+            fprintf(stderr, "FAIL %s m=%lld %s seed=0x%llx: %s%s\n", t->name, (long long)m,
+                    tu_cfg_str(cfg, cs, sizeof cs), (unsigned long long)seed,
+                    r == TU_REFUSED ? "refused: " : "mismatch (above)", r == TU_REFUSED ? v.message : "");
+            t->fail++;
+        }
+    }
+}
+
+static void report(const char *what) {
+    int64_t fail = 0;
+    printf("%s:\n", what);
+    for (int i = 0; i < g_ntargets; i++) {
+        const target *t = &g_targets[i];
+        if (!t->runnable)
+            printf("  %-32s skipped (this host lacks its ISA)\n", t->name);
+        else
+            printf("  %-32s %lld passed, %lld not applicable, %lld failed\n", t->name, (long long)t->pass,
+                   (long long)t->na, (long long)t->fail);
+        fail += t->fail;
+    }
+    reset_counts();
+    assert_int_equal(fail, 0);
+}
 
 /* ---- the matrix ---- */
 
@@ -123,125 +162,102 @@ static void cfg_set(mpl_config *c, int64_t k, int64_t n, mpl_wtype wt, mpl_act a
 /* Types x activations x every group size of K=384 x act-order, M in {1, 5, 33}, N = 80 (a tail). */
 static void types_groups(void **state) {
     (void)state;
-    tally t = {0};
     static const int64_t groups[] = {-1, 16, 32, 48, 64, 96, 128, 192, 384};
     static const int64_t ms[] = {1, 5, 33};
-    for (int vi = 0; vi < NVARIANTS; vi++) {
-        if (!set_variant(&variants[vi])) continue;
-        for (size_t w = 0; w < 3; w++)
-            for (size_t a = 0; a < 3; a++)
-                for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++)
-                    for (int ao = 0; ao < 2; ao++) {
-                        if (ao && groups[g] == -1) continue;
-                        mpl_config c;
-                        cfg_set(&c, 384, 80, wtypes[w], acts[a], groups[g], ao);
-                        tu_check_opts o;
-                        tu_check_opts_init(&o);
-                        o.quiet = 1;
-                        /* Every third case on exact data: must equal ref bit for bit. */
-                        o.data = (g_case % 3 == 0) ? TU_DATA_EXACT : TU_DATA_RANDOM;
-                        o.scale_dtype = (g % 3 == 0) ? MPL_DTYPE_BF16 : (g % 3 == 1) ? MPL_DTYPE_F16 : MPL_DTYPE_F32;
-                        o.bias = (int)((g + a) % 2);
-                        run_paths(&t, variants[vi].kernel, &c, ms[(w + a + g) % 3], &o);
-                    }
-    }
-    mpl_platform_override(NULL);
-    report("types x activations x groups x act-order", &t);
+    for (size_t w = 0; w < 3; w++)
+        for (size_t a = 0; a < 3; a++)
+            for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++)
+                for (int ao = 0; ao < 2; ao++) {
+                    if (ao && groups[g] == -1) continue;
+                    mpl_config c;
+                    cfg_set(&c, 384, 80, wtypes[w], acts[a], groups[g], ao);
+                    tu_check_opts o;
+                    tu_check_opts_init(&o);
+                    o.quiet = 1;
+                    /* Every third case on exact data: must equal ref bit for bit. */
+                    o.data = (g_case % 3 == 0) ? TU_DATA_EXACT : TU_DATA_RANDOM;
+                    o.scale_dtype = (g % 3 == 0) ? MPL_DTYPE_BF16 : (g % 3 == 1) ? MPL_DTYPE_F16 : MPL_DTYPE_F32;
+                    o.bias = (int)((g + a) % 2);
+                    run_targets(&c, ms[(w + a + g) % 3], &o);
+                }
+    report("types x activations x groups x act-order");
 }
 
-/* M across every row tile edge, on a shape with an N tail, both paths and the chooser. */
+/* M across every row tile edge, on a shape with an N tail. */
 static void m_edges(void **state) {
     (void)state;
-    tally t = {0};
     static const int64_t ms[] = {1, 2, 3, 4, 5, 6, 7, 31, 32, 33, 64, 513};
-    for (int vi = 0; vi < NVARIANTS; vi++) {
-        if (!set_variant(&variants[vi])) continue;
-        for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
-            mpl_config c;
-            tu_check_opts o;
-            tu_check_opts_init(&o);
-            o.quiet = 1;
-            cfg_set(&c, 128, 72, MPL_WTYPE_UINT4B8, MPL_ACT_BF16, 32, 0);
-            run_paths(&t, variants[vi].kernel, &c, ms[i], &o);
-            cfg_set(&c, 96, 72, MPL_WTYPE_UINT4, MPL_ACT_F16, 48, 1);
-            o.data = TU_DATA_EXACT;
-            run_paths(&t, variants[vi].kernel, &c, ms[i], &o);
-        }
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
+        mpl_config c;
+        tu_check_opts o;
+        tu_check_opts_init(&o);
+        o.quiet = 1;
+        cfg_set(&c, 128, 72, MPL_WTYPE_UINT4B8, MPL_ACT_BF16, 32, 0);
+        run_targets(&c, ms[i], &o);
+        cfg_set(&c, 96, 72, MPL_WTYPE_UINT4, MPL_ACT_BF16, 48, 1); /* group 48: AMX k-step 16 */
+        o.data = TU_DATA_EXACT;
+        run_targets(&c, ms[i], &o);
+        cfg_set(&c, 96, 72, MPL_WTYPE_UINT4, MPL_ACT_F16, 48, 1);
+        run_targets(&c, ms[i], &o);
     }
-    mpl_platform_override(NULL);
-    report("m edges", &t);
+    report("m edges");
 }
 
 /* N tails around the 16- and 64-channel blocks; K tails (multiples of 8 only). */
 static void shape_tails(void **state) {
     (void)state;
-    tally t = {0};
     static const int64_t ns[] = {1, 15, 16, 17, 63, 64, 65, 127, 129};
     static const int64_t ks[] = {8, 16, 24, 40, 72, 136, 520};
-    for (int vi = 0; vi < NVARIANTS; vi++) {
-        if (!set_variant(&variants[vi])) continue;
-        for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
-            for (size_t j = 0; j < sizeof ks / sizeof ks[0]; j++) {
-                mpl_config c;
-                tu_check_opts o;
-                tu_check_opts_init(&o);
-                o.quiet = 1;
-                int64_t group = (ks[j] % 16 == 0 && (i + j) % 2) ? 16 : -1;
-                cfg_set(&c, ks[j], ns[i], wtypes[(i + j) % 3], acts[(i + 2 * j) % 3], group, 0);
-                run_paths(&t, variants[vi].kernel, &c, (int64_t)(1 + (i + j) % 3 * 8), &o);
-            }
-    }
-    mpl_platform_override(NULL);
-    report("N and K tails", &t);
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
+        for (size_t j = 0; j < sizeof ks / sizeof ks[0]; j++) {
+            mpl_config c;
+            tu_check_opts o;
+            tu_check_opts_init(&o);
+            o.quiet = 1;
+            int64_t group = (ks[j] % 16 == 0 && (i + j) % 2) ? 16 : -1;
+            cfg_set(&c, ks[j], ns[i], wtypes[(i + j) % 3], acts[(i + 2 * j) % 3], group, 0);
+            run_targets(&c, (int64_t)(1 + (i + j) % 3 * 8), &o);
+        }
+    report("N and K tails");
 }
 
 /* Split-K decode (fewer 64-channel blocks than threads, or not a multiple), threads 1..3. */
 static void threads_split_k(void **state) {
     (void)state;
-    tally t = {0};
     static const int64_t ns[] = {64, 192, 20};
     static const int64_t groups[] = {-1, 16, 128};
-    for (int vi = 0; vi < NVARIANTS; vi++) {
-        if (!set_variant(&variants[vi])) continue;
-        for (int threads = 1; threads <= 3; threads++)
-            for (size_t i = 0; i < 3; i++)
-                for (size_t g = 0; g < 3; g++) {
-                    mpl_config c;
-                    tu_check_opts o;
-                    tu_check_opts_init(&o);
-                    o.quiet = 1;
-                    o.threads = threads;
-                    cfg_set(&c, 1024 + 8 * (groups[g] == -1), ns[i], wtypes[(i + g) % 3], acts[g], groups[g], 0);
-                    if (groups[g] == -1) c.k = 1032; /* not a multiple of 16: the split lands mid-chunk-row */
-                    run_paths(&t, variants[vi].kernel, &c, 1 + (int64_t)(i + g) % 4, &o);
-                }
-    }
-    mpl_platform_override(NULL);
-    report("threads and split-K", &t);
+    for (int threads = 1; threads <= 3; threads++)
+        for (size_t i = 0; i < 3; i++)
+            for (size_t g = 0; g < 3; g++) {
+                mpl_config c;
+                tu_check_opts o;
+                tu_check_opts_init(&o);
+                o.quiet = 1;
+                o.threads = threads;
+                cfg_set(&c, 1024, ns[i], wtypes[(i + g) % 3], acts[g], groups[g], 0);
+                if (groups[g] == -1) c.k = 1032; /* not a multiple of 16: the split lands mid-chunk-row */
+                run_targets(&c, 1 + (int64_t)(i + g) % 4, &o);
+            }
+    report("threads and split-K");
 }
 
 /* Tensor-parallel sizes that are not multiples of 128 channels, and the default config. */
 static void odd_tp_shapes(void **state) {
     (void)state;
-    tally t = {0};
-    for (int vi = 0; vi < NVARIANTS; vi++) {
-        if (!set_variant(&variants[vi])) continue;
-        mpl_config c;
-        tu_check_opts o;
-        tu_check_opts_init(&o);
-        o.quiet = 1;
-        cfg_set(&c, 1408, 96, MPL_WTYPE_UINT4B8, MPL_ACT_BF16, 128, 0);
-        run_paths(&t, variants[vi].kernel, &c, 3, &o);
-        cfg_set(&c, 128, 7392, MPL_WTYPE_UINT4, MPL_ACT_BF16, 64, 1);
-        run_paths(&t, variants[vi].kernel, &c, 2, &o);
-        cfg_set(&c, 10944 / 8, 40, MPL_WTYPE_INT4, MPL_ACT_F16, -1, 0);
-        run_paths(&t, variants[vi].kernel, &c, 7, &o);
-    }
-    mpl_platform_override(NULL);
-    report("tensor-parallel shapes", &t);
+    mpl_config c;
+    tu_check_opts o;
+    tu_check_opts_init(&o);
+    o.quiet = 1;
+    cfg_set(&c, 1408, 96, MPL_WTYPE_UINT4B8, MPL_ACT_BF16, 128, 0);
+    run_targets(&c, 3, &o);
+    cfg_set(&c, 128, 7392, MPL_WTYPE_UINT4, MPL_ACT_BF16, 64, 1);
+    run_targets(&c, 2, &o);
+    cfg_set(&c, 10944 / 8, 40, MPL_WTYPE_INT4, MPL_ACT_F16, -1, 0);
+    run_targets(&c, 7, &o);
+    report("tensor-parallel shapes");
 }
 
-/* ---- refusals, chooser, ISA cap ---- */
+/* ---- refusals ---- */
 
 static mpl_reason verdict(const char *kernel, const mpl_config *c, char *msg, size_t cap) {
     const mpl_kernel_desc *d = mpl_registry_find(kernel);
@@ -281,6 +297,173 @@ static void refusals(void **state) {
     }
 }
 
+static void fake_cpu(uint32_t isa) {
+    static mpl_platform p;
+    mpl_platform_override(NULL);
+    p = *mpl_platform_current();
+    p.isa = isa;
+    mpl_platform_override(&p);
+}
+
+static mpl_reason path_verdict(const char *name, const mpl_config *c, mpl_verdict *v) {
+    assert_int_equal(mpl_check(c, NULL, name, v), MPL_OK);
+    return v->reason;
+}
+
+/* Each path's own rule (activation type) and ISA level, with messages that state the value and the
+ * rule; forcing a path the CPU cannot run is MPL_ERR_NO_HARDWARE, one that refuses the config
+ * MPL_ERR_UNSUPPORTED. Faked CPUs: only the chooser runs, no kernel code. */
+static void path_refusals(void **state) {
+    (void)state;
+    const uint32_t all = MPL_ISA_SSE42 | MPL_X86_LEVEL_AMX;
+    mpl_verdict v;
+    mpl_config c;
+    cfg_set(&c, 256, 64, MPL_WTYPE_UINT4B8, MPL_ACT_F16, 128, 0);
+    fake_cpu(all);
+    const char *bf16_paths[] = {"x86_avx512_w4a16:prefill-amx", "x86_avx512_w4a16:prefill-bf16"};
+    for (int i = 0; i < 2; i++) {
+        for (int a = 1; a < 3; a++) {
+            c.act = acts[a];
+            assert_int_equal(path_verdict(bf16_paths[i], &c, &v), MPL_REASON_ACT_TYPE);
+            assert_non_null(strstr(v.message, mpl_act_name(acts[a])));
+            assert_non_null(strstr(v.message, "bf16 activations only"));
+            assert_non_null(strstr(v.message, bf16_paths[i]));
+        }
+        c.act = MPL_ACT_BF16;
+        assert_int_equal(path_verdict(bf16_paths[i], &c, &v), MPL_REASON_OK);
+    }
+    c.act = MPL_ACT_F32;
+    assert_int_equal(path_verdict("x86_avx512_w4a16:decode", &c, &v), MPL_REASON_OK);
+    assert_int_equal(path_verdict("x86_avx512_w4a16:prefill-f32", &c, &v), MPL_REASON_OK);
+    assert_int_equal(path_verdict("x86_avx2_w4a16:decode", &c, &v), MPL_REASON_OK);
+    assert_int_equal(path_verdict("x86_avx2_w4a16:prefill", &c, &v), MPL_REASON_OK);
+
+    /* Zen 4: AVX-512 with BF16, no AMX. */
+    c.act = MPL_ACT_BF16;
+    fake_cpu(all & ~(MPL_ISA_AMX_TILE | MPL_ISA_AMX_BF16 | MPL_ISA_AMX_INT8));
+    assert_int_equal(path_verdict("x86_avx512_w4a16:prefill-amx", &c, &v), MPL_REASON_ISA_MISSING);
+    assert_non_null(strstr(v.message, "x86_avx512_w4a16:prefill-amx"));
+    assert_non_null(strstr(v.message, "amx_tile"));
+    assert_int_equal(path_verdict("x86_avx512_w4a16:prefill-bf16", &c, &v), MPL_REASON_OK);
+    /* Ice Lake / Skylake-X: the avx512 level alone. */
+    fake_cpu(MPL_ISA_SSE42 | MPL_X86_LEVEL_AVX512);
+    assert_int_equal(path_verdict("x86_avx512_w4a16:prefill-bf16", &c, &v), MPL_REASON_ISA_MISSING);
+    assert_non_null(strstr(v.message, "avx512_bf16"));
+    assert_int_equal(path_verdict("x86_avx512_w4a16:prefill-f32", &c, &v), MPL_REASON_OK);
+    assert_int_equal(path_verdict(K512, &c, &v), MPL_REASON_OK);
+    /* An AVX2 CPU: the whole avx512 kernel, each of its paths too. */
+    fake_cpu(MPL_ISA_SSE42 | MPL_X86_LEVEL_AVX2);
+    assert_int_equal(path_verdict(K512, &c, &v), MPL_REASON_ISA_MISSING);
+    assert_int_equal(path_verdict("x86_avx512_w4a16:decode", &c, &v), MPL_REASON_ISA_MISSING);
+    assert_non_null(strstr(v.message, "avx512f"));
+    assert_int_equal(path_verdict("x86_avx2_w4a16:prefill", &c, &v), MPL_REASON_OK);
+
+    /* Forcing: the chooser refuses before anything is packed. */
+    tu_rng r;
+    tu_rng_init(&r, tu_case_seed(g_seed, 7));
+    tu_weights w;
+    assert_int_equal(tu_weights_random(&w, &c, MPL_DTYPE_F16, TU_GIDX_NONE, TU_DATA_RANDOM, &r), 0);
+    mpl_checkpoint_tensors ck;
+    assert_int_equal(tu_weights_encode(&w, MPL_LAYOUT_GPTQ, &ck), MPL_OK);
+    mpl_options o;
+    mpl_options_init(&o);
+    mpl_layer *l = NULL;
+    fake_cpu(all & ~(MPL_ISA_AMX_TILE | MPL_ISA_AMX_BF16 | MPL_ISA_AMX_INT8));
+    o.kernel = "x86_avx512_w4a16:prefill-amx";
+    assert_int_equal(mpl_layer_create(&c, &ck, &o, &l), MPL_ERR_NO_HARDWARE);
+    assert_null(l);
+    assert_non_null(strstr(mpl_last_error(), "prefill-amx"));
+    fake_cpu(all);
+    mpl_config c16 = c;
+    c16.act = MPL_ACT_F16;
+    o.kernel = "x86_avx512_w4a16:prefill-bf16";
+    assert_int_equal(mpl_layer_create(&c16, &ck, &o, &l), MPL_ERR_UNSUPPORTED);
+    assert_null(l);
+    assert_non_null(strstr(mpl_last_error(), "f16"));
+    o.kernel = "x86_avx512_w4a16:prefill";
+    assert_int_equal(mpl_layer_create(&c, &ck, &o, &l), MPL_ERR_INVALID_ARGUMENT); /* no such path */
+    mpl_platform_override(NULL);
+    mpl_checkpoint_tensors_free(&ck);
+    tu_weights_free(&w);
+}
+
+/* ---- the default path for m ---- */
+
+static const char *chosen_path(const mpl_config *c, int64_t m) {
+    const char *path = NULL;
+    assert_int_equal(mpl_choose_path(c, NULL, m, &path), MPL_OK);
+    assert_non_null(path);
+    return path;
+}
+
+/* The path mpl_choose_path gives for m = 1..16 and 100 on a faked CPU, against the table in
+ * x86_avx512_w4a16.c / x86_avx2_w4a16.c: decode up to `last_decode`, then `prefill`. */
+static void expect_switch(uint32_t isa, mpl_act act, const char *decode, int64_t last_decode, const char *prefill) {
+    fake_cpu(isa);
+    mpl_config c;
+    cfg_set(&c, 4096, 4096, MPL_WTYPE_UINT4B8, act, 128, 0);
+    for (int64_t m = 1; m <= 17; m++) {
+        int64_t mm = m == 17 ? 100 : m;
+        const char *want = mm <= last_decode ? decode : prefill, *got = chosen_path(&c, mm);
+        if (strcmp(got, want) != 0) {
+            fprintf(stderr, "FAIL isa 0x%x %s m=%lld: path %s, want %s\n", (unsigned)isa, mpl_act_name(act),
+                    (long long)mm, got, want);
+            fail();
+        }
+    }
+    mpl_verdict v;
+    assert_int_equal(mpl_check(&c, NULL, decode, &v), MPL_OK);
+    assert_int_equal(v.m_min, 1);
+    assert_int_equal(v.m_max, last_decode);
+}
+
+static void default_paths(void **state) {
+    (void)state;
+    const uint32_t amx = MPL_ISA_SSE42 | MPL_X86_LEVEL_AMX;
+    const uint32_t zen4 = amx & ~(MPL_ISA_AMX_TILE | MPL_ISA_AMX_BF16 | MPL_ISA_AMX_INT8);
+    const uint32_t icl = MPL_ISA_SSE42 | MPL_X86_LEVEL_AVX512 | MPL_ISA_AVX512_VNNI;
+    const uint32_t avx2 = MPL_ISA_SSE42 | MPL_X86_LEVEL_AVX2;
+    const char *dec = "x86_avx512_w4a16:decode";
+    expect_switch(amx, MPL_ACT_BF16, dec, 1, "x86_avx512_w4a16:prefill-amx");
+    expect_switch(amx, MPL_ACT_F16, dec, 8, "x86_avx512_w4a16:prefill-f32");
+    expect_switch(zen4, MPL_ACT_BF16, dec, 4, "x86_avx512_w4a16:prefill-bf16");
+    expect_switch(zen4, MPL_ACT_F32, dec, 8, "x86_avx512_w4a16:prefill-f32");
+    expect_switch(icl, MPL_ACT_BF16, dec, 8, "x86_avx512_w4a16:prefill-f32");
+    expect_switch(avx2, MPL_ACT_BF16, "x86_avx2_w4a16:decode", 2, "x86_avx2_w4a16:prefill");
+    mpl_platform_override(NULL);
+
+    /* This host: a layer reports the path the chooser plans, for every m. */
+    for (int a = 0; a < 3; a++) {
+        mpl_config c;
+        cfg_set(&c, 256, 64, MPL_WTYPE_UINT4B8, acts[a], 128, 0);
+        tu_rng r;
+        tu_rng_init(&r, tu_case_seed(g_seed, 11 + (uint64_t)a));
+        tu_weights w;
+        assert_int_equal(tu_weights_random(&w, &c, MPL_DTYPE_F16, TU_GIDX_NONE, TU_DATA_RANDOM, &r), 0);
+        mpl_checkpoint_tensors ck;
+        assert_int_equal(tu_weights_encode(&w, MPL_LAYOUT_GPTQ, &ck), MPL_OK);
+        mpl_layer *l = NULL;
+        assert_int_equal(mpl_layer_create(&c, &ck, NULL, &l), MPL_OK);
+        printf("# this host, %s activations: kernel %s;", mpl_act_name(acts[a]), mpl_layer_kernel(l));
+        const char *last = "";
+        for (int64_t m = 1; m <= 40; m++) {
+            const char *lp = mpl_layer_path(l, m);
+            if (strncmp(mpl_layer_kernel(l), "x86_", 4) == 0) {
+                assert_non_null(lp);
+                assert_string_equal(lp, chosen_path(&c, m));
+            }
+            if (lp && strcmp(lp, last) != 0) printf(" m>=%lld %s", (long long)m, lp);
+            if (lp) last = lp;
+        }
+        printf("\n");
+        mpl_layer_destroy(l);
+        mpl_checkpoint_tensors_free(&ck);
+        tu_weights_free(&w);
+    }
+}
+
+/* ---- chooser, ISA cap ---- */
+
 static const char *chosen_for(const mpl_config *c) {
     const char *name = NULL;
     mpl_options o;
@@ -289,6 +472,8 @@ static const char *chosen_for(const mpl_config *c) {
     return name;
 }
 
+static int host_has(uint32_t bits) { return (mpl_platform_current()->isa & bits) == bits; }
+
 /* The chooser prefers these kernels to ref wherever they can run; the MPL_MAX_ISA=avx2 cap
  * (modelled with the platform hook: cpu.c keeps only sse4.2/avx2/fma/f16c) picks AVX2. */
 static void chooser(void **state) {
@@ -296,19 +481,17 @@ static void chooser(void **state) {
     mpl_config c;
     mpl_config_init(&c, 4096, 4096);
     c.group_size = 128;
-    const uint32_t need512 = MPL_ISA_AVX512F | MPL_ISA_AVX512BW | MPL_ISA_AVX512VL | MPL_ISA_AVX512DQ;
-    const uint32_t need2 = MPL_ISA_AVX2 | MPL_ISA_FMA | MPL_ISA_F16C;
     mpl_platform_override(NULL);
-    if (host_has(need512))
+    if (host_has(MPL_X86_LEVEL_AVX512))
         assert_string_equal(chosen_for(&c), K512);
-    else if (host_has(need2))
+    else if (host_has(MPL_X86_LEVEL_AVX2))
         assert_string_equal(chosen_for(&c), K2);
     else
         assert_string_equal(chosen_for(&c), "ref");
     mpl_platform p = *mpl_platform_current();
-    p.isa &= MPL_ISA_SSE42 | need2;
+    p.isa &= MPL_ISA_SSE42 | MPL_X86_LEVEL_AVX2;
     mpl_platform_override(&p);
-    assert_string_equal(chosen_for(&c), host_has(need2) ? K2 : "ref");
+    assert_string_equal(chosen_for(&c), host_has(MPL_X86_LEVEL_AVX2) ? K2 : "ref");
     c.wtype = MPL_WTYPE_UINT8B128; /* 8-bit: only ref */
     assert_string_equal(chosen_for(&c), "ref");
     p.isa = 0;
@@ -340,13 +523,13 @@ static void layout_round_trip(void **state) {
                 mpl_canonical can, back;
                 assert_int_equal(mpl_decode_checkpoint(&c, &ck, &can), MPL_OK);
                 assert_int_equal(mpl_canonical_resolve_act_order(&can), MPL_OK);
-                mpl_xw_layout l;
-                assert_int_equal(mpl_xw_pack(&c, &can, &l), MPL_OK);
+                mpl_x86_w4a16_layout l;
+                assert_int_equal(mpl_x86_w4a16_pack(&c, &can, &l), MPL_OK);
                 /* The narrowest exact scale format is chosen (f32 scales here are random floats). */
-                assert_int_equal(l.scale_fmt, sd == 0   ? MPL_XW_SCALE_BF16
-                                              : sd == 1 ? MPL_XW_SCALE_F16
-                                                        : MPL_XW_SCALE_F32);
-                assert_int_equal(mpl_xw_unpack(&l, &back), MPL_OK);
+                assert_int_equal(l.scale_fmt, sd == 0   ? MPL_X86_W4A16_SCALE_BF16
+                                              : sd == 1 ? MPL_X86_W4A16_SCALE_F16
+                                                        : MPL_X86_W4A16_SCALE_F32);
+                assert_int_equal(mpl_x86_w4a16_unpack(&l, &back), MPL_OK);
                 assert_memory_equal(back.codes, can.codes, (size_t)(c.n * c.k));
                 assert_memory_equal(back.scales, can.scales, (size_t)(c.n * can.groups) * sizeof(float));
                 if (can.zeros) assert_memory_equal(back.zeros, can.zeros, (size_t)(c.n * can.groups));
@@ -356,7 +539,7 @@ static void layout_round_trip(void **state) {
                 }
                 /* Spot-check the spec: channel 0, inputs 0..3 of group 0 sit in bytes 0 and 1. */
                 if (!can.g_idx) {
-                    const uint8_t *q = mpl_xw_group_weights(&l, 0, 0);
+                    const uint8_t *q = mpl_x86_w4a16_group_weights(&l, 0, 0);
                     uint8_t x8 = wtypes[wi] == MPL_WTYPE_INT4 ? 8 : 0;
                     assert_int_equal(q[0] & 15, can.codes[0] ^ x8);
                     assert_int_equal(q[1] & 15, can.codes[1] ^ x8);
@@ -364,7 +547,7 @@ static void layout_round_trip(void **state) {
                     assert_int_equal(q[1] >> 4, can.codes[3] ^ x8);
                     assert_int_equal(q[2] & 15, can.codes[c.k] ^ x8); /* channel 1, input 0 */
                 }
-                mpl_xw_free(&l);
+                mpl_x86_w4a16_free(&l);
                 mpl_canonical_free(&back);
                 mpl_canonical_free(&can);
                 mpl_checkpoint_tensors_free(&ck);
@@ -375,12 +558,11 @@ static void layout_round_trip(void **state) {
 }
 
 int main(void) {
-    g_seed = tu_seed(0x77a416u);
-    printf("seed 0x%llx (set MPL_TEST_SEED to repeat)\n", (unsigned long long)g_seed);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(refusals),        cmocka_unit_test(chooser),     cmocka_unit_test(layout_round_trip),
-        cmocka_unit_test(types_groups),    cmocka_unit_test(m_edges),     cmocka_unit_test(shape_tails),
-        cmocka_unit_test(threads_split_k), cmocka_unit_test(odd_tp_shapes),
+        cmocka_unit_test(refusals),        cmocka_unit_test(path_refusals), cmocka_unit_test(default_paths),
+        cmocka_unit_test(chooser),         cmocka_unit_test(layout_round_trip), cmocka_unit_test(types_groups),
+        cmocka_unit_test(m_edges),         cmocka_unit_test(shape_tails),   cmocka_unit_test(threads_split_k),
+        cmocka_unit_test(odd_tp_shapes),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -1,16 +1,21 @@
 /*
- * test_x86_w4a8.c -- kernel x86_vnni_w4a8 against the reference kernel, through the public API.
+ * test_x86_w4a8.c -- every path of the x86 W4A8 kernels (x86_avx512vnni_w4a8:amx and :vnni,
+ * x86_avxvnni_w4a8:vnni, x86_avx2_w4a8:madd) against the reference kernel, through the public
+ * API: each path is forced by name (mpl_options.kernel = "<kernel>:<path>", checked against
+ * mpl_layer_path), and x86_avx512vnni_w4a8 also runs with its own choice of path by m.
  *
  * How close the two must be: identical. Both compute the same exact integer group sums
- * (isum_g = sum q*w; the kernel as sum q*u - z*sum q, which is the same integer) and the
+ * (isum_g = sum q*w; the kernels as sum q*u - z*sum q, which is the same integer) and the
  * same float operations in the same order (s = 0; s += scale[g]*(float)isum_g for g
  * ascending; y = s*sx; y += bias; one rounding to the activation type), so every output
- * is compared bit for bit (NaN against NaN). Every ISA variant present on the host is
- * forced in turn through mpl_platform_override with a reduced ISA mask (avx2 floor,
- * avx_vnni, avx512_vnni, amx_int8).
+ * is compared bit for bit (NaN against NaN). A path this host cannot run is skipped with the
+ * chooser's message (mpl_check); a config a path does not take (the amx path needs a group
+ * length that is a multiple of 32) is counted as not applicable.
  *
  * Accuracy of W4A8 itself is checked separately against a float64 W4A16 result on
- * Gaussian activations (relative Frobenius error <= 2%, the issue's target).
+ * Gaussian activations (relative Frobenius error <= 2%, the issue's target). The chooser's
+ * refusals and its default path are checked on faked CPUs (the platform hook fakes a CPU for
+ * the chooser only: no kernel code runs on it).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -23,10 +28,9 @@
 #include <cmocka.h>
 
 #include "core/internal.h"
+#include "kernels/x86/x86_isa.h"
 #include "layouts/x86_w4a8.h"
 #include "mplinear.h"
-
-#define KERNEL "x86_vnni_w4a8"
 
 /* ---------- small deterministic RNG (splitmix64) ---------- */
 static uint64_t rng_state;
@@ -42,42 +46,59 @@ static double gauss(void) {
     return sqrt(-2.0 * log(u + 1e-300)) * cos(6.283185307179586 * v);
 }
 
-/* ---------- variants ---------- */
+/* ---------- targets: every path, then the kernels with more than one path unforced ---------- */
 typedef struct {
-    const char *name;
-    uint32_t isa;
-} variant;
+    char name[64];
+    int is_path;
+    int runnable; /* this host can run it (mpl_check on the platform alone) */
+} target;
 
-static mpl_platform host;
-static variant variants[4];
-static int nvariants;
+static const char *const kernels[] = {"x86_avx512vnni_w4a8", "x86_avxvnni_w4a8", "x86_avx2_w4a8"};
+static target targets[16];
+static int ntargets, nrunnable;
+
+static void add_target(const char *name, int is_path) {
+    assert_true(ntargets < (int)(sizeof targets / sizeof targets[0]));
+    target *t = &targets[ntargets++];
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->is_path = is_path;
+    mpl_verdict v;
+    assert_int_equal(mpl_check(NULL, NULL, name, &v), MPL_OK);
+    t->runnable = v.reason == MPL_REASON_OK;
+    nrunnable += t->runnable;
+    if (!t->runnable) printf("# SKIP %s on this host: %s: %s\n", name, mpl_reason_name(v.reason), v.message);
+}
 
 static int setup(void **state) {
     (void)state;
-    host = *mpl_platform_current();
-    const uint32_t avx2 = MPL_ISA_SSE42 | MPL_ISA_AVX2 | MPL_ISA_FMA | MPL_ISA_F16C;
-    const uint32_t avx512 = MPL_ISA_AVX512F | MPL_ISA_AVX512BW | MPL_ISA_AVX512VL | MPL_ISA_AVX512_VNNI;
-    const uint32_t amx = MPL_ISA_AMX_TILE | MPL_ISA_AMX_INT8;
-    nvariants = 0;
-    if ((host.isa & (MPL_ISA_AVX2 | MPL_ISA_FMA | MPL_ISA_F16C)) != (MPL_ISA_AVX2 | MPL_ISA_FMA | MPL_ISA_F16C)) {
-        printf("# host lacks avx2+fma+f16c: every x86_vnni_w4a8 variant skipped\n");
-        return 0;
+    ntargets = nrunnable = 0;
+    for (int k = 0; k < 3; k++) {
+        int found = 0;
+        for (int i = 0; i < mpl_kernel_count(); i++) {
+            mpl_kernel_info ki;
+            assert_int_equal(mpl_kernel_get(i, &ki), MPL_OK);
+            if (strcmp(ki.name, kernels[k]) != 0) continue;
+            found = 1;
+            for (int j = 0; j < ki.paths; j++) {
+                mpl_path_info pi;
+                assert_int_equal(mpl_path_get(i, j, &pi), MPL_OK);
+                add_target(pi.name, 1);
+            }
+            if (ki.paths > 1) add_target(ki.name, 0);
+        }
+        assert_true(found);
     }
-    variants[nvariants++] = (variant){"avx2", host.isa & avx2};
-    if (host.isa & MPL_ISA_AVX_VNNI) variants[nvariants++] = (variant){"avx_vnni", host.isa & (avx2 | MPL_ISA_AVX_VNNI)};
-    else printf("# host lacks avx_vnni: that variant skipped\n");
-    if ((host.isa & avx512) == avx512) variants[nvariants++] = (variant){"avx512_vnni", host.isa & ~amx};
-    else printf("# host lacks avx512_vnni: that variant skipped\n");
-    if ((host.isa & (avx512 | amx)) == (avx512 | amx)) variants[nvariants++] = (variant){"amx_int8", host.isa};
-    else printf("# host lacks amx_int8: that variant skipped\n");
     return 0;
 }
 
-static void use_variant(const variant *v) {
-    static mpl_platform p;
-    p = host;
-    p.isa = v->isa;
-    mpl_platform_override(&p);
+/* 1 when target t takes this config; 0 (not applicable) when it refuses it for a reason of its own. */
+static int takes(const target *t, const mpl_config *c) {
+    mpl_verdict v;
+    assert_int_equal(mpl_check(c, NULL, t->name, &v), MPL_OK);
+    if (v.reason == MPL_REASON_SHAPE) return 0; /* amx: group length not a multiple of 32 */
+    if (v.reason != MPL_REASON_OK) printf("FAIL %s refuses a valid config: %s\n", t->name, v.message);
+    assert_int_equal(v.reason, MPL_REASON_OK);
+    return 1;
 }
 
 /* ---------- layers ---------- */
@@ -188,7 +209,7 @@ static void x_make(mpl_act a, void *x, int64_t m, int64_t k, int kind) {
 /* ---------- one case: kernel vs ref, bit for bit ---------- */
 #define GUARD 64
 
-static int run_case(const shape *s, int64_t m, int kind, int with_bias, int threads, const variant *v) {
+static int run_case(const shape *s, int64_t m, int kind, int with_bias, int threads, const target *v) {
     weights w;
     weights_make(&w, s);
     size_t es = mpl_act_size(s->act), ybytes = (size_t)(m * s->n) * es;
@@ -200,12 +221,15 @@ static int run_case(const shape *s, int64_t m, int kind, int with_bias, int thre
     memset(y0, 0xa5, ybytes + 2 * GUARD);
     memset(y1, 0xa5, ybytes + 2 * GUARD);
     memset(y2, 0xa5, ybytes + 2 * GUARD);
-    mpl_platform_override(NULL);
     mpl_layer *lr = layer_make(&w, "ref", 1);
-    use_variant(v);
-    mpl_layer *lk = layer_make(&w, KERNEL, threads);
+    mpl_layer *lk = layer_make(&w, v->name, threads);
     int bad = 0;
     if (!lr || !lk) bad = 1;
+    if (!bad && v->is_path && (!mpl_layer_path(lk, m) || strcmp(mpl_layer_path(lk, m), v->name) != 0)) {
+        printf("FAIL forced %s, but the layer runs %s for m = %lld\n", v->name,
+               mpl_layer_path(lk, m) ? mpl_layer_path(lk, m) : "(none)", (long long)m);
+        bad = 1;
+    }
     if (!bad) {
         assert_int_equal(mpl_layer_apply(lr, m, x, with_bias ? bias : NULL, y0 + GUARD), MPL_OK);
         assert_int_equal(mpl_layer_apply(lk, m, x, with_bias ? bias : NULL, y1 + GUARD), MPL_OK);
@@ -243,7 +267,6 @@ static int run_case(const shape *s, int64_t m, int kind, int with_bias, int thre
                         break;
                     }
     }
-    mpl_platform_override(NULL);
     mpl_layer_destroy(lr);
     mpl_layer_destroy(lk);
     weights_free(&w);
@@ -257,12 +280,37 @@ static int run_case(const shape *s, int64_t m, int kind, int with_bias, int thre
 
 /* ---------- tests ---------- */
 
-/* M around every variant's tile (avx512: 6 rows, ymm: 4, AMX: 32, decode 1-2) and a large odd M. */
+static mpl_config cfg_of(const shape *s) {
+    mpl_config c;
+    mpl_config_init(&c, s->k, s->n);
+    c.wtype = s->wt;
+    c.act = s->act;
+    c.group_size = s->gs;
+    c.zero_points = s->wt == MPL_WTYPE_UINT4;
+    c.act_order = s->act_order;
+    c.mode = MPL_MODE_W4A8;
+    return c;
+}
+
+/* Runs one case on every target this host runs and that takes the shape; counts cases. */
+static int run_all(const shape *s, int64_t m, int kind, int with_bias, int threads, uint64_t seed, int *cases) {
+    int failures = 0;
+    mpl_config c = cfg_of(s);
+    for (int ti = 0; ti < ntargets; ti++) {
+        if (!targets[ti].runnable || !takes(&targets[ti], &c)) continue;
+        rng_state = seed;
+        failures += run_case(s, m, kind, with_bias, threads, &targets[ti]);
+        (*cases)++;
+    }
+    return failures;
+}
+
+/* M around every path's tile (vnni zmm: 6 rows, ymm: 4, AMX: 32, decode 1-2) and a large odd M. */
 static const int64_t Ms[] = {1, 2, 3, 4, 5, 6, 7, 31, 32, 33, 64, 513};
 
 static void edge_matrix(void **state) {
     (void)state;
-    if (!nvariants) skip();
+    if (!nrunnable) skip();
     const shape shapes[] = {
         {256, 40, 128, MPL_WTYPE_UINT4B8, MPL_ACT_BF16, 0}, /* N tail inside a panel */
         {256, 17, -1, MPL_WTYPE_INT4, MPL_ACT_F16, 0},      /* N = one panel + 1 */
@@ -271,41 +319,35 @@ static void edge_matrix(void **state) {
         {200, 33, -1, MPL_WTYPE_UINT4, MPL_ACT_BF16, 0},    /* K not a multiple of 16 or 32 (no AMX) */
     };
     int failures = 0, cases = 0;
-    for (int vi = 0; vi < nvariants; vi++)
-        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
-            for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++) {
-                rng_state = 1000 * si + mi;
-                failures += run_case(&shapes[si], Ms[mi], ROWS_PLAIN, (int)(mi & 1), (int)(mi % 3), &variants[vi]);
-                cases++;
-            }
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+        for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++)
+            failures += run_all(&shapes[si], Ms[mi], ROWS_PLAIN, (int)(mi & 1), (int)(mi % 3), 1000 * si + mi, &cases);
     printf("# edge matrix: %d cases, %d failures\n", cases, failures);
     assert_int_equal(failures, 0);
 }
 
 static void group_sizes_types_acts(void **state) {
     (void)state;
-    if (!nvariants) skip();
+    if (!nrunnable) skip();
     const int64_t gss[] = {-1, 32, 64, 96, 128, 192, 384};
     const mpl_wtype wts[] = {MPL_WTYPE_UINT4B8, MPL_WTYPE_INT4, MPL_WTYPE_UINT4};
     const mpl_act acts[] = {MPL_ACT_BF16, MPL_ACT_F16, MPL_ACT_F32};
     int failures = 0, cases = 0;
-    for (int vi = 0; vi < nvariants; vi++)
-        for (size_t gi = 0; gi < sizeof gss / sizeof gss[0]; gi++)
-            for (size_t ti = 0; ti < 3; ti++)
-                for (int ao = 0; ao < 2; ao++) {
-                    if (ao && gss[gi] == -1) continue;
-                    shape s = {384, 50, gss[gi], wts[ti], acts[(gi + ti) % 3], ao};
-                    rng_state = 77 + gi * 10 + ti + 100 * (uint64_t)ao;
-                    failures += run_case(&s, ti == 1 ? 3 : 40, ROWS_PLAIN, 1, 0, &variants[vi]);
-                    cases++;
-                }
+    for (size_t gi = 0; gi < sizeof gss / sizeof gss[0]; gi++)
+        for (size_t ti = 0; ti < 3; ti++)
+            for (int ao = 0; ao < 2; ao++) {
+                if (ao && gss[gi] == -1) continue;
+                shape s = {384, 50, gss[gi], wts[ti], acts[(gi + ti) % 3], ao};
+                failures += run_all(&s, ti == 1 ? 3 : 40, ROWS_PLAIN, 1, 0, 77 + gi * 10 + ti + 100 * (uint64_t)ao,
+                                    &cases);
+            }
     printf("# group sizes x weight types x act-order: %d cases, %d failures\n", cases, failures);
     assert_int_equal(failures, 0);
 }
 
 static void odd_shapes(void **state) {
     (void)state;
-    if (!nvariants) skip();
+    if (!nrunnable) skip();
     const shape shapes[] = {
         {8, 1, -1, MPL_WTYPE_UINT4B8, MPL_ACT_F32, 0},
         {32, 3, 32, MPL_WTYPE_INT4, MPL_ACT_BF16, 1},
@@ -315,30 +357,28 @@ static void odd_shapes(void **state) {
         {1024, 40, -1, MPL_WTYPE_UINT4, MPL_ACT_F32, 0},  /* AMX: one group spans several K chunks */
         {1088, 20, 544, MPL_WTYPE_INT4, MPL_ACT_BF16, 1}, /* AMX: groups straddle K chunks, kb 32 */
     };
-    int failures = 0;
-    for (int vi = 0; vi < nvariants; vi++)
-        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
-            for (int64_t m = 1; m <= 70; m += 13) {
-                rng_state = 5000 + si * 7 + (uint64_t)m;
-                failures += run_case(&shapes[si], m, ROWS_PLAIN, 1, 0, &variants[vi]);
-            }
+    int failures = 0, cases = 0;
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+        for (int64_t m = 1; m <= 70; m += 13)
+            failures += run_all(&shapes[si], m, ROWS_PLAIN, 1, 0, 5000 + si * 7 + (uint64_t)m, &cases);
+    printf("# odd shapes: %d cases, %d failures\n", cases, failures);
     assert_int_equal(failures, 0);
 }
 
 /* All-zero rows (y = bias), one-huge-value rows, inf rows and NaN rows (NaN outputs for that row). */
 static void special_rows(void **state) {
     (void)state;
-    if (!nvariants) skip();
+    if (!nrunnable) skip();
     const mpl_act acts[] = {MPL_ACT_BF16, MPL_ACT_F16, MPL_ACT_F32};
-    int failures = 0;
-    for (int vi = 0; vi < nvariants; vi++)
-        for (int ai = 0; ai < 3; ai++)
-            for (int ao = 0; ao < 2; ao++) {
-                shape s = {256, 48, 64, ai == 2 ? MPL_WTYPE_UINT4 : MPL_WTYPE_UINT4B8, acts[ai], ao};
-                rng_state = 9000 + (uint64_t)ai * 3 + (uint64_t)ao;
-                failures += run_case(&s, 2, ROWS_SPECIAL, 1, 0, &variants[vi]);
-                failures += run_case(&s, 37, ROWS_SPECIAL, ai & 1, 0, &variants[vi]);
-            }
+    int failures = 0, cases = 0;
+    for (int ai = 0; ai < 3; ai++)
+        for (int ao = 0; ao < 2; ao++) {
+            shape s = {256, 48, 64, ai == 2 ? MPL_WTYPE_UINT4 : MPL_WTYPE_UINT4B8, acts[ai], ao};
+            uint64_t seed = 9000 + (uint64_t)ai * 3 + (uint64_t)ao;
+            failures += run_all(&s, 2, ROWS_SPECIAL, 1, 0, seed, &cases);
+            failures += run_all(&s, 37, ROWS_SPECIAL, ai & 1, 0, seed, &cases);
+        }
+    printf("# special rows: %d cases, %d failures\n", cases, failures);
     assert_int_equal(failures, 0);
 }
 
@@ -346,48 +386,64 @@ static void special_rows(void **state) {
  * Accuracy of W4A8 against the float64 W4A16 result on Gaussian x (K = 4096, group 128):
  * per-row int8 quantization adds a uniform error of at most sx/2 per element, relative
  * RMS ~ 1/(sqrt(12)*127/amax*rms) ~ 0.8% for Gaussian rows (amax ~ 4 sigma); the issue
- * bounds the relative Frobenius error at 2%.
+ * bounds the relative Frobenius error at 2%. m = 32 reaches the amx path where it runs.
  */
 static void accuracy_vs_w4a16(void **state) {
     (void)state;
-    if (!nvariants) skip();
+    if (!nrunnable) skip();
     shape s = {4096, 128, 128, MPL_WTYPE_UINT4B8, MPL_ACT_F32, 0};
-    const int64_t m = 16, K = s.k, N = s.n, G = K / s.gs;
+    const int64_t m = 32, K = s.k, N = s.n, G = K / s.gs;
     rng_state = 42;
     weights w;
     weights_make(&w, &s);
     float *x = malloc((size_t)(m * K) * 4), *y = malloc((size_t)(m * N) * 4);
+    double *want = malloc((size_t)(m * N) * sizeof(double));
     for (int64_t i = 0; i < m * K; i++) x[i] = (float)gauss();
-    for (int vi = 0; vi < nvariants; vi++) {
-        use_variant(&variants[vi]);
-        mpl_layer *l = layer_make(&w, KERNEL, 0);
+    for (int64_t r = 0; r < m; r++)
+        for (int64_t n = 0; n < N; n++) {
+            double acc = 0;
+            for (int64_t k = 0; k < K; k++)
+                acc += (double)x[r * K + k] * (double)(w.codes[n * K + k] - 8) * (double)w.scales[n * G + k / s.gs];
+            want[r * N + n] = acc;
+        }
+    for (int ti = 0; ti < ntargets; ti++) {
+        if (!targets[ti].runnable) continue;
+        mpl_layer *l = layer_make(&w, targets[ti].name, 0);
         assert_non_null(l);
         assert_int_equal(mpl_layer_apply(l, m, x, NULL, y), MPL_OK);
         double num = 0, den = 0;
-        for (int64_t r = 0; r < m; r++)
-            for (int64_t n = 0; n < N; n++) {
-                double acc = 0;
-                for (int64_t k = 0; k < K; k++)
-                    acc += (double)x[r * K + k] * (double)(w.codes[n * K + k] - 8) * (double)w.scales[n * G + k / s.gs];
-                double d = (double)y[r * N + n] - acc;
-                num += d * d;
-                den += acc * acc;
-            }
+        for (int64_t i = 0; i < m * N; i++) {
+            double d = (double)y[i] - want[i];
+            num += d * d;
+            den += want[i] * want[i];
+        }
         double rel = sqrt(num / den);
-        printf("# %s: relative Frobenius error vs float64 W4A16 = %.4f%%\n", variants[vi].name, 100 * rel);
+        printf("# %s: relative Frobenius error vs float64 W4A16 = %.4f%%\n", targets[ti].name, 100 * rel);
         assert_true(rel <= 0.02);
         mpl_layer_destroy(l);
-        mpl_platform_override(NULL);
     }
     free(x);
     free(y);
+    free(want);
     weights_free(&w);
 }
 
-/* The chooser: W4A8 configs get this kernel; W4A16 configs never do; refusals carry reasons. */
+/* The first W4A8 kernel this host runs, in the registry's order (widest ISA first). */
+static const char *host_kernel(void) {
+    for (int k = 0; k < 3; k++) {
+        mpl_verdict v;
+        assert_int_equal(mpl_check(NULL, NULL, kernels[k], &v), MPL_OK);
+        if (v.reason == MPL_REASON_OK) return kernels[k];
+    }
+    return NULL;
+}
+
+/* The chooser: W4A8 configs get the widest W4A8 kernel the host runs; W4A16 configs never get one;
+ * refusals carry reasons. */
 static void chooser(void **state) {
     (void)state;
-    if (!nvariants) skip();
+    const char *kernel = host_kernel();
+    if (!kernel) skip();
     mpl_config c;
     mpl_config_init(&c, 256, 64);
     c.group_size = 128;
@@ -396,21 +452,25 @@ static void chooser(void **state) {
     mpl_choice_entry e[8];
     int count = 0;
     assert_int_equal(mpl_choose(&c, NULL, &chosen, e, 8, &count), MPL_OK);
-    assert_string_equal(chosen, KERNEL);
+    assert_string_equal(chosen, kernel);
     c.mode = MPL_MODE_W4A16;
     mpl_choose(&c, NULL, &chosen, e, 8, &count);
-    assert_true(chosen == NULL || strcmp(chosen, KERNEL) != 0);
-    assert_string_equal(e[0].kernel, KERNEL);
-    assert_int_equal(e[0].reason, MPL_REASON_MODE);
-    assert_non_null(strstr(e[0].message, "W4A16"));
+    for (int k = 0; k < 3; k++) assert_true(chosen == NULL || strcmp(chosen, kernels[k]) != 0);
+    int seen = 0;
+    for (int i = 0; i < count; i++)
+        if (strcmp(e[i].kernel, kernel) == 0) {
+            assert_int_equal(e[i].reason, MPL_REASON_MODE);
+            assert_non_null(strstr(e[i].message, "W4A16"));
+            seen = 1;
+        }
+    assert_true(seen);
     mpl_options o;
     mpl_options_init(&o);
-    o.kernel = KERNEL;
+    o.kernel = kernel;
     assert_int_equal(mpl_choose(&c, &o, &chosen, e, 8, &count), MPL_ERR_UNSUPPORTED);
     c.mode = MPL_MODE_W4A8;
-    c.group_size = 64 + 16; /* 80 divides nothing useful: use 48 on k = 96 */
     c.k = 96;
-    c.group_size = 48;
+    c.group_size = 48; /* divides k but is not a multiple of 32 */
     assert_int_equal(mpl_choose(&c, &o, &chosen, e, 8, &count), MPL_ERR_UNSUPPORTED);
     assert_int_equal(e[0].reason, MPL_REASON_GROUP_SIZE);
     c.k = 256;
@@ -418,6 +478,76 @@ static void chooser(void **state) {
     c.wtype = MPL_WTYPE_UINT8B128;
     assert_int_equal(mpl_choose(&c, &o, &chosen, e, 8, &count), MPL_ERR_UNSUPPORTED);
     assert_int_equal(e[0].reason, MPL_REASON_WEIGHT_TYPE);
+}
+
+static void fake_cpu(uint32_t isa) {
+    static mpl_platform p;
+    mpl_platform_override(NULL);
+    p = *mpl_platform_current();
+    p.isa = isa;
+    mpl_platform_override(&p);
+}
+
+static const char *chosen_path(const mpl_config *c, int64_t m) {
+    const char *path = NULL;
+    assert_int_equal(mpl_choose_path(c, NULL, m, &path), MPL_OK);
+    assert_non_null(path);
+    return path;
+}
+
+/* Faked CPUs (the chooser only): which kernel and path each gets, and the refusals on the way. */
+static void paths_by_cpu(void **state) {
+    (void)state;
+    const uint32_t amx = MPL_ISA_SSE42 | MPL_X86_LEVEL_AMX;
+    const uint32_t zen4 = amx & ~(MPL_ISA_AMX_TILE | MPL_ISA_AMX_BF16 | MPL_ISA_AMX_INT8);
+    const uint32_t skx = MPL_ISA_SSE42 | MPL_X86_LEVEL_AVX512; /* AVX-512 without VNNI */
+    const uint32_t adl = MPL_ISA_SSE42 | MPL_X86_LEVEL_AVXVNNI;
+    const uint32_t hsw = MPL_ISA_SSE42 | MPL_X86_LEVEL_AVX2;
+    shape s = {256, 64, 128, MPL_WTYPE_UINT4B8, MPL_ACT_BF16, 0};
+    mpl_config c = cfg_of(&s);
+    mpl_verdict v;
+
+    fake_cpu(amx);
+    assert_string_equal(chosen_path(&c, 1), "x86_avx512vnni_w4a8:vnni");
+    assert_string_equal(chosen_path(&c, 31), "x86_avx512vnni_w4a8:vnni");
+    assert_string_equal(chosen_path(&c, 32), "x86_avx512vnni_w4a8:amx");
+    assert_string_equal(chosen_path(&c, 513), "x86_avx512vnni_w4a8:amx");
+    /* group -1 on k = 200: the amx path's k-step does not fit, vnni takes every m. */
+    shape s200 = {200, 64, -1, MPL_WTYPE_UINT4B8, MPL_ACT_BF16, 0};
+    mpl_config c200 = cfg_of(&s200);
+    assert_int_equal(mpl_check(&c200, NULL, "x86_avx512vnni_w4a8:amx", &v), MPL_OK);
+    assert_int_equal(v.reason, MPL_REASON_SHAPE);
+    assert_non_null(strstr(v.message, "200"));
+    assert_non_null(strstr(v.message, "multiple of 32"));
+    assert_string_equal(chosen_path(&c200, 64), "x86_avx512vnni_w4a8:vnni");
+
+    fake_cpu(zen4);
+    assert_int_equal(mpl_check(&c, NULL, "x86_avx512vnni_w4a8:amx", &v), MPL_OK);
+    assert_int_equal(v.reason, MPL_REASON_ISA_MISSING);
+    assert_non_null(strstr(v.message, "amx_int8"));
+    assert_string_equal(chosen_path(&c, 64), "x86_avx512vnni_w4a8:vnni");
+
+    fake_cpu(skx);
+    assert_int_equal(mpl_check(&c, NULL, "x86_avx512vnni_w4a8", &v), MPL_OK);
+    assert_int_equal(v.reason, MPL_REASON_ISA_MISSING);
+    assert_non_null(strstr(v.message, "avx512_vnni"));
+    assert_string_equal(chosen_path(&c, 64), "x86_avx2_w4a8:madd"); /* no avx_vnni on these parts */
+
+    fake_cpu(adl);
+    assert_string_equal(chosen_path(&c, 1), "x86_avxvnni_w4a8:vnni");
+    assert_string_equal(chosen_path(&c, 64), "x86_avxvnni_w4a8:vnni");
+
+    fake_cpu(hsw);
+    assert_int_equal(mpl_check(&c, NULL, "x86_avxvnni_w4a8", &v), MPL_OK);
+    assert_int_equal(v.reason, MPL_REASON_ISA_MISSING);
+    assert_non_null(strstr(v.message, "avx_vnni"));
+    assert_string_equal(chosen_path(&c, 7), "x86_avx2_w4a8:madd");
+
+    fake_cpu(MPL_ISA_SSE42); /* no AVX2: the reference kernel */
+    const char *chosen = NULL;
+    assert_int_equal(mpl_choose(&c, NULL, &chosen, NULL, 0, NULL), MPL_OK);
+    assert_string_equal(chosen, "ref");
+    mpl_platform_override(NULL);
 }
 
 /* pack -> unpack gives back the canonical codes, scales, zeros, g_idx and perm. */
@@ -439,7 +569,7 @@ static void layout_round_trip(void **state) {
         if (c.zeros) memcpy(c.zeros, w.zeros, (size_t)(c.n * c.groups));
         if (c.g_idx) memcpy(c.g_idx, w.g_idx, (size_t)c.k * 4);
         assert_int_equal(mpl_canonical_resolve_act_order(&c), MPL_OK);
-        mpl_x86_w4a8 *p = NULL;
+        mpl_x86_w4a8_layout *p = NULL;
         assert_int_equal(mpl_x86_w4a8_pack(&w.cfg, &c, &p), MPL_OK);
         mpl_canonical u;
         assert_int_equal(mpl_x86_w4a8_unpack(p, &u), MPL_OK);
@@ -456,11 +586,11 @@ static void layout_round_trip(void **state) {
             assert_memory_equal(u.perm, c.perm, (size_t)c.k * 4);
         }
         /* Padding columns of the last panel hold code 0 (nibble 0) and scale 0. */
-        if (c.n % MPL_W4A8_PANEL) {
+        if (c.n % MPL_X86_W4A8_PANEL) {
             int64_t pan = p->panels - 1;
             for (int64_t g = 0; g < p->groups; g++)
-                for (int64_t col = c.n % MPL_W4A8_PANEL; col < MPL_W4A8_PANEL; col++)
-                    assert_true(p->scales[(pan * p->groups + g) * MPL_W4A8_PANEL + col] == 0.0f);
+                for (int64_t col = c.n % MPL_X86_W4A8_PANEL; col < MPL_X86_W4A8_PANEL; col++)
+                    assert_true(p->scales[(pan * p->groups + g) * MPL_X86_W4A8_PANEL + col] == 0.0f);
         }
         mpl_canonical_free(&u);
         mpl_canonical_free(&c);
@@ -471,9 +601,9 @@ static void layout_round_trip(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(layout_round_trip), cmocka_unit_test(chooser),     cmocka_unit_test(edge_matrix),
-        cmocka_unit_test(group_sizes_types_acts), cmocka_unit_test(odd_shapes), cmocka_unit_test(special_rows),
-        cmocka_unit_test(accuracy_vs_w4a16),
+        cmocka_unit_test(layout_round_trip),      cmocka_unit_test(chooser),    cmocka_unit_test(paths_by_cpu),
+        cmocka_unit_test(edge_matrix),            cmocka_unit_test(odd_shapes), cmocka_unit_test(special_rows),
+        cmocka_unit_test(group_sizes_types_acts), cmocka_unit_test(accuracy_vs_w4a16),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -1,6 +1,6 @@
 /*
- * mplbench.c -- the x86 W4A16 kernels (x86_avx512_w4a16, x86_avx2_w4a16) beside their ceilings,
- * all measured in the same run:
+ * mplbench.c -- the x86 kernels (W4A16: x86_avx512_w4a16, x86_avx2_w4a16; W4A8 with --w4a8) beside
+ * their ceilings, all measured in the same run, through the public API only (include/mplinear.h):
  *   read bandwidth: sum over a 1 GiB buffer with wide loads (the better of a plain and a
  *                   software-prefetching pass), same thread count, read in cold pieces about
  *                   the size of the layer's weights, one right before each call of our kernel
@@ -13,13 +13,21 @@
  * Columns: time, weight GB/s and % of read bandwidth (decode is memory-bound), GFLOP/s
  * (2*M*N*K / time), and each baseline's time. Rows print as a markdown table.
  *
- * --sweep: decode path vs prefill path for M = 1..64 (the hook in w4a16_x86.h forces one),
- * to measure where the driver should switch.
+ * The kernel column names the path each row ran (mpl_layer_path: "x86_avx512_w4a16:decode").
  *
- * --w4a8: the same table for W4A8 mode (x86_vnni_w4a8; GFLOP/s columns then count int8 ops); not with --sweep.
+ * --kernel NAME or NAME:PATH forces a kernel or one of its paths (mpl_options.kernel, the public
+ * mechanism; names from `mplinear info`), e.g. --kernel x86_avx512_w4a16:prefill-bf16.
  *
- * Usage: mplbench [--kernel NAME] [--w4a8] [--threads 1,2] [--m 1,4,16,64,512] [--shapes 8b,70b,tp|LIST]
- *                 [--reps R] [--cold-gib G] [--act bf16|f16|f32] [--group G] [--no-dense] [--sweep]
+ * --sweep: every path of the kernel (the chosen one, or --kernel NAME) forced in turn for
+ * M = 1..64, each on its own cold layer copies, the paths taking turns call by call; the last
+ * columns name the path the chooser takes by default and the fastest one: where the default
+ * ranges of the path rows (src/kernels/x86/<kernel>.c) should switch.
+ *
+ * --w4a8: the same for W4A8 mode (the x86 W4A8 kernels; GFLOP/s columns then count int8 ops).
+ *
+ * Usage: mplbench [--kernel NAME[:PATH]] [--w4a8] [--threads 1,2] [--m 1,4,16,64,512]
+ *                 [--shapes 8b,70b,tp|LIST] [--reps R] [--cold-gib G] [--act bf16|f16|f32] [--group G]
+ *                 [--no-dense] [--sweep]
  *                 [--wait-quiet]   (before each row, wait up to 2 min until no other task runs;
  *                                   rows measured without that are marked "(busy)")
  *   LIST: KxN[,KxN...]   e.g. --shapes 4096x28672,14336x4096
@@ -43,7 +51,6 @@
 void openblas_set_num_threads(int);
 #endif
 
-#include "kernels/x86/w4a16_x86.h"
 #include "mplinear.h"
 
 static double now(void) {
@@ -73,7 +80,7 @@ static float frand(void) { return (float)((double)(rnd() >> 11) / 90071992547409
 /* ---------- options ---------- */
 
 static const char *opt_kernel = NULL;
-static int opt_w4a8 = 0; /* --w4a8: W4A8 mode (the chooser then picks x86_vnni_w4a8) */
+static int opt_w4a8 = 0; /* --w4a8: W4A8 mode (the chooser then picks an x86 W4A8 kernel) */
 static int opt_threads[8] = {1, 2}, opt_nthreads = 2;
 static int64_t opt_m[32] = {1, 4, 16, 64, 512};
 static int opt_nm = 5;
@@ -157,8 +164,8 @@ static void parse_args(int argc, char **argv) {
         }
     }
     if (!opt_nshapes) add_shapes(shapes_8b, 4);
-    if (opt_w4a8 && opt_sweep) {
-        fprintf(stderr, "--w4a8 with --sweep: the sweep forces the W4A16 driver's paths\n");
+    if (opt_sweep && opt_kernel && strchr(opt_kernel, ':')) {
+        fprintf(stderr, "--sweep forces every path of a kernel in turn: give --kernel a kernel name, not a path\n");
         exit(2);
     }
 }
@@ -256,7 +263,8 @@ static mpl_config make_cfg(int64_t k, int64_t n) {
     return c;
 }
 
-static int make_set(layer_set *s, const mpl_config *c, int threads) {
+/* Layer copies forced to `kernel` (a kernel or "kernel:path"; NULL = the chooser's), totalling >= the cold size. */
+static int make_set(layer_set *s, const mpl_config *c, int threads, const char *kernel) {
     int64_t G = c->group_size == -1 ? 1 : c->k / c->group_size;
     uint8_t *codes = malloc((size_t)(c->n * c->k));
     float *scales = malloc((size_t)(c->n * G) * 4);
@@ -277,7 +285,7 @@ static int make_set(layer_set *s, const mpl_config *c, int threads) {
     mpl_options o;
     mpl_options_init(&o);
     o.threads = threads;
-    o.kernel = opt_kernel;
+    o.kernel = kernel;
     mpl_layer *first;
     if (mpl_layer_create(c, &ck, &o, &first) != MPL_OK) {
         fprintf(stderr, "create: %s\n", mpl_last_error());
@@ -303,6 +311,12 @@ static void free_set(layer_set *s) {
     for (int i = 0; i < s->copies; i++) mpl_layer_destroy(s->l[i]);
     free(s->l);
     memset(s, 0, sizeof *s);
+}
+
+/* The path an apply of m rows takes on the set's layers ("kernel:path"), else the kernel. */
+static const char *path_of(const layer_set *s, int64_t m) {
+    const char *p = mpl_layer_path(s->l[0], m);
+    return p ? p : s->kernel;
 }
 
 /*
@@ -515,7 +529,7 @@ static int run_table(void) {
         for (int ti = 0; ti < opt_nthreads; ti++) {
             int T = opt_threads[ti];
             layer_set s;
-            if (make_set(&s, &c, T)) return 1;
+            if (make_set(&s, &c, T, opt_kernel)) return 1;
             for (int mi = 0; mi < opt_nm; mi++) {
                 int64_t M = opt_m[mi];
                 double flops = 2.0 * (double)M * (double)sh->k * (double)sh->n;
@@ -553,7 +567,7 @@ static int run_table(void) {
                     snprintf(cv, sizeof cv, "—");
                 double gbs = (double)s.wbytes / t / 1e9;
                 printf("| %s %lldx%lld | %lld | %d | %s%s | %s | %.1f | %.0f%% | %.1f | %.0f | %.0f | %s | %s | %s | %s |\n",
-                       sh->name, (long long)sh->k, (long long)sh->n, (long long)M, T, s.kernel, quiet ? "" : " (busy)", ct, gbs,
+                       sh->name, (long long)sh->k, (long long)sh->n, (long long)M, T, path_of(&s, M), quiet ? "" : " (busy)", ct, gbs,
                        100.0 * frac, bw, flops / t / 1e9, flops / t / 1e9 / T, cb, cf, cl, cv);
                 fflush(stdout);
             }
@@ -565,44 +579,95 @@ static int run_table(void) {
     return 0;
 }
 
-/* Decode path vs prefill path over M (both forced), cold weights: where should the driver switch? */
+/* The kernel's paths (at most 8) as forceable names, by the public registry. */
+static int kernel_paths(const char *kernel, char names[][64], int cap) {
+    for (int i = 0; i < mpl_kernel_count(); i++) {
+        mpl_kernel_info ki;
+        if (mpl_kernel_get(i, &ki) != MPL_OK || strcmp(ki.name, kernel) != 0) continue;
+        int n = 0;
+        for (int j = 0; j < ki.paths && n < cap; j++) {
+            mpl_path_info pi;
+            if (mpl_path_get(i, j, &pi) == MPL_OK) snprintf(names[n++], 64, "%s", pi.name);
+        }
+        return n;
+    }
+    return 0;
+}
+
+/* Every path of the kernel forced in turn over M, cold weights: where should the default ranges switch? */
 static int run_sweep(void) {
     static const int64_t ms[] = {1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64};
-    printf("| shape (K x N) | thr | M | decode | prefill | chosen (auto) | faster |\n|---|---|---|---|---|---|---|\n");
+    enum { MAXP = 8 };
     for (int si = 0; si < opt_nshapes; si++) {
         const shape *sh = &opt_shapes[si];
         mpl_config c = make_cfg(sh->k, sh->n);
+        const char *kernel = opt_kernel;
+        if (!kernel && mpl_choose(&c, NULL, &kernel, NULL, 0, NULL) != MPL_OK) {
+            fprintf(stderr, "no kernel for %s: %s\n", sh->name, mpl_last_error());
+            return 1;
+        }
+        char names[MAXP][64];
+        const char *run[MAXP];
+        int np = kernel_paths(kernel, names, MAXP), nrun = 0;
+        for (int p = 0; p < np; p++) { /* the paths this CPU runs for this config */
+            mpl_verdict v;
+            if (mpl_check(&c, NULL, names[p], &v) == MPL_OK && v.reason == MPL_REASON_OK)
+                run[nrun++] = names[p];
+            else
+                printf("(%s not swept: %s)\n", names[p], v.message);
+        }
+        if (nrun == 0) {
+            fprintf(stderr, "%s: no path of %s runs here\n", sh->name, kernel);
+            return 1;
+        }
+        printf("\n| shape (K x N) | thr | M |");
+        for (int p = 0; p < nrun; p++) printf(" %s |", strchr(run[p], ':') + 1);
+        printf(" default | fastest |\n|---|---|---|");
+        for (int p = 0; p < nrun + 2; p++) printf("---|");
+        printf("\n");
         void *x = make_x(64, sh->k);
         void *y = malloc((size_t)(64 * sh->n) * 4);
+        if (!x || !y) return 1;
         for (int ti = 0; ti < opt_nthreads; ti++) {
             int T = opt_threads[ti];
-            layer_set s;
-            if (!x || !y || make_set(&s, &c, T)) return 1;
+            layer_set s[MAXP];
+            for (int p = 0; p < nrun; p++)
+                if (make_set(&s[p], &c, T, run[p])) return 1;
             for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++) {
-                /* The three paths take turns call by call (each call on the next cold copy), so
+                /* The paths take turns call by call (each call on the next cold copy of its set), so
                  * they see the same moments of this shared machine. */
-                double t[3], tp[3][64];
+                double t[MAXP], tp[MAXP][64];
                 int reps = opt_reps > 64 ? 64 : opt_reps, ci = 4; /* past the warm-up copies */
                 wait_quiet();
-                for (int i = 0; i < 4; i++) mpl_layer_apply(s.l[i % s.copies], ms[mi], x, NULL, y);
-                for (int r = 0; r < reps; r++)
-                    for (int p = 0; p < 3; p++) {
-                        mpl_xw_force_path(p == 2 ? 0 : p + 1);
+                for (int p = 0; p < nrun; p++)
+                    for (int i = 0; i < 4; i++) mpl_layer_apply(s[p].l[i % s[p].copies], ms[mi], x, NULL, y);
+                for (int r = 0; r < reps; r++, ci++)
+                    for (int p = 0; p < nrun; p++) {
                         double t0 = now();
-                        mpl_layer_apply(s.l[ci++ % s.copies], ms[mi], x, NULL, y);
+                        mpl_layer_apply(s[p].l[ci % s[p].copies], ms[mi], x, NULL, y);
                         tp[p][r] = now() - t0;
                     }
-                for (int p = 0; p < 3; p++) t[p] = median(tp[p], reps);
-                mpl_xw_force_path(0);
-                char a[32], b[32], d[32];
-                fmt_time(a, sizeof a, t[0]);
-                fmt_time(b, sizeof b, t[1]);
-                fmt_time(d, sizeof d, t[2]);
-                printf("| %s %lldx%lld | %d | %lld | %s | %s | %s | %s |\n", sh->name, (long long)sh->k,
-                       (long long)sh->n, T, (long long)ms[mi], a, b, d, t[0] <= t[1] ? "decode" : "prefill");
+                int best = 0;
+                for (int p = 0; p < nrun; p++) {
+                    t[p] = median(tp[p], reps);
+                    if (t[p] < t[best]) best = p;
+                }
+                const char *def = NULL;
+                mpl_options o;
+                mpl_options_init(&o);
+                o.kernel = kernel;
+                if (mpl_choose_path(&c, &o, ms[mi], &def) != MPL_OK || !def) def = "(none)";
+                printf("| %s %lldx%lld | %d | %lld |", sh->name, (long long)sh->k, (long long)sh->n, T,
+                       (long long)ms[mi]);
+                for (int p = 0; p < nrun; p++) {
+                    char b[32];
+                    fmt_time(b, sizeof b, t[p]);
+                    printf(" %s |", b);
+                }
+                printf(" %s | %s |\n", strchr(def, ':') ? strchr(def, ':') + 1 : def, strchr(run[best], ':') + 1);
                 fflush(stdout);
             }
-            free_set(&s);
+            for (int p = 0; p < nrun; p++) free_set(&s[p]);
         }
         free(x);
         free(y);

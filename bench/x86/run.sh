@@ -36,7 +36,7 @@ tmp=$(mktemp)
     echo
     echo "load after table: $(uptime)"
     echo
-    echo "## Decode/prefill switch (both paths forced, weights cold)"
+    echo "## Path switch (every path of the kernel forced in turn, weights cold)"
     echo
     echo "Command: \`$bin --sweep --wait-quiet --shapes 4096x4096,4096x28672 --threads 1,2 --no-dense --reps 15\`"
     echo

@@ -1,6 +1,6 @@
 /*
- * w4a8_bench.c -- benchmark of the W4A8 kernel (x86_vnni_w4a8) with its ceilings measured in the
- * same run: read bandwidth (1 GiB buffer, 1 and 2 threads), oneDNN s8 dense matmul, and our W4A16
+ * w4a8_bench.c -- benchmark of the x86 W4A8 kernels (the chosen one, or --kernel NAME[:PATH]) with
+ * its ceilings measured in the same run, through the public API only: read bandwidth (1 GiB buffer, 1 and 2 threads), oneDNN s8 dense matmul, and our W4A16
  * kernel at prefill (if one other than ref is chosen).
  *
  *   decode  M=1 on Llama-3-8B gate_up (K=4096, N=28672) and down (K=14336, N=4096), 1 and 2 threads:
@@ -13,7 +13,10 @@
  * Cold weights: enough layer copies that their weights total >= --cold-gib (default 1.25 GiB;
  * the L3 here is 480 MiB), applied in rotation; medians over --reps applies.
  * Run with OMP_WAIT_POLICY=PASSIVE so oneDNN's OpenMP workers sleep instead of spinning between calls.
- * Usage: w4a8_bench [--reps R] [--cold-gib G] [--threads T1,T2] [--quick] [--only decode|prefill]
+ * The implementation column names the path each row ran (mpl_layer_path).
+ * Usage: w4a8_bench [--kernel NAME[:PATH]] [--reps R] [--cold-gib G] [--threads T1,T2] [--quick]
+ *                   [--only decode|prefill]
+ *   --kernel: force a W4A8 kernel or path (mpl_options.kernel), e.g. x86_avx512vnni_w4a8:vnni;
  *   --quick: no oneDNN rows; --only: one half of the table.
  */
 #define _GNU_SOURCE
@@ -68,6 +71,7 @@ static double gauss(void) {
 }
 
 static int reps = 30;
+static const char *g_kernel = NULL; /* --kernel: the W4A8 layers' mpl_options.kernel */
 static double cold_bytes = 1.25 * (1 << 30);
 
 /* ---------- read bandwidth ---------- */
@@ -148,11 +152,14 @@ static mpl_checkpoint_tensors make_ckpt(const mpl_config *c) {
     return ck;
 }
 
-static layer_set make_set(const mpl_config *c, const mpl_checkpoint_tensors *ck, int threads, double want_bytes) {
+/* Copies forced to kernel (NULL: the chooser's) totalling >= want_bytes of weights. */
+static layer_set make_set(const mpl_config *c, const mpl_checkpoint_tensors *ck, int threads, double want_bytes,
+                          const char *kernel) {
     layer_set s = {0};
     mpl_options o;
     mpl_options_init(&o);
     o.threads = threads;
+    o.kernel = kernel;
     mpl_layer *first;
     if (mpl_layer_create(c, ck, &o, &first) != MPL_OK) {
         fprintf(stderr, "create: %s\n", mpl_last_error());
@@ -170,6 +177,12 @@ static layer_set make_set(const mpl_config *c, const mpl_checkpoint_tensors *ck,
             exit(1);
         }
     return s;
+}
+
+/* What an apply of m rows runs: "kernel:path", or the kernel's name. */
+static const char *runs(const mpl_layer *l, int64_t m) {
+    const char *p = mpl_layer_path(l, m);
+    return p ? p : mpl_layer_kernel(l);
 }
 
 static void free_set(layer_set *s) {
@@ -268,7 +281,7 @@ static void row(const char *cas, int64_t m, int64_t k, int64_t n, int threads, c
     double gbs = wbytes / sec / 1e9, gop = 2.0 * (double)m * (double)n * (double)k / sec / 1e9;
     char cpu[32] = "-";
     if (threads == 1 && g_cpu_sec > 0) snprintf(cpu, sizeof cpu, "%.3f", g_cpu_sec * 1e3);
-    printf("| %-14s | %4lld | %5lld | %5lld | %d | %-22s | %9.3f | %9s | %7.1f | %6.1f%% | %8.1f | %8.1f |\n", cas,
+    printf("| %-14s | %4lld | %5lld | %5lld | %d | %-26s | %9.3f | %9s | %7.1f | %6.1f%% | %8.1f | %8.1f |\n", cas,
            (long long)m, (long long)k, (long long)n, threads, impl, sec * 1e3, cpu, gbs, bw > 0 ? 100 * gbs / bw : 0.0,
            gop, gop / threads);
     fflush(stdout);
@@ -295,12 +308,15 @@ int main(int argc, char **argv) {
     const char *only = "";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--kernel") && i + 1 < argc) g_kernel = argv[++i];
         else if (!strcmp(argv[i], "--cold-gib") && i + 1 < argc) cold_bytes = atof(argv[++i]) * (1 << 30);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) nt = sscanf(argv[++i], "%d,%d", &tlist[0], &tlist[1]);
         else if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--reps R] [--cold-gib G] [--threads T1,T2] [--quick] [--only decode|prefill]\n",
+            fprintf(stderr,
+                    "usage: %s [--kernel NAME[:PATH]] [--reps R] [--cold-gib G] [--threads T1,T2] [--quick] "
+                    "[--only decode|prefill]\n",
                     argv[0]);
             return 2;
         }
@@ -322,8 +338,8 @@ int main(int argc, char **argv) {
         bw[tlist[i]] = read_bw(tlist[i]);
         printf("# read bandwidth, 1 GiB, %d thread(s): %.1f GB/s\n", tlist[i], bw[tlist[i]]);
     }
-    printf("\n| case           |    M |     K |     N | T | implementation         | median ms |    cpu ms |    GB/s | %% read BW |    GOP/s | GOP/s/thr |\n"
-           "|----------------|------|-------|-------|---|------------------------|-----------|-----------|---------|---------|----------|----------|\n");
+    printf("\n| case           |    M |     K |     N | T | implementation             | median ms |    cpu ms |    GB/s | %% read BW |    GOP/s | GOP/s/thr |\n"
+           "|----------------|------|-------|-------|---|----------------------------|-----------|-----------|---------|---------|----------|----------|\n");
     const struct {
         const char *name;
         int64_t k, n;
@@ -334,11 +350,11 @@ int main(int argc, char **argv) {
         void *x = act_random(c.k, 1.0f), *y = malloc((size_t)c.n * 2);
         for (int i = 0; i < nt; i++) {
             int t = tlist[i];
-            layer_set s = make_set(&c, &ck, t, cold_bytes);
+            layer_set s = make_set(&c, &ck, t, cold_bytes, g_kernel);
             /* The machine is shared: read bandwidth is measured right before and after each timing and averaged. */
             double b0 = read_bw(t), sec = time_set(&s, 1, x, y), b1 = read_bw(t);
             printf("# read bandwidth around the next row, %d thread(s): %.1f / %.1f GB/s\n", t, b0, b1);
-            row(dec[d].name, 1, c.k, c.n, t, s.kernel, sec, (double)s.wbytes, 0.5 * (b0 + b1));
+            row(dec[d].name, 1, c.k, c.n, t, runs(s.l[0], 1), sec, (double)s.wbytes, 0.5 * (b0 + b1));
             free_set(&s);
         }
         /* oneDNN after our rows: OpenMP's spinning workers would otherwise share cores with our pool. */
@@ -361,14 +377,14 @@ int main(int argc, char **argv) {
     c16.mode = MPL_MODE_W4A16;
     for (int i = 0; i < nt; i++) {
         int t = tlist[i];
-        layer_set s = make_set(&c, &ck, t, 0);
+        layer_set s = make_set(&c, &ck, t, 0, g_kernel);
         double s8 = time_set(&s, M, x, y);
-        row("prefill", M, K, N, t, s.kernel, s8, (double)s.wbytes, 0);
+        row("prefill", M, K, N, t, runs(s.l[0], M), s8, (double)s.wbytes, 0);
         free_set(&s);
-        layer_set s16 = make_set(&c16, &ck, t, 0);
+        layer_set s16 = make_set(&c16, &ck, t, 0, NULL);
         if (strcmp(s16.kernel, "ref") != 0) {
             double sec = time_set(&s16, M, x, y);
-            row("prefill W4A16", M, K, N, t, s16.kernel, sec, (double)s16.wbytes, 0);
+            row("prefill W4A16", M, K, N, t, runs(s16.l[0], M), sec, (double)s16.wbytes, 0);
             printf("# W4A8 / W4A16 prefill speed-up, %d thread(s): %.2fx\n", t, sec / s8);
         } else {
             printf("# W4A16 prefill, %d thread(s): no W4A16 kernel other than ref is chosen here; ratio not measured\n", t);
@@ -391,8 +407,14 @@ int main(int argc, char **argv) {
         for (int64_t i = 0; i < m * K; i++) xf[i] = (float)gauss();
         mpl_checkpoint_tensors ckf;
         mpl_checkpoint_encode(&cf, MPL_LAYOUT_CT, codes, scales, MPL_DTYPE_F32, NULL, NULL, &ckf);
+        mpl_options ao;
+        mpl_options_init(&ao);
+        ao.kernel = g_kernel;
         mpl_layer *l;
-        mpl_layer_create(&cf, &ckf, NULL, &l);
+        if (mpl_layer_create(&cf, &ckf, &ao, &l) != MPL_OK) {
+            fprintf(stderr, "create: %s\n", mpl_last_error());
+            return 1;
+        }
         mpl_layer_apply(l, m, xf, NULL, yf);
         double num = 0, den = 0;
         for (int64_t r = 0; r < m; r++)
@@ -404,7 +426,7 @@ int main(int argc, char **argv) {
                 den += acc * acc;
             }
         printf("# accuracy (%s, K=%lld, group 128, Gaussian x): relative Frobenius error vs float64 W4A16 = %.3f%%\n",
-               mpl_layer_kernel(l), (long long)K, 100 * sqrt(num / den));
+               runs(l, m), (long long)K, 100 * sqrt(num / den));
         mpl_layer_destroy(l);
         mpl_checkpoint_tensors_free(&ckf);
         free(codes);

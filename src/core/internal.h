@@ -98,10 +98,6 @@ static inline bool mpl_wtype_needs_zeros(mpl_wtype t) {
 }
 static inline size_t mpl_act_size(mpl_act a) { return a == MPL_ACT_F32 ? 4 : 2; }
 
-/* Decode checkpoint tensors (any layout) into the canonical form. src/formats/ */
-mpl_status mpl_decode_checkpoint(const mpl_config *cfg, const mpl_checkpoint_tensors *ck,
-                                 mpl_canonical *out);
-
 /* ---------- activations ---------- */
 
 /* Convert n activations of type a to float. */

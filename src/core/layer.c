@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../decode/decode.h"
 #include "internal.h"
 
 struct mpl_layer {

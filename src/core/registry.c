@@ -15,7 +15,9 @@
  * then the widest ISA first; ref implements everything. */
 static const mpl_kernel_desc *const cpu_table[] = {
 #if defined(__x86_64__)
-    &mpl_kernel_x86_vnni_w4a8,
+    &mpl_kernel_x86_avx512vnni_w4a8,
+    &mpl_kernel_x86_avxvnni_w4a8,
+    &mpl_kernel_x86_avx2_w4a8,
     &mpl_kernel_x86_avx512_w4a16,
     &mpl_kernel_x86_avx2_w4a16,
 #endif
@@ -255,7 +257,8 @@ int mpl_plan_path(const mpl_plan *plan, int64_t m) {
     if (!d || m < 1) return -1;
     if (plan->forced_path >= 0) return m <= d->paths[plan->forced_path].m_limit ? plan->forced_path : -1;
     for (int i = 0; i < d->npaths; i++)
-        if ((plan->enabled >> i & 1) && m >= plan->m_min[i] && m <= plan->m_max[i]) return i;
+        if ((plan->enabled >> i & 1) && m >= plan->m_min[i] && m <= plan->m_max[i] && m <= d->paths[i].m_limit)
+            return i;
     for (int i = 0; i < d->npaths; i++)
         if ((plan->enabled >> i & 1) && m <= d->paths[i].m_limit) return i;
     return -1;
@@ -390,10 +393,30 @@ mpl_status mpl_choose(const mpl_config *cfg, const mpl_options *opt, const char 
     return st;
 }
 
+/* The hardware part of the verdict alone (no config): disabled, ISA floor, device and compute capability. */
+static mpl_reason platform_check(const mpl_kernel_desc *d, int path, const mpl_platform *p, char *msg, size_t cap) {
+    if (disabled_by_env(d->name))
+        return mpl_refuse(msg, cap, MPL_REASON_DISABLED, "%s disabled by MPL_DISABLED_KERNELS", d->name);
+    uint32_t isa = d->isa | (path >= 0 ? d->paths[path].isa : 0);
+    const char *req = path >= 0 && d->paths[path].requires && d->paths[path].requires[0] ? d->paths[path].requires
+                                                                                          : d->requires;
+    if (d->backend == MPL_BACKEND_CPU && (p->isa & isa) != isa)
+        return isa_refusal(path >= 0 ? d->paths[path].name : d->name, req, isa, p, msg, cap);
+    if (d->backend == MPL_BACKEND_CUDA) {
+        mpl_reason r = cc_refusal(d->name, d->min_cc, 0, p, msg, cap);
+        if (r == MPL_REASON_OK && path >= 0 && (d->paths[path].min_cc || d->paths[path].max_cc))
+            r = cc_refusal(d->paths[path].name, d->paths[path].min_cc, d->paths[path].max_cc, p, msg, cap);
+        if (r != MPL_REASON_OK) return r;
+    }
+    if (path >= 0 && disabled_by_env(d->paths[path].name))
+        return mpl_refuse(msg, cap, MPL_REASON_DISABLED, "%s disabled by MPL_DISABLED_KERNELS", d->paths[path].name);
+    return MPL_REASON_OK;
+}
+
 mpl_status mpl_check(const mpl_config *cfg, const mpl_options *opt, const char *name, mpl_verdict *out) {
-    if (!cfg || !name || !out) return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "mpl_check: config, name or out is NULL");
+    if (!name || !out) return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "mpl_check: name or out is NULL");
     memset(out, 0, sizeof *out);
-    mpl_status st = mpl_config_validate(cfg);
+    mpl_status st = cfg ? mpl_config_validate(cfg) : MPL_OK;
     if (st != MPL_OK) return st;
     int path;
     const mpl_kernel_desc *d = NULL;
@@ -408,7 +431,13 @@ mpl_status mpl_check(const mpl_config *cfg, const mpl_options *opt, const char *
     mpl_platform_for(&o, &p);
     out->m_min = 1;
     out->m_max = MPL_M_ANY;
-    if (path < 0) {
+    if (!cfg) {
+        out->reason = platform_check(d, path, &p, out->message, sizeof out->message);
+        if (path >= 0) {
+            out->m_min = d->paths[path].m_min;
+            out->m_max = d->paths[path].m_max;
+        }
+    } else if (path < 0) {
         out->reason = mpl_kernel_check(d, cfg, &p, 0, out->message, sizeof out->message);
     } else {
         out->reason = kernel_check_own(d, cfg, &p, 0, out->message, sizeof out->message);
@@ -416,5 +445,17 @@ mpl_status mpl_check(const mpl_config *cfg, const mpl_options *opt, const char *
         path_range(d, path, cfg, &p, &out->m_min, &out->m_max);
     }
     if (out->reason == MPL_REASON_OK) out->message[0] = 0;
+    return MPL_OK;
+}
+
+mpl_status mpl_choose_path(const mpl_config *cfg, const mpl_options *opt, int64_t m, const char **path) {
+    if (!path) return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "mpl_choose_path: path is NULL");
+    *path = NULL;
+    if (!cfg) return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "mpl_choose_path: config is NULL");
+    mpl_plan plan;
+    mpl_status st = mpl_choose_plan(cfg, opt, 0, &plan, NULL, 0, NULL);
+    if (st != MPL_OK) return st;
+    int i = mpl_plan_path(&plan, m);
+    if (i >= 0) *path = plan.kernel->paths[i].name;
     return MPL_OK;
 }

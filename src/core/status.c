@@ -25,6 +25,7 @@ const char *mpl_status_string(mpl_status s) {
 
 const char *mpl_last_error(void) { return tls_error; }
 const char *mpl_version(void) { return MPL_VERSION_STRING; }
+int mpl_version_number(void) { return MPL_VERSION_NUMBER; }
 
 mpl_status mpl_set_error(mpl_status st, const char *fmt, ...) {
     va_list ap;

@@ -6,7 +6,10 @@
 
 extern const mpl_kernel_desc mpl_kernel_ref;
 #if defined(__x86_64__)
-extern const mpl_kernel_desc mpl_kernel_x86_vnni_w4a8;
+/* src/kernels/x86/<kernel>.c: W4A8 first, then W4A16, each widest ISA level first (registry order). */
+extern const mpl_kernel_desc mpl_kernel_x86_avx512vnni_w4a8;
+extern const mpl_kernel_desc mpl_kernel_x86_avxvnni_w4a8;
+extern const mpl_kernel_desc mpl_kernel_x86_avx2_w4a8;
 extern const mpl_kernel_desc mpl_kernel_x86_avx512_w4a16;
 extern const mpl_kernel_desc mpl_kernel_x86_avx2_w4a16;
 #endif

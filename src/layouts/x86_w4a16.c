@@ -7,10 +7,10 @@
 
 #include "x86_w4a16.h"
 
-static bool scales_fit(const float *s, size_t count, mpl_xw_scale_fmt fmt) {
+static bool scales_fit(const float *s, size_t count, mpl_x86_w4a16_scale_fmt fmt) {
     for (size_t i = 0; i < count; i++) {
-        float back = fmt == MPL_XW_SCALE_BF16 ? mpl_bf16_to_f32(mpl_f32_to_bf16(s[i]))
-                                              : mpl_f16_to_f32(mpl_f32_to_f16(s[i]));
+        float back = fmt == MPL_X86_W4A16_SCALE_BF16 ? mpl_bf16_to_f32(mpl_f32_to_bf16(s[i]))
+                                                     : mpl_f16_to_f32(mpl_f32_to_f16(s[i]));
         if (memcmp(&back, &s[i], sizeof back) != 0) return false;
     }
     return true;
@@ -18,11 +18,11 @@ static bool scales_fit(const float *s, size_t count, mpl_xw_scale_fmt fmt) {
 
 typedef struct {
     const mpl_canonical *w;
-    mpl_xw_layout *l;
+    mpl_x86_w4a16_layout *l;
 } pack_job;
 
 /* Stored nibble of logical weight (n, packed input position j); see the header. */
-static inline uint8_t stored_code(const mpl_canonical *w, const mpl_xw_layout *l, int64_t n, int64_t j) {
+static inline uint8_t stored_code(const mpl_canonical *w, const mpl_x86_w4a16_layout *l, int64_t n, int64_t j) {
     if (n >= w->n) return l->zero_points ? 0 : 8; /* padding: value 0 */
     int64_t kk = l->perm ? l->perm[j] : j;
     uint8_t c = w->codes[n * w->k + kk];
@@ -32,35 +32,35 @@ static inline uint8_t stored_code(const mpl_canonical *w, const mpl_xw_layout *l
 static void pack_blocks(void *ctx, int tid, int nt) {
     pack_job *pj = ctx;
     const mpl_canonical *w = pj->w;
-    mpl_xw_layout *l = pj->l;
+    mpl_x86_w4a16_layout *l = pj->l;
     int64_t b0 = l->nblocks * tid / nt, b1 = l->nblocks * (tid + 1) / nt;
     int64_t gs = l->group_size;
     for (int64_t b = b0; b < b1; b++) {
         for (int64_t g = 0; g < l->groups; g++) {
-            uint8_t *p = (uint8_t *)mpl_xw_group(l, b, g);
-            for (int i = 0; i < MPL_XW_NB; i++) {
-                int64_t n = b * MPL_XW_NB + i;
+            uint8_t *p = (uint8_t *)mpl_x86_w4a16_group(l, b, g);
+            for (int i = 0; i < MPL_X86_W4A16_NB; i++) {
+                int64_t n = b * MPL_X86_W4A16_NB + i;
                 float s = n < w->n ? w->scales[n * w->groups + g] : 0.0f;
-                if (l->scale_fmt == MPL_XW_SCALE_F32)
+                if (l->scale_fmt == MPL_X86_W4A16_SCALE_F32)
                     memcpy(p + 4 * i, &s, 4);
                 else {
-                    uint16_t h = l->scale_fmt == MPL_XW_SCALE_BF16 ? mpl_f32_to_bf16(s) : mpl_f32_to_f16(s);
+                    uint16_t h = l->scale_fmt == MPL_X86_W4A16_SCALE_BF16 ? mpl_f32_to_bf16(s) : mpl_f32_to_f16(s);
                     memcpy(p + 2 * i, &h, 2);
                 }
             }
             p += l->scale_bytes;
             if (l->zero_points) {
-                for (int i = 0; i < MPL_XW_NB; i++) {
-                    int64_t n = b * MPL_XW_NB + i;
+                for (int i = 0; i < MPL_X86_W4A16_NB; i++) {
+                    int64_t n = b * MPL_X86_W4A16_NB + i;
                     p[i] = n < w->n ? w->zeros[n * w->groups + g] : 0;
                 }
                 p += l->zero_bytes;
             }
-            for (int64_t c = 0; c < gs / MPL_XW_CK; c++) {
-                int64_t j0 = g * gs + c * MPL_XW_CK;
-                for (int v = 0; v < MPL_XW_NB / 16; v++) {
-                    for (int i = 0; i < MPL_XW_CHUNK_BYTES; i++) {
-                        int64_t n = b * MPL_XW_NB + 16 * v + i / 2;
+            for (int64_t c = 0; c < gs / MPL_X86_W4A16_CK; c++) {
+                int64_t j0 = g * gs + c * MPL_X86_W4A16_CK;
+                for (int v = 0; v < MPL_X86_W4A16_NB / 16; v++) {
+                    for (int i = 0; i < MPL_X86_W4A16_CHUNK_BYTES; i++) {
+                        int64_t n = b * MPL_X86_W4A16_NB + 16 * v + i / 2;
                         uint8_t lo = stored_code(w, l, n, j0 + (i & 1));
                         uint8_t hi = stored_code(w, l, n, j0 + 2 + (i & 1));
                         *p++ = (uint8_t)(lo | (hi << 4));
@@ -71,39 +71,39 @@ static void pack_blocks(void *ctx, int tid, int nt) {
     }
 }
 
-mpl_status mpl_xw_pack(const mpl_config *cfg, const mpl_canonical *w, mpl_xw_layout *out) {
+mpl_status mpl_x86_w4a16_pack(const mpl_config *cfg, const mpl_canonical *w, mpl_x86_w4a16_layout *out) {
     memset(out, 0, sizeof *out);
     if (mpl_wtype_bits(w->wtype) != 4)
         return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "x86_w4a16 layout: weight type %s: must be a 4-bit type",
                              mpl_wtype_name(w->wtype));
-    if (w->k % MPL_XW_CK != 0 || w->group_size % MPL_XW_CK != 0)
+    if (w->k % MPL_X86_W4A16_CK != 0 || w->group_size % MPL_X86_W4A16_CK != 0)
         return mpl_set_error(MPL_ERR_INVALID_ARGUMENT,
                              "x86_w4a16 layout: k = %lld, group size %lld: both must be multiples of %d",
-                             (long long)w->k, (long long)w->group_size, MPL_XW_CK);
+                             (long long)w->k, (long long)w->group_size, MPL_X86_W4A16_CK);
     if (w->g_idx && (!w->perm || !w->act_order_uniform))
         return mpl_set_error(MPL_ERR_INVALID_ARGUMENT,
                              "x86_w4a16 layout: act-order groups must each hold group_size = %lld inputs",
                              (long long)w->group_size);
     out->k = w->k;
     out->n = w->n;
-    out->np = (w->n + MPL_XW_NB - 1) / MPL_XW_NB * MPL_XW_NB;
-    out->nblocks = out->np / MPL_XW_NB;
+    out->np = (w->n + MPL_X86_W4A16_NB - 1) / MPL_X86_W4A16_NB * MPL_X86_W4A16_NB;
+    out->nblocks = out->np / MPL_X86_W4A16_NB;
     out->group_size = w->group_size;
     out->groups = w->groups;
     out->wtype = w->wtype;
     out->zero_points = cfg->zero_points && w->zeros ? 1 : 0;
     size_t nsc = (size_t)w->n * (size_t)w->groups;
-    if (scales_fit(w->scales, nsc, MPL_XW_SCALE_BF16))
-        out->scale_fmt = MPL_XW_SCALE_BF16;
-    else if (scales_fit(w->scales, nsc, MPL_XW_SCALE_F16))
-        out->scale_fmt = MPL_XW_SCALE_F16;
+    if (scales_fit(w->scales, nsc, MPL_X86_W4A16_SCALE_BF16))
+        out->scale_fmt = MPL_X86_W4A16_SCALE_BF16;
+    else if (scales_fit(w->scales, nsc, MPL_X86_W4A16_SCALE_F16))
+        out->scale_fmt = MPL_X86_W4A16_SCALE_F16;
     else
-        out->scale_fmt = MPL_XW_SCALE_F32;
-    out->scale_bytes = MPL_XW_NB * (out->scale_fmt == MPL_XW_SCALE_F32 ? 4u : 2u);
-    out->zero_bytes = out->zero_points ? MPL_XW_NB : 0;
+        out->scale_fmt = MPL_X86_W4A16_SCALE_F32;
+    out->scale_bytes = MPL_X86_W4A16_NB * (out->scale_fmt == MPL_X86_W4A16_SCALE_F32 ? 4u : 2u);
+    out->zero_bytes = out->zero_points ? MPL_X86_W4A16_NB : 0;
     size_t wbytes, total;
     /* group_size * 64 channels / 2 bytes; all factors are bounded by MPL_MAX_DIM, checked anyway. */
-    if (!mpl_size_mul3(w->group_size, MPL_XW_NB / 2, 1, &wbytes) ||
+    if (!mpl_size_mul3(w->group_size, MPL_X86_W4A16_NB / 2, 1, &wbytes) ||
         mpl_add_overflow_sz(wbytes, out->scale_bytes + out->zero_bytes, &out->group_bytes) ||
         !mpl_size_mul3(w->groups, (int64_t)out->group_bytes, 1, &out->block_bytes) ||
         !mpl_size_mul3(out->nblocks, (int64_t)out->block_bytes, 1, &total))
@@ -115,7 +115,7 @@ mpl_status mpl_xw_pack(const mpl_config *cfg, const mpl_canonical *w, mpl_xw_lay
         out->perm = malloc((size_t)w->k * sizeof(int32_t));
         out->g_idx = malloc((size_t)w->k * sizeof(int32_t));
         if (!out->perm || !out->g_idx) {
-            mpl_xw_free(out);
+            mpl_x86_w4a16_free(out);
             return mpl_set_error(MPL_ERR_OUT_OF_MEMORY, "x86_w4a16 layout: cannot allocate act-order tables");
         }
         memcpy(out->perm, w->perm, (size_t)w->k * sizeof(int32_t));
@@ -126,7 +126,7 @@ mpl_status mpl_xw_pack(const mpl_config *cfg, const mpl_canonical *w, mpl_xw_lay
     return MPL_OK;
 }
 
-mpl_status mpl_xw_unpack(const mpl_xw_layout *l, mpl_canonical *out) {
+mpl_status mpl_x86_w4a16_unpack(const mpl_x86_w4a16_layout *l, mpl_canonical *out) {
     mpl_config c;
     mpl_config_init(&c, l->k, l->n);
     c.wtype = l->wtype;
@@ -137,28 +137,28 @@ mpl_status mpl_xw_unpack(const mpl_xw_layout *l, mpl_canonical *out) {
     if (st != MPL_OK) return st;
     for (int64_t b = 0; b < l->nblocks; b++) {
         for (int64_t g = 0; g < l->groups; g++) {
-            const uint8_t *p = mpl_xw_group(l, b, g);
-            for (int i = 0; i < MPL_XW_NB; i++) {
-                int64_t n = b * MPL_XW_NB + i;
+            const uint8_t *p = mpl_x86_w4a16_group(l, b, g);
+            for (int i = 0; i < MPL_X86_W4A16_NB; i++) {
+                int64_t n = b * MPL_X86_W4A16_NB + i;
                 if (n >= l->n) break;
                 float s;
-                if (l->scale_fmt == MPL_XW_SCALE_F32)
+                if (l->scale_fmt == MPL_X86_W4A16_SCALE_F32)
                     memcpy(&s, p + 4 * i, 4);
                 else {
                     uint16_t h;
                     memcpy(&h, p + 2 * i, 2);
-                    s = l->scale_fmt == MPL_XW_SCALE_BF16 ? mpl_bf16_to_f32(h) : mpl_f16_to_f32(h);
+                    s = l->scale_fmt == MPL_X86_W4A16_SCALE_BF16 ? mpl_bf16_to_f32(h) : mpl_f16_to_f32(h);
                 }
                 out->scales[n * l->groups + g] = s;
                 if (l->zero_points) out->zeros[n * l->groups + g] = p[l->scale_bytes + (size_t)i];
             }
-            const uint8_t *q = mpl_xw_group_weights(l, b, g);
-            for (int64_t cch = 0; cch < l->group_size / MPL_XW_CK; cch++) {
-                int64_t j0 = g * l->group_size + cch * MPL_XW_CK;
-                for (int v = 0; v < MPL_XW_NB / 16; v++) {
-                    for (int i = 0; i < MPL_XW_CHUNK_BYTES; i++) {
+            const uint8_t *q = mpl_x86_w4a16_group_weights(l, b, g);
+            for (int64_t cch = 0; cch < l->group_size / MPL_X86_W4A16_CK; cch++) {
+                int64_t j0 = g * l->group_size + cch * MPL_X86_W4A16_CK;
+                for (int v = 0; v < MPL_X86_W4A16_NB / 16; v++) {
+                    for (int i = 0; i < MPL_X86_W4A16_CHUNK_BYTES; i++) {
                         uint8_t byte = *q++;
-                        int64_t n = b * MPL_XW_NB + 16 * v + i / 2;
+                        int64_t n = b * MPL_X86_W4A16_NB + 16 * v + i / 2;
                         if (n >= l->n) continue;
                         for (int h = 0; h < 2; h++) {
                             int64_t j = j0 + (i & 1) + 2 * h;
@@ -182,7 +182,7 @@ mpl_status mpl_xw_unpack(const mpl_xw_layout *l, mpl_canonical *out) {
     return MPL_OK;
 }
 
-void mpl_xw_free(mpl_xw_layout *l) {
+void mpl_x86_w4a16_free(mpl_x86_w4a16_layout *l) {
     if (!l) return;
     mpl_aligned_free(l->data);
     free(l->perm);
@@ -190,4 +190,4 @@ void mpl_xw_free(mpl_xw_layout *l) {
     memset(l, 0, sizeof *l);
 }
 
-size_t mpl_xw_bytes(const mpl_xw_layout *l) { return (size_t)l->nblocks * l->block_bytes; }
+size_t mpl_x86_w4a16_bytes(const mpl_x86_w4a16_layout *l) { return (size_t)l->nblocks * l->block_bytes; }

@@ -20,26 +20,26 @@
 #include "../core/internal.h"
 
 /* Output channels per block: four 16-lane AVX-512 vectors (eight AVX2 ones). */
-#define MPL_XW_NB 64
+#define MPL_X86_W4A16_NB 64
 /* Input channels per chunk, and bytes per chunk (16 channels x 4 inputs x 4 bits). */
-#define MPL_XW_CK 4
-#define MPL_XW_CHUNK_BYTES 32
+#define MPL_X86_W4A16_CK 4
+#define MPL_X86_W4A16_CHUNK_BYTES 32
 
-typedef enum mpl_xw_scale_fmt {
-    MPL_XW_SCALE_F32 = 0,
-    MPL_XW_SCALE_BF16 = 1,
-    MPL_XW_SCALE_F16 = 2
-} mpl_xw_scale_fmt;
+typedef enum mpl_x86_w4a16_scale_fmt {
+    MPL_X86_W4A16_SCALE_F32 = 0,
+    MPL_X86_W4A16_SCALE_BF16 = 1,
+    MPL_X86_W4A16_SCALE_F16 = 2
+} mpl_x86_w4a16_scale_fmt;
 
-typedef struct mpl_xw_layout {
+typedef struct mpl_x86_w4a16_layout {
     int64_t k, n;            /* logical shape */
-    int64_t np;              /* n rounded up to MPL_XW_NB */
-    int64_t nblocks;         /* np / MPL_XW_NB */
+    int64_t np;              /* n rounded up to MPL_X86_W4A16_NB */
+    int64_t nblocks;         /* np / MPL_X86_W4A16_NB */
     int64_t group_size;      /* effective (k when the config says -1) */
     int64_t groups;
     mpl_wtype wtype;         /* as configured (int4 is stored XOR 8) */
     int zero_points;         /* 1: each group stores 64 zero points */
-    mpl_xw_scale_fmt scale_fmt; /* narrowest format that holds every scale exactly */
+    mpl_x86_w4a16_scale_fmt scale_fmt; /* narrowest format that holds every scale exactly */
     size_t scale_bytes;      /* per group: 64 * (2 or 4) */
     size_t zero_bytes;       /* per group: 64 or 0 */
     size_t group_bytes;      /* scale_bytes + zero_bytes + group_size * 32 */
@@ -47,22 +47,22 @@ typedef struct mpl_xw_layout {
     uint8_t *data;           /* nblocks * block_bytes, 64-byte aligned */
     int32_t *perm;           /* act-order: packed input j is input channel perm[j]; else NULL */
     int32_t *g_idx;          /* act-order: the original g_idx (for unpack); else NULL */
-} mpl_xw_layout;
+} mpl_x86_w4a16_layout;
 
 /* Pack canonical weights (act-order must be uniform: group_size members per group). */
-mpl_status mpl_xw_pack(const mpl_config *cfg, const mpl_canonical *w, mpl_xw_layout *out);
+mpl_status mpl_x86_w4a16_pack(const mpl_config *cfg, const mpl_canonical *w, mpl_x86_w4a16_layout *out);
 /* Rebuild the canonical form (codes in the original input order, scales, zeros, g_idx). */
-mpl_status mpl_xw_unpack(const mpl_xw_layout *l, mpl_canonical *out);
-void mpl_xw_free(mpl_xw_layout *l);
+mpl_status mpl_x86_w4a16_unpack(const mpl_x86_w4a16_layout *l, mpl_canonical *out);
+void mpl_x86_w4a16_free(mpl_x86_w4a16_layout *l);
 /* Bytes of weights + scales + zeros (what decode streams). */
-size_t mpl_xw_bytes(const mpl_xw_layout *l);
+size_t mpl_x86_w4a16_bytes(const mpl_x86_w4a16_layout *l);
 
 /* Address of block b, group g: scales, zeros, first chunk. */
-static inline const uint8_t *mpl_xw_group(const mpl_xw_layout *l, int64_t b, int64_t g) {
+static inline const uint8_t *mpl_x86_w4a16_group(const mpl_x86_w4a16_layout *l, int64_t b, int64_t g) {
     return l->data + (size_t)b * l->block_bytes + (size_t)g * l->group_bytes;
 }
-static inline const uint8_t *mpl_xw_group_weights(const mpl_xw_layout *l, int64_t b, int64_t g) {
-    return mpl_xw_group(l, b, g) + l->scale_bytes + l->zero_bytes;
+static inline const uint8_t *mpl_x86_w4a16_group_weights(const mpl_x86_w4a16_layout *l, int64_t b, int64_t g) {
+    return mpl_x86_w4a16_group(l, b, g) + l->scale_bytes + l->zero_bytes;
 }
 
 #endif

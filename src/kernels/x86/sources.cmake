@@ -1,15 +1,21 @@
 # src/kernels/x86/sources.cmake -- included by the top-level CMakeLists.txt on x86-64: appends this
-# backend's sources to MPL_SRC, each ISA folder compiled with exactly its level's flags (docs/naming.md).
-# x86 kernels: one ISA per directory, each compiled only with that ISA's flags.
+# backend's sources to MPL_SRC. One folder per ISA level (docs/naming.md), each compiled with exactly
+# its level's flags and never a wider set; every kernel or path that runs a folder's code requires the
+# whole level (src/kernels/x86/x86_isa.h holds the same levels as MPL_ISA masks). tools/check_isa.sh
+# disassembles the objects and fails on any instruction outside a folder's level. The plain-flag files
+# beside the folders (descriptors, drivers) get no ISA flags: they run before any ISA is known to exist.
+# common/*.inc holds bodies shared by two levels; it is included, never compiled on its own.
+set(MPL_X86_FLAGS_avx2 -mavx2 -mfma -mf16c)
+set(MPL_X86_FLAGS_avxvnni ${MPL_X86_FLAGS_avx2} -mavxvnni)
+set(MPL_X86_FLAGS_avx512 ${MPL_X86_FLAGS_avx2} -mavx512f -mavx512bw -mavx512vl -mavx512dq)
+set(MPL_X86_FLAGS_avx512vnni ${MPL_X86_FLAGS_avx512} -mavx512vnni)
+set(MPL_X86_FLAGS_avx512bf16 ${MPL_X86_FLAGS_avx512} -mavx512bf16)
+set(MPL_X86_FLAGS_amx ${MPL_X86_FLAGS_avx512} -mavx512vnni -mavx512bf16 -mamx-tile -mamx-bf16 -mamx-int8)
+
 file(GLOB MPL_X86_SRC CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/*.c)
-file(GLOB MPL_AVX2_SRC CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/avx2/*.c)
-file(GLOB MPL_AVXVNNI_SRC CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/avxvnni/*.c)
-file(GLOB MPL_AVX512_SRC CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/avx512/*.c)
-file(GLOB MPL_AMX_SRC CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/amx/*.c)
-set_source_files_properties(${MPL_AVX2_SRC} PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c")
-set_source_files_properties(${MPL_AVXVNNI_SRC} PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c;-mavxvnni")
-set_source_files_properties(${MPL_AVX512_SRC} PROPERTIES COMPILE_OPTIONS
-  "-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512bf16;-mavx512vnni;-mavx2;-mfma;-mf16c")
-set_source_files_properties(${MPL_AMX_SRC} PROPERTIES COMPILE_OPTIONS
-  "-mamx-tile;-mamx-bf16;-mamx-int8;-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512bf16;-mavx512vnni;-mavx2;-mfma;-mf16c")
-list(APPEND MPL_SRC ${MPL_X86_SRC} ${MPL_AVX2_SRC} ${MPL_AVXVNNI_SRC} ${MPL_AVX512_SRC} ${MPL_AMX_SRC})
+list(APPEND MPL_SRC ${MPL_X86_SRC})
+foreach(level avx2 avxvnni avx512 avx512vnni avx512bf16 amx)
+  file(GLOB _src CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/${level}/*.c)
+  set_source_files_properties(${_src} PROPERTIES COMPILE_OPTIONS "${MPL_X86_FLAGS_${level}}")
+  list(APPEND MPL_SRC ${_src})
+endforeach()

@@ -1,25 +1,24 @@
 /*
- * w4a16_gemm.c -- AVX-512 W4A16 prefill: per 64-channel block, each segment
- * of inputs (one group, at most SEG inputs) is dequantized once into an
- * L1-resident panel of exact integers, then every row tile of x runs a
- * register-blocked micro-kernel over it (6 rows x 64 channels: 24 fp32
- * accumulators per group, folded into c with the group scale).
- *   f32 panel + FMA:       any activation type (x converted to f32, exact for bf16/f16).
- *   bf16 panel + vdpbf16ps: bf16 activations where AVX512-BF16 runs at full rate (Zen 4/5).
+ * w4a16_gemm.c -- the f32 prefill path of x86_avx512_w4a16 (avx512 level), for any
+ * activation type (x converted to f32, exact for bf16/f16): per 64-channel block, each
+ * segment of inputs (one group, at most SEG_F32 inputs) is dequantized once into an
+ * L1-resident f32 panel of exact integers, then every row tile of x runs a register-blocked
+ * FMA micro-kernel over it (6 rows x 64 channels: 24 fp32 accumulators per group, folded
+ * into c with the group scale). avx512bf16/w4a16_gemm.c is the same over a bf16 panel.
  */
 #include <string.h>
 
-#include "w4a16_avx512.h"
+#include "../common/w4a16_zmm.inc"
 
-/* Segment lengths: a 32 KiB panel (128 inputs x 64 f32, 256 inputs x 64 bf16) stays in a 48 KiB L1. */
+/* Segment length: a 32 KiB panel (128 inputs x 64 f32) stays in a 48 KiB L1. */
 #define SEG_F32 128
-#define SEG_BF16 256
 /* Row tile: 6 rows x 4 vectors = 24 accumulators + 4 weight vectors + 1 broadcast of 32 zmm. */
 #define MR_MAX 6
 
-static void dequant_f32_panel(const mpl_xw_layout *l, int64_t b, int64_t g, int64_t c0, int64_t c1, float *panel) {
-    const uint8_t *grp = mpl_xw_group(l, b, g);
-    const uint8_t *wp = mpl_xw_group_weights(l, b, g) + (size_t)c0 * 128;
+static void dequant_f32_panel(const mpl_x86_w4a16_layout *l, int64_t b, int64_t g, int64_t c0, int64_t c1,
+                              float *panel) {
+    const uint8_t *grp = mpl_x86_w4a16_group(l, b, g);
+    const uint8_t *wp = mpl_x86_w4a16_group_weights(l, b, g) + (size_t)c0 * 128;
     const __m512 lut = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     __m512 z[4];
     for (int v = 0; v < 4; v++) z[v] = xw_load_zeros_f32(l, grp, v);
@@ -64,45 +63,17 @@ XW_INLINE void micro_f32(const float *xr, int64_t ldx, const float *panel, int64
             _mm512_store_ps(c + r * 64 + 16 * v, _mm512_fmadd_ps(acc[r][v], s[v], _mm512_load_ps(c + r * 64 + 16 * v)));
 }
 
-/* Same over a bf16 pair panel (len pairs) and bf16 rows: one vdpbf16ps does two inputs. */
-XW_INLINE void micro_bf16(const uint16_t *xr, int64_t ldx, const uint16_t *panel, int64_t len, const __m512 s[4],
-                          float *c, int MR) {
-    __m512 acc[MR_MAX][4];
-#pragma GCC unroll 6
-    for (int r = 0; r < MR; r++)
-#pragma GCC unroll 4
-        for (int v = 0; v < 4; v++) acc[r][v] = _mm512_setzero_ps();
-    for (int64_t kp = 0; kp < len; kp++, panel += 128) {
-        __m512bh w[4];
-#pragma GCC unroll 4
-        for (int v = 0; v < 4; v++) w[v] = (__m512bh)_mm512_load_si512((const void *)(panel + 32 * v));
-#pragma GCC unroll 6
-        for (int r = 0; r < MR; r++) {
-            int32_t pair;
-            memcpy(&pair, xr + r * ldx + 2 * kp, 4);
-            __m512bh xb = (__m512bh)_mm512_set1_epi32(pair);
-#pragma GCC unroll 4
-            for (int v = 0; v < 4; v++) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], w[v], xb);
-        }
-    }
-#pragma GCC unroll 6
-    for (int r = 0; r < MR; r++)
-#pragma GCC unroll 4
-        for (int v = 0; v < 4; v++)
-            _mm512_store_ps(c + r * 64 + 16 * v, _mm512_fmadd_ps(acc[r][v], s[v], _mm512_load_ps(c + r * 64 + 16 * v)));
-}
-
 static void zero_rows(float *c, int64_t rows) { memset(c, 0, (size_t)rows * 64 * sizeof(float)); }
 
-void mpl_xw_gemm_avx512_f32(const mpl_xw_kernel *kn, const void *xs, int64_t m0, int64_t m1, int64_t b, void *panel,
-                            float *c, void *scratch) {
+void mpl_x86_w4a16_gemm_avx512(const mpl_x86_w4a16_kernel *kn, const void *xs, int64_t m0, int64_t m1, int64_t b,
+                               void *panel, float *c, void *scratch) {
     (void)scratch;
-    const mpl_xw_layout *l = &kn->l;
+    const mpl_x86_w4a16_layout *l = &kn->l;
     const int64_t K = l->k, gs = l->group_size;
     const float *xf = (const float *)xs;
     zero_rows(c, m1 - m0);
     for (int64_t g = 0; g < l->groups; g++) {
-        const uint8_t *grp = mpl_xw_group(l, b, g);
+        const uint8_t *grp = mpl_x86_w4a16_group(l, b, g);
         __m512 s[4];
         for (int v = 0; v < 4; v++) s[v] = xw_load_scales(l, grp, v);
         for (int64_t ks = 0; ks < gs; ks += SEG_F32) {
@@ -117,36 +88,6 @@ void mpl_xw_gemm_avx512_f32(const mpl_xw_kernel *kn, const void *xs, int64_t m0,
             case 3: micro_f32(xk + m * K, K, panel, len, s, c + (m - m0) * 64, 3); break;
             case 2: micro_f32(xk + m * K, K, panel, len, s, c + (m - m0) * 64, 2); break;
             case 1: micro_f32(xk + m * K, K, panel, len, s, c + (m - m0) * 64, 1); break;
-            default: break;
-            }
-        }
-    }
-}
-
-void mpl_xw_gemm_avx512_bf16(const mpl_xw_kernel *kn, const void *xs, int64_t m0, int64_t m1, int64_t b,
-                             void *panel, float *c, void *scratch) {
-    (void)scratch;
-    const mpl_xw_layout *l = &kn->l;
-    const int64_t kp = kn->kp, gs = l->group_size;
-    const uint16_t *xb = (const uint16_t *)xs;
-    zero_rows(c, m1 - m0);
-    for (int64_t g = 0; g < l->groups; g++) {
-        const uint8_t *grp = mpl_xw_group(l, b, g);
-        __m512 s[4];
-        for (int v = 0; v < 4; v++) s[v] = xw_load_scales(l, grp, v);
-        for (int64_t ks = 0; ks < gs; ks += SEG_BF16) {
-            int64_t len = gs - ks < SEG_BF16 ? gs - ks : SEG_BF16;
-            xw_dequant_bf16_panel(l, b, g, ks / 4, (ks + len) / 4, panel);
-            const uint16_t *xk = xb + g * gs + ks;
-            int64_t m = m0;
-            for (; m + MR_MAX <= m1; m += MR_MAX)
-                micro_bf16(xk + m * kp, kp, panel, len / 2, s, c + (m - m0) * 64, MR_MAX);
-            switch (m1 - m) {
-            case 5: micro_bf16(xk + m * kp, kp, panel, len / 2, s, c + (m - m0) * 64, 5); break;
-            case 4: micro_bf16(xk + m * kp, kp, panel, len / 2, s, c + (m - m0) * 64, 4); break;
-            case 3: micro_bf16(xk + m * kp, kp, panel, len / 2, s, c + (m - m0) * 64, 3); break;
-            case 2: micro_bf16(xk + m * kp, kp, panel, len / 2, s, c + (m - m0) * 64, 2); break;
-            case 1: micro_bf16(xk + m * kp, kp, panel, len / 2, s, c + (m - m0) * 64, 1); break;
             default: break;
             }
         }

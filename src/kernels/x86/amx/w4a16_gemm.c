@@ -1,5 +1,6 @@
 /*
- * w4a16_amx.c -- AMX-BF16 prefill for x86_avx512_w4a16 (bf16 activations).
+ * w4a16_gemm.c -- the AMX-BF16 prefill path of x86_avx512_w4a16 (amx level; bf16
+ * activations).
  *
  * Why AMX: on Sapphire Rapids vdpbf16ps zmm issues about once every two
  * cycles (measured ~105 GFLOP/s per core) and f32 FMA peaks near 210, below
@@ -14,75 +15,36 @@
  * as in ref. Tile k-step: 32 inputs, or 16 when the group size is an odd
  * multiple of 16.
  */
-#define _GNU_SOURCE
-#include <pthread.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
-#include "../avx512/w4a16_avx512.h"
+#include "../common/w4a16_zmm.inc"
+#include "amx_tile.h"
 
-/* Linux: arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) grants the process AMX tile state. */
-#define XW_ARCH_REQ_XCOMP_PERM 0x1023
-#define XW_XFEATURE_XTILEDATA 18
 /* Segment: 256 inputs x 64 channels of bf16 = 32 KiB panel, kept in L1 across row tiles. */
 #define SEG_AMX 256
-
-static pthread_once_t g_amx_once = PTHREAD_ONCE_INIT;
-static bool g_amx_ok;
-
-static void amx_request(void) {
-#ifdef SYS_arch_prctl
-    g_amx_ok = syscall(SYS_arch_prctl, XW_ARCH_REQ_XCOMP_PERM, XW_XFEATURE_XTILEDATA) == 0;
-#else
-    g_amx_ok = false;
-#endif
-}
-
-bool mpl_xw_amx_available(void) {
-    pthread_once(&g_amx_once, amx_request);
-    return g_amx_ok;
-}
-
-typedef struct {
-    uint8_t palette_id;
-    uint8_t start_row;
-    uint8_t reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} __attribute__((packed, aligned(64))) tile_config;
 
 /* Tiles: 0-3 C (channels +0, +16, +32, +48), 4 and 7 A (alternating k-steps, so the next A
  * load need not wait for the tdpbf16ps reading the last one), 5-6 B (alternating likewise).
  * tr = rows per tile. */
 static void configure(int kstep, int tr) {
-    tile_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.palette_id = 1;
-    for (int t = 0; t < 4; t++) {
-        cfg.rows[t] = (uint8_t)tr;
-        cfg.colsb[t] = 64;
-    }
-    for (int t = 4; t < 8; t += 3) {
-        cfg.rows[t] = (uint8_t)tr;
-        cfg.colsb[t] = (uint16_t)(kstep * 2);
-    }
-    for (int t = 5; t < 7; t++) {
-        cfg.rows[t] = (uint8_t)(kstep / 2);
-        cfg.colsb[t] = 64;
-    }
-    /* GCC 12 can drop the colsb stores once this is inlined (as if ldtilecfg read only part of
-     * the 64 bytes; ldtilecfg then faults on rows without columns): make all 64 bytes used. */
-    __asm__ volatile("" : : "m"(cfg) : "memory");
-    _tile_loadconfig(&cfg);
+    amx_tile_config cfg;
+    amx_tile_init(&cfg);
+    for (int t = 0; t < 4; t++) amx_tile_shape(&cfg, t, tr, 64);
+    amx_tile_shape(&cfg, 4, tr, kstep * 2);
+    amx_tile_shape(&cfg, 7, tr, kstep * 2);
+    amx_tile_shape(&cfg, 5, kstep / 2, 64);
+    amx_tile_shape(&cfg, 6, kstep / 2, 64);
+    amx_tile_load(&cfg);
 }
 
-static int kstep_of(const mpl_xw_layout *l) {
+static int kstep_of(const mpl_x86_w4a16_layout *l) {
     /* One group (group -1) may end off a 32 boundary: its panel is padded with zero rows up to kp. */
     return (l->groups == 1 || l->group_size % 32 == 0) ? 32 : 16;
 }
 
-void mpl_xw_prep_amx(const mpl_xw_kernel *kn, const void *x, int64_t m0, int64_t m1, int64_t m, uint16_t *xb) {
+void mpl_x86_w4a16_prep_amx(const mpl_x86_w4a16_kernel *kn, const void *x, int64_t m0, int64_t m1, int64_t m,
+                            void *xs) {
+    uint16_t *xb = xs;
     const int64_t K = kn->l.k, kp = kn->kp, ks = kstep_of(&kn->l);
     const int32_t *perm = kn->l.perm;
     int64_t mpad = m1 == m ? (m + 15) / 16 * 16 : m1;
@@ -113,7 +75,7 @@ static inline void fold(const float *scratch, const __m512 s[4], int tr, float *
 
 /* The next segment's dequantization, spread over the current segment's k-steps. */
 typedef struct {
-    const mpl_xw_layout *l;
+    const mpl_x86_w4a16_layout *l;
     int64_t b, g, c0; /* block, group, first chunk of the segment */
     int64_t nch;      /* chunks to dequantize (0: no next segment) */
     int64_t done, it, iters;
@@ -178,7 +140,7 @@ static inline void tile_product(const uint16_t *a, const uint16_t *bp, int64_t l
 }
 
 /* Segment (g, ks): length, and its length padded to a k-step multiple. */
-static int64_t seg_len(const mpl_xw_layout *l, int64_t ks) {
+static int64_t seg_len(const mpl_x86_w4a16_layout *l, int64_t ks) {
     return l->group_size - ks < SEG_AMX ? l->group_size - ks : SEG_AMX;
 }
 static int64_t seg_padded(int64_t len, int kstep) { return (len + kstep - 1) / kstep * kstep; }
@@ -194,9 +156,9 @@ static void pad_segment(uint16_t *panel, int64_t len, int kstep) {
  * segment's dequantization in between, then on the vector units fold the previous spill,
  * then spill.
  */
-void mpl_xw_gemm_amx(const mpl_xw_kernel *kn, const void *xs, int64_t m0, int64_t m1, int64_t b, void *panel_v,
-                     float *c, void *scratch_v) {
-    const mpl_xw_layout *l = &kn->l;
+void mpl_x86_w4a16_gemm_amx(const mpl_x86_w4a16_kernel *kn, const void *xs, int64_t m0, int64_t m1, int64_t b,
+                            void *panel_v, float *c, void *scratch_v) {
+    const mpl_x86_w4a16_layout *l = &kn->l;
     const int64_t kp = kn->kp, gs = l->group_size;
     const uint16_t *xb = (const uint16_t *)xs;
     uint16_t *panels[2] = {panel_v, (uint16_t *)panel_v + SEG_AMX * 64};
@@ -216,7 +178,7 @@ void mpl_xw_gemm_amx(const mpl_xw_kernel *kn, const void *xs, int64_t m0, int64_
     xw_dequant_bf16_panel(l, b, 0, 0, len / 4, panels[0]);
     pad_segment(panels[0], len, kstep);
     while (g < l->groups) {
-        const uint8_t *grp = mpl_xw_group(l, b, g);
+        const uint8_t *grp = mpl_x86_w4a16_group(l, b, g);
         for (int v = 0; v < 4; v++) s[v] = xw_load_scales(l, grp, v);
         int64_t ng = g, nks = ks + SEG_AMX;
         if (nks >= gs) ng++, nks = 0;

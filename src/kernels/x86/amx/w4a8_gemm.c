@@ -1,6 +1,6 @@
 /*
- * w4a8_amx.c -- the AMX-INT8 prefill path of x86_vnni_w4a8 (tdpbssd: s8 x
- * times s8 weight values u - z unpacked from the nibbles, int32 tiles), for
+ * w4a8_gemm.c -- the amx path of x86_avx512vnni_w4a8 (amx level): AMX-INT8 prefill
+ * (tdpbssd: s8 x times s8 weight values u - z unpacked from the nibbles, int32 tiles), for
  * many rows on CPUs with AMX.
  *
  * Tiles: 0-3 C (32 rows x 32 columns as 2x2 tiles of 16x16 int32), 4-5 A
@@ -15,39 +15,26 @@
  * parks its partial C tiles in an int32 scratch between chunks. At each
  * group end the C tiles (exact isum) go to memory and AVX-512 adds
  * scale * (float)isum into float accumulators: the same float operations, in
- * the same order, as the VNNI variants (which reach the same isum as
+ * the same order, as the VNNI paths (which reach the same isum as
  * sum q*u - z*sum q).
  */
-#include "../avx512/w4a8_avx512.h"
-
-typedef struct {
-    uint8_t palette_id;
-    uint8_t start_row;
-    uint8_t reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} tile_config;
+#include "../common/w4a8_zmm.inc"
+#include "amx_tile.h"
 
 /* Rows of qx per chunk: ~1 MiB of int8 stays in L2 beside the B scratch (each chunk re-unpacks the
- * weights, so chunks should be tall); at most AMX_MAX_ROWS (float and int32 accumulators, 32 KiB each). */
+ * weights, so chunks should be tall); at most MPL_X86_W4A8_AMX_ROWS (x86_w4a8_driver.h). */
 #define QX_CHUNK_BYTES (1024 * 1024)
-#define AMX_MAX_ROWS 256
 /* K positions per inner chunk: the 2-panel B slice (K_CHUNK * 32 bytes = 16 KiB) stays in L1 across row blocks. */
 #define K_CHUNK 512
-
-/* B scratch | 4 staged C tiles | float accumulators | parked int32 C tiles. */
-size_t mpl_w4a8_amx_scratch(int64_t k) {
-    return (size_t)k * 32 + 4096 + 2 * (size_t)AMX_MAX_ROWS * 32 * sizeof(float);
-}
 
 /*
  * Unpack one panel's nibbles into B-tile rows of signed weight values u - z (in [-15, 15]): the tile
  * products then give isum = sum q * (u - z) directly (tdpbssd), with no z * sum(q) correction per
  * output. The subtraction is paid once per weight and column block, not once per output row.
  */
-static void unpack_panel(const mpl_x86_w4a8 *p, int64_t pan, uint8_t *dst) {
+static void unpack_panel(const mpl_x86_w4a8_layout *p, int64_t pan, uint8_t *dst) {
     const uint8_t *src = mpl_x86_w4a8_panel(p, pan);
-    const int64_t nb = p->group_len / MPL_W4A8_KBLOCK;
+    const int64_t nb = p->group_len / MPL_X86_W4A8_KBLOCK;
     const __m512i m0f = _mm512_set1_epi8(0x0f);
     for (int64_t g = 0; g < p->groups; g++) {
         /* Each column's zero point in the 4 bytes of its 32-bit lane. */
@@ -63,9 +50,9 @@ static void unpack_panel(const mpl_x86_w4a8 *p, int64_t pan, uint8_t *dst) {
 
 /* Float epilogue of one 16x16 C tile (rows m0.., panel pan) for group g into facc (row stride 32):
  * acc + scale * (float)isum, a separate multiply and add as in the reference. */
-static inline void tile_epilogue(const mpl_w4a8_job *j, const int32_t *c, float *facc, int64_t pan, int64_t g) {
-    const mpl_x86_w4a8 *p = j->p;
-    const __m512 sc = _mm512_load_ps(p->scales + (pan * p->groups + g) * MPL_W4A8_PANEL);
+static inline void tile_epilogue(const mpl_x86_w4a8_job *j, const int32_t *c, float *facc, int64_t pan, int64_t g) {
+    const mpl_x86_w4a8_layout *p = j->p;
+    const __m512 sc = _mm512_load_ps(p->scales + (pan * p->groups + g) * MPL_X86_W4A8_PANEL);
     for (int r = 0; r < 16; r++) {
         __m512 isum = _mm512_cvtepi32_ps(_mm512_load_si512((const void *)(c + r * 16)));
         _mm512_store_ps(facc + r * 32, _mm512_add_ps(_mm512_load_ps(facc + r * 32), _mm512_mul_ps(sc, isum)));
@@ -79,9 +66,9 @@ static inline void tile_epilogue(const mpl_w4a8_job *j, const int32_t *c, float 
  * (~450 uops) would otherwise overflow the reorder window and leave the TMUL idle. cacc parks the
  * C tiles of a group that continues in the next chunk (4 tiles of 16x16 int32, tile t at t*256).
  */
-static void block32(const mpl_w4a8_job *j, int64_t m0, int64_t pan, int np, const uint8_t *bscr, int kb,
+static void block32(const mpl_x86_w4a8_job *j, int64_t m0, int64_t pan, int np, const uint8_t *bscr, int kb,
                     int64_t kc0, int64_t kc1, int32_t *cbuf, float *facc, int32_t *cacc) {
-    const mpl_x86_w4a8 *p = j->p;
+    const mpl_x86_w4a8_layout *p = j->p;
     const int64_t K = p->k, gl = p->group_len, lda = j->lda;
     const uint8_t *b0 = bscr, *b1 = bscr + K * 16;
     const int8_t *a0 = j->qx + m0 * lda, *a1 = a0 + 16 * lda;
@@ -145,33 +132,25 @@ static void block32(const mpl_w4a8_job *j, int64_t m0, int64_t pan, int np, cons
     }
 }
 
-void mpl_w4a8_gemm_amx(const mpl_w4a8_job *j, int64_t p0, int64_t p1, void *scratch) {
-    const mpl_x86_w4a8 *p = j->p;
+/* scratch: mpl_x86_w4a8_tile_scratch(k) bytes, laid out as B scratch | 4 staged C tiles | float
+ * accumulators | parked int32 C tiles. */
+void mpl_x86_w4a8_gemm_amx(const mpl_x86_w4a8_job *j, int64_t p0, int64_t p1, void *scratch) {
+    const mpl_x86_w4a8_layout *p = j->p;
     const int64_t K = p->k, M = j->m, gl = p->group_len;
     const int kb = gl % 64 == 0 ? 64 : 32;
-    tile_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.palette_id = 1;
-    for (int t = 0; t < 4; t++) {
-        cfg.colsb[t] = 64;
-        cfg.rows[t] = 16;
-    }
-    for (int t = 4; t < 6; t++) {
-        cfg.colsb[t] = (uint16_t)kb;
-        cfg.rows[t] = 16;
-    }
-    for (int t = 6; t < 8; t++) {
-        cfg.colsb[t] = 64;
-        cfg.rows[t] = (uint8_t)(kb / 4);
-    }
-    _tile_loadconfig(&cfg);
+    amx_tile_config cfg;
+    amx_tile_init(&cfg);
+    for (int t = 0; t < 4; t++) amx_tile_shape(&cfg, t, 16, 64);
+    for (int t = 4; t < 6; t++) amx_tile_shape(&cfg, t, 16, kb);
+    for (int t = 6; t < 8; t++) amx_tile_shape(&cfg, t, kb / 4, 64);
+    amx_tile_load(&cfg);
     uint8_t *bscr = scratch;
     int32_t *cbuf = (int32_t *)(bscr + K * 32);
     float *facc = (float *)(bscr + K * 32 + 4096);
-    int32_t *cacc = (int32_t *)(facc + AMX_MAX_ROWS * 32);
-    int64_t mc = QX_CHUNK_BYTES / j->lda / MPL_W4A8_ROW_PAD * MPL_W4A8_ROW_PAD;
-    if (mc < MPL_W4A8_ROW_PAD) mc = MPL_W4A8_ROW_PAD;
-    if (mc > AMX_MAX_ROWS) mc = AMX_MAX_ROWS;
+    int32_t *cacc = (int32_t *)(facc + MPL_X86_W4A8_AMX_ROWS * 32);
+    int64_t mc = QX_CHUNK_BYTES / j->lda / MPL_X86_W4A8_ROW_PAD * MPL_X86_W4A8_ROW_PAD;
+    if (mc < MPL_X86_W4A8_ROW_PAD) mc = MPL_X86_W4A8_ROW_PAD;
+    if (mc > MPL_X86_W4A8_AMX_ROWS) mc = MPL_X86_W4A8_AMX_ROWS;
     /* K chunk: whole groups when they are short, else K_CHUNK positions (a multiple of kb). */
     const int64_t kc = gl >= K_CHUNK ? K_CHUNK : K_CHUNK / gl * gl;
     for (int64_t c0 = 0; c0 < M; c0 += mc) {
@@ -180,7 +159,7 @@ void mpl_w4a8_gemm_amx(const mpl_w4a8_job *j, int64_t p0, int64_t p1, void *scra
             int np = p1 - pan < 2 ? 1 : 2;
             for (int v = 0; v < np; v++)
                 unpack_panel(p, pan + v, bscr + (size_t)v * (size_t)K * 16);
-            memset(facc, 0, (size_t)AMX_MAX_ROWS * 32 * sizeof(float));
+            memset(facc, 0, (size_t)MPL_X86_W4A8_AMX_ROWS * 32 * sizeof(float));
             /* Pull the next column block's nibbles into L2 a slice per block32 call, so its unpack does not
              * wait on L3/DRAM latency. */
             const char *next = NULL;
@@ -200,7 +179,7 @@ void mpl_w4a8_gemm_amx(const mpl_w4a8_job *j, int64_t p0, int64_t p1, void *scra
                 }
             for (int64_t m = c0; m < c1; m++)
                 for (int v = 0; v < np; v++)
-                    w4a8_finish16(j, m, (pan + v) * MPL_W4A8_PANEL, _mm512_load_ps(facc + (m - c0) * 32 + v * 16));
+                    w4a8_finish16(j, m, (pan + v) * MPL_X86_W4A8_PANEL, _mm512_load_ps(facc + (m - c0) * 32 + v * 16));
         }
     }
     _tile_release();

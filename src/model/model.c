@@ -3,10 +3,13 @@
  * shards -> a list of quantized linear layers, each created on demand
  * through mpl_layer_create. See docs/checkpoints.md.
  *
+ * The optional model module of libmplinear (CMake MPLINEAR_MODEL; the only
+ * code that needs json-c); model_none.c stands in for it when it is not built.
+ *
  * Open does all the checking that needs no weight bytes: the safetensors
  * headers (safetensors.c), the quantization config (hfconfig.c), and each
  * layer's tensor dtypes and shapes against its config. Creating a layer
- * decodes its bytes (checkpoint.c) and packs them for the chosen kernel.
+ * decodes its bytes (src/decode/) and packs them for the chosen kernel.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -17,6 +20,7 @@
 #include <string.h>
 
 #include "../core/internal.h"
+#include "../decode/decode.h"
 #include "hfconfig.h"
 #include "safetensors.h"
 
@@ -108,13 +112,6 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
 static int ends_with(const char *s, const char *suf) {
     size_t a = strlen(s), b = strlen(suf);
     return a >= b && strcmp(s + a - b, suf) == 0;
-}
-
-static void shape_str(const mpl_st_tensor *t, char *buf, size_t cap) {
-    size_t u = (size_t)snprintf(buf, cap, "[");
-    for (int i = 0; i < t->ndim && u < cap; i++)
-        u += (size_t)snprintf(buf + u, cap - u, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
-    if (u < cap) snprintf(buf + u, cap - u, "]");
 }
 
 /* Puts "<context>: " in front of the current error message. */
@@ -348,7 +345,7 @@ static mpl_status expect(const char *layer, const char *what, const tref *r, mpl
                     : ((t->ndim == 2 && t->shape[0] == d0 && t->shape[1] == d1) ||
                        (allow_1d && d1 == 1 && t->ndim == 1 && t->shape[0] == d0));
     if (!ok) {
-        shape_str(t, sh, sizeof sh);
+        mpl_shape_str(t->shape, t->ndim, sh, sizeof sh);
         if (d1 < 0) return FMT("%s: tensor '%s' has shape %s: expected [%lld]", r->f->path, r->name, sh, (long long)d0);
         return FMT("%s: tensor '%s' has shape %s: expected [%lld, %lld]", r->f->path, r->name, sh, (long long)d0,
                    (long long)d1);
@@ -370,7 +367,7 @@ static mpl_status dims_of(const char *layer, const tref *w, mpl_layout layout, i
     if (t->dtype != want)
         return FMT("%s: tensor '%s' has dtype %s: expected %s", w->f->path, w->name, t->dtype_name, mpl_dtype_name(want));
     if (t->ndim != 2) {
-        shape_str(t, sh, sizeof sh);
+        mpl_shape_str(t->shape, t->ndim, sh, sizeof sh);
         return FMT("%s: tensor '%s' has shape %s: a linear layer's weight is 2-D", w->f->path, w->name, sh);
     }
     int64_t s0 = t->shape[0], s1 = t->shape[1];

@@ -1,20 +1,12 @@
 /*
- * w4a8_avx2.c -- the AVX2 fallback of x86_vnni_w4a8 (no VNNI): the 4-byte dot
- * product is vpmaddubsw (u8*s8 pairs -> s16; |15*127*2| < 2^15, so it never
- * saturates) + vpmaddwd by ones (-> s32). Also the 256-bit row quantizer,
- * used by this and the AVX-VNNI variant.
+ * w4a8_quant.c -- the 256-bit W4A8 row quantizer (avx2 level), used by x86_avx2_w4a8 and
+ * x86_avxvnni_w4a8: per row amax and finiteness, then q = clamp(nearbyint(x * 127/amax)) in
+ * packed K order (gathered through perm for act-order) with the per-group sums of q, exactly
+ * as include/mplinear.h defines W4A8.
  */
-#include <immintrin.h>
 #include <math.h>
 
-static inline __m256i w4a8_dot(__m256i acc, __m256i u8, __m256i s8) {
-    __m256i pairs = _mm256_maddubs_epi16(u8, s8);
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
-}
-
-#include "w4a8_ymm.h"
-
-void mpl_w4a8_gemm_avx2(const mpl_w4a8_job *j, int64_t p0, int64_t p1) { w4a8_gemm_ymm(j, p0, p1); }
+#include "../common/w4a8_ymm_act.inc"
 
 static inline float hmax8(__m256 v) {
     __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -31,8 +23,8 @@ static inline int32_t hsum8(__m256i v) {
 }
 
 /* K and every group length are multiples of 8 (config validation + can_implement): no tails. */
-void mpl_w4a8_quant_rows_avx2(const mpl_w4a8_job *j, int64_t m0, int64_t m1, float *fbuf) {
-    const mpl_x86_w4a8 *p = j->p;
+void mpl_x86_w4a8_quant_avx2(const mpl_x86_w4a8_job *j, int64_t m0, int64_t m1, float *fbuf) {
+    const mpl_x86_w4a8_layout *p = j->p;
     const int64_t K = p->k, G = p->groups, gl = p->group_len;
     const size_t es = mpl_act_size(j->act);
     const __m256i absmask = _mm256_set1_epi32(0x7fffffff), maxfinite = _mm256_set1_epi32(0x7f7fffff);

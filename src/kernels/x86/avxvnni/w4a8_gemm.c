@@ -1,0 +1,14 @@
+/*
+ * w4a8_gemm.c -- the vnni path of x86_avxvnni_w4a8 (avxvnni level): the 4-byte dot product is
+ * the 256-bit VEX vpdpbusd, in the body of common/w4a8_ymm.inc.
+ */
+#include <immintrin.h>
+
+static inline __m256i w4a8_dot(__m256i acc, __m256i u8, __m256i s8) { return _mm256_dpbusd_avx_epi32(acc, u8, s8); }
+
+#include "../common/w4a8_ymm.inc"
+
+void mpl_x86_w4a8_gemm_avxvnni(const mpl_x86_w4a8_job *j, int64_t p0, int64_t p1, void *scratch) {
+    (void)scratch;
+    w4a8_gemm_ymm(j, p0, p1);
+}
