@@ -2,7 +2,7 @@
  * cmd_apply.c -- `mplinear apply`: y = x W^T + b from checkpoint tensors in .npy files.
  *
  * K and N come from the weight tensor's shape in its layout (the shapes are
- * those of docs/layouts/checkpoints.md and src/formats/checkpoint.c); every
+ * those of docs/layouts/checkpoints.md and src/decode/); every
  * other file is then checked against K, N and the group count before the
  * library sees it, so an error names the file. Y is written through a
  * temporary file renamed at the end: after any error no output file exists.

@@ -7,7 +7,7 @@
 #                                                           libmplinear.a: the linker would pick the .so)
 #   3. find_package(mplinear) -> mplinear::mplinear         (tests/install/CMakeLists.txt)
 #   4. find_package(mplinear) -> mplinear::mplinear_static
-# and checks that the installed libmplinear.so has SONAME libmplinear.so.0 and exports exactly the
+# and checks that the installed libmplinear.so has SONAME libmplinear.so.0.1 and exports exactly the
 # functions include/mplinear.h marks MPL_API (nm -D --defined-only), nothing else.
 # Environment: CC (default cc), CMAKE_COMMAND (default cmake), MPL_INSTALL_CFLAGS (extra compile and
 # link flags, e.g. the sanitizers the build used). Exits non-zero on the first failure.
@@ -51,7 +51,7 @@ done
 
 step "libmplinear.so: SONAME and exported symbols"
 soname=$(readelf -d "$so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
-[ "$soname" = libmplinear.so.0 ] || die "SONAME is '$soname', expected libmplinear.so.0"
+[ "$soname" = libmplinear.so.0.1 ] || die "SONAME is '$soname', expected libmplinear.so.0.1"
 nm -D --defined-only "$so" | awk '{print $NF}' | sort >"$work/exported"
 grep -E '^MPL_API ' "$prefix/include/mplinear.h" | sed -E 's/^MPL_API [^(]*[ *](mpl_[a-z0-9_]+)\(.*/\1/' |
   sort >"$work/declared"
@@ -65,7 +65,7 @@ if ! diff -u "$work/declared" "$work/exported" >"$work/symdiff"; then
 fi
 echo "   $(wc -l <"$work/exported") symbols, all MPL_API functions of mplinear.h"
 
-# needs BINARY yes|no: whether BINARY must load libmplinear.so.0.
+# needs BINARY yes|no: whether BINARY must load libmplinear.so.0.1.
 needs() {
   if readelf -d "$1" | grep -q 'NEEDED.*\[libmplinear\.so'; then
     [ "$2" = yes ] || die "$(basename "$1") is linked to libmplinear.so, expected the static library"
