@@ -246,6 +246,9 @@ MPL_API const char *mpl_layer_kernel(const mpl_layer *layer);
  */
 MPL_API const char *mpl_layer_path(const mpl_layer *layer, int64_t m);
 MPL_API const mpl_config *mpl_layer_config(const mpl_layer *layer);
+/* CPU threads an apply uses: mpl_options.threads, capped at the CPUs of the process's affinity mask
+ * (0 = all of them); 1 for a CUDA layer. 0 for a NULL layer. */
+MPL_API int mpl_layer_threads(const mpl_layer *layer);
 /* Bytes of packed weights + scales + zeros the layer holds. */
 MPL_API size_t mpl_layer_weight_bytes(const mpl_layer *layer);
 /*

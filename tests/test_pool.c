@@ -4,8 +4,12 @@
  * serialized correctly, apply() from several threads on one layer gives the single-threaded
  * results bit for bit, runs are deterministic, and threads that call apply then exit leak nothing
  * (checked by LeakSanitizer in the ASan build).
+ * Placement: workers pinned one per CPU of the process's affinity mask, and a job's workers never
+ * on the caller's CPU, whether the caller is pinned or not.
  */
+#define _GNU_SOURCE /* sched_getcpu, CPU_SET, pthread_setaffinity_np */
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -14,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "core/internal.h"
@@ -290,6 +295,62 @@ static void exiting_threads(void **state) {
     tu_weights_free(&w);
 }
 
+/* Workers: distinct CPUs of the mask. A job's tids other than 0 run off the caller's CPU. */
+typedef struct {
+    atomic_int cpu[MAXT];
+} cpu_job;
+
+static void cpu_fn(void *ctx, int tid, int nt) {
+    (void)nt;
+    cpu_job *j = ctx;
+    /* busy for ~1 ms so a worker cannot finish before the OS has placed it */
+    volatile double x = 0;
+    for (int i = 0; i < 200000; i++) x += i;
+    atomic_store(&j->cpu[tid], sched_getcpu());
+}
+
+static void placement(void **state) {
+    (void)state;
+    int pool = mpl_pool_size();
+    cpu_set_t mask;
+    CPU_ZERO(&mask);
+    assert_int_equal(sched_getaffinity(getpid(), sizeof mask, &mask), 0);
+    assert_int_equal(pool, CPU_COUNT(&mask));
+    if (pool < 2) {
+        fprintf(stderr, "SKIP placement: one CPU in the affinity mask\n");
+        return;
+    }
+    for (int i = 0; i < pool; i++) {
+        int c = mpl_pool_worker_cpu(i);
+        assert_true(c >= 0 && CPU_ISSET(c, &mask));
+        for (int k = 0; k < i; k++) assert_int_not_equal(c, mpl_pool_worker_cpu(k));
+    }
+    assert_int_equal(mpl_pool_worker_cpu(pool), -1);
+    /* the caller pinned to each CPU in turn (the case the old pool lost: a worker on the caller's CPU) */
+    cpu_set_t saved;
+    pthread_getaffinity_np(pthread_self(), sizeof saved, &saved);
+    for (int c = 0; c < CPU_SETSIZE; c++) {
+        if (!CPU_ISSET(c, &mask)) continue;
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(c, &one);
+        assert_int_equal(pthread_setaffinity_np(pthread_self(), sizeof one, &one), 0);
+        for (int rep = 0; rep < 5; rep++) {
+            cpu_job j;
+            for (int t = 0; t < MAXT; t++) atomic_store(&j.cpu[t], -1);
+            mpl_parallel_run(pool, cpu_fn, &j);
+            assert_int_equal(atomic_load(&j.cpu[0]), c);
+            for (int t = 1; t < pool; t++) {
+                int wc = atomic_load(&j.cpu[t]);
+                if (wc == c) fail_msg("tid %d ran on the caller's CPU %d", t, c);
+                assert_true(wc >= 0 && CPU_ISSET(wc, &mask));
+                for (int u = 1; u < t; u++) assert_int_not_equal(wc, atomic_load(&j.cpu[u]));
+            }
+        }
+    }
+    pthread_setaffinity_np(pthread_self(), sizeof saved, &saved);
+}
+
 int main(void) {
     static const char ref[] = "ref";
     const struct CMUnitTest tests[] = {
@@ -300,6 +361,7 @@ int main(void) {
         cmocka_unit_test_prestate(concurrent_apply_one_layer, NULL),
         cmocka_unit_test(ref_independent_of_threads),
         cmocka_unit_test(exiting_threads),
+        cmocka_unit_test(placement),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

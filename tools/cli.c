@@ -307,12 +307,6 @@ void cli_config_string(const mpl_config *c, char *buf, size_t cap) {
              c->act_order ? " act-order" : "", c->mode == MPL_MODE_W4A8 ? " w4a8" : "");
 }
 
-int cli_effective_threads(const mpl_options *o) {
-    mpl_platform_info p;
-    int pool = mpl_platform_get(&p) == MPL_OK && p.cpu_threads > 0 ? p.cpu_threads : 1;
-    return (o->threads == 0 || o->threads > pool) ? pool : o->threads;
-}
-
 void cli_json_string(FILE *f, const char *s) {
     fputc('"', f);
     for (; s && *s; s++) {

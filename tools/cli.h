@@ -121,8 +121,6 @@ int cli_validate(const char *cmd, const mpl_config *c);
 void cli_config_string(const mpl_config *c, char *buf, size_t cap);
 /* Writes s as a JSON string literal (quotes, escapes; NULL as ""). */
 void cli_json_string(FILE *f, const char *s);
-/* Threads apply will use for opt->threads on this machine (mirrors the library's rule). */
-int cli_effective_threads(const mpl_options *o);
 
 /* ---- seeded random numbers (splitmix64), reproducible across machines ---- */
 

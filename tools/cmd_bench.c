@@ -218,7 +218,7 @@ int cli_bench_run(const char *cmd, const cli_setup *s, const cli_bench_params *p
     r->weight_bytes = mpl_layer_weight_bytes(first);
     r->kernel = mpl_layer_kernel(first);
     r->path = mpl_layer_path(first, s->m);
-    r->threads = s->opt.device == MPL_DEVICE_CUDA ? 0 : cli_effective_threads(&s->opt);
+    r->threads = s->opt.device == MPL_DEVICE_CUDA ? 0 : mpl_layer_threads(first);
     layers = calloc((size_t)copies, sizeof *layers);
     int reps = p->reps > 0 ? p->reps : 20;
     times = malloc((size_t)reps * sizeof(double));

@@ -141,13 +141,16 @@ void mpl_platform_override(const mpl_platform *p);
 /* fn(ctx, tid, nthreads) runs on nthreads threads (the caller is tid 0). */
 typedef void (*mpl_task_fn)(void *ctx, int tid, int nthreads);
 /*
- * Runs fn on min(nthreads, pool size) threads of the persistent process-wide
- * pool and returns when all have finished. Concurrent callers are
+ * Runs fn on min(nthreads, mpl_pool_size()) threads: the caller and workers of the persistent
+ * process-wide pool, each pinned to one CPU of the process's affinity mask, none on the CPU the
+ * caller runs on (src/core/pool.c). Returns when all have finished. Concurrent callers are
  * serialized. nthreads <= 1 runs on the caller only.
  */
 void mpl_parallel_run(int nthreads, mpl_task_fn fn, void *ctx);
-/* Threads in the pool (all online CPUs). */
+/* Most threads a job runs on: the CPUs of the process's affinity mask (creates the pool). */
 int mpl_pool_size(void);
+/* The CPU worker i is pinned to (-1: unpinned or no such worker); for tests. */
+int mpl_pool_worker_cpu(int i);
 
 /* ---------- kernels ---------- */
 

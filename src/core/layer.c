@@ -81,7 +81,9 @@ mpl_status mpl_layer_create(const mpl_config *cfg, const mpl_checkpoint_tensors 
     if (l->cfg.full_n == 0) l->cfg.full_n = cfg->n;
     l->kernel = plan.kernel;
     l->plan = plan;
-    int pool = plan.platform.cpu_threads;
+    /* CPU layers on more than one thread create the pool here (its workers pinned, pool.c), so the
+     * first apply does not pay for thread creation. */
+    int pool = plan.kernel->backend == MPL_BACKEND_CPU && opt->threads != 1 ? mpl_pool_size() : 1;
     l->threads = opt->threads == 0 || opt->threads > pool ? pool : opt->threads;
     st = l->kernel->pack(&l->cfg, &w, &plan.platform, plan.enabled, &l->packed);
     mpl_canonical_free(&w);
@@ -106,6 +108,7 @@ const char *mpl_layer_path(const mpl_layer *l, int64_t m) {
     return i < 0 ? NULL : l->kernel->paths[i].name;
 }
 const mpl_config *mpl_layer_config(const mpl_layer *l) { return l ? &l->cfg : NULL; }
+int mpl_layer_threads(const mpl_layer *l) { return l ? l->threads : 0; }
 size_t mpl_layer_weight_bytes(const mpl_layer *l) {
     return (l && l->kernel->weight_bytes) ? l->kernel->weight_bytes(l->packed) : 0;
 }
