@@ -1,17 +1,21 @@
 /*
- * test_cuda_w4a16.c -- the CUDA W4A16 kernel: its packed layout (host, runs everywhere), its
- * refusals (any CUDA build), and on a CUDA device every accepted config against the float64
- * oracle and the reference kernel: M in {1, 2, 7, 8, 9, 16, 17, 64, 65, 257, 1024}, odd N
- * (odd multiples of 8), K tails (K not a multiple of 64), every group size, zero points,
- * act-order, f16 and bf16, bias, all three paths (skinny, tensor-core, dequantize + cuBLAS: one slab or
- * several, with and without the side-stream overlap) and forced split-K.
- * Each case: the host-pointer path twice (bit-identical: determinism), guard bytes around
- * the output, and the device-pointer path into a poisoned buffer with a poisoned tail (every
+ * test_cuda_w4a16.c -- the CUDA W4A16 kernel: its packed layout (host, runs everywhere); its path table and
+ * the choice it makes by m and compute capability, its refusals and the device it packs on (any CUDA build:
+ * GPUs faked with mpl_platform_override, so these run without a device too); and on a CUDA device every
+ * path of the table, forced by name (mpl_options.kernel = "cuda_w4a16:<path>") and chosen by default,
+ * against the float64 oracle and the reference kernel: M in {1, 2, 7, 8, 9, 16, 17, 64, 65, 257, 1024} and
+ * the tile edges of each path, odd N (odd multiples of 8), K tails (K not a multiple of 64), every group
+ * size, zero points, act-order, f16 and bf16, bias, the dq path with one slab or several (with and without
+ * the side-stream overlap) and forced split-K (tuning through mpl_cuda_w4a16_tuning_override).
+ * Each case: mpl_layer_path names the path that runs (forced, or the table's default for m) and
+ * mpl_layer_weight_rounding matches it; the host-pointer path twice (bit-identical: determinism), guard
+ * bytes around the output, and the device-pointer path into a poisoned buffer with a poisoned tail (every
  * element written, nothing past the end), bit-identical to the host path.
  * Exact data (small integers, power-of-two scales) must match the rounded oracle and the
  * reference bit for bit; random data is held to tu_tolerance() (derivation in testutil.c: the
  * kernel's summation order -- k16 MMA steps, per-group folds, warp and cluster reductions --
- * stays within its K + G + 2 roundings per term for the K used here).
+ * stays within its K + G + 2 roundings per term for the K used here), plus the weight rounding of
+ * the paths that round weights (run_case).
  * Without CUDA (CI) the device cases skip with a message.
  */
 #include <setjmp.h>
@@ -29,9 +33,16 @@
 #ifdef MPL_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
-#include "kernels/cuda/w4a16_launch.h"
+#include "kernels/cuda/cuda_w4a16.h"
 #include "kernels/kernels.h"
 #endif
+
+static int reset(void **state) {
+    (void)state;
+    unsetenv("MPL_DISABLED_KERNELS");
+    mpl_platform_override(NULL);
+    return 0;
+}
 
 /* ---------- layout: pack / unpack round trip (host only) ---------- */
 
@@ -76,16 +87,16 @@ static void layout_round_trip(void **state) {
         c.act_order = cases[ci].act_order;
         mpl_canonical w, back;
         random_canonical(&w, &c, &r, cases[ci].scale_kind);
-        mpl_cw4_layout l;
-        assert_int_equal(mpl_cw4_pack(&c, &w, &l), MPL_OK);
-        int want_fmt = cases[ci].scale_kind == 2 ? MPL_CW4_SCALE_F32
-                       : cases[ci].scale_kind == 1 ? MPL_CW4_SCALE_BF16
-                       : c.act == MPL_ACT_BF16 ? MPL_CW4_SCALE_BF16 /* f16-exact scales may be bf16-exact too */
-                                                : MPL_CW4_SCALE_F16;
+        mpl_cuda_w4a16_layout l;
+        assert_int_equal(mpl_cuda_w4a16_pack(&c, &w, &l), MPL_OK);
+        int want_fmt = cases[ci].scale_kind == 2 ? MPL_CUDA_W4A16_SCALE_F32
+                       : cases[ci].scale_kind == 1 ? MPL_CUDA_W4A16_SCALE_BF16
+                       : c.act == MPL_ACT_BF16 ? MPL_CUDA_W4A16_SCALE_BF16 /* f16-exact scales may be bf16-exact too */
+                                                : MPL_CUDA_W4A16_SCALE_F16;
         if (cases[ci].scale_kind != 0) assert_int_equal(l.scale_fmt, want_fmt);
         assert_int_equal(l.k_pad % 64, 0);
-        assert_int_equal(l.n_pad % 256, 0);
-        assert_int_equal(mpl_cw4_unpack(&l, c.act_order, &back), MPL_OK);
+        assert_int_equal(l.n_pad % MPL_CUDA_W4A16_N_ALIGN, 0);
+        assert_int_equal(mpl_cuda_w4a16_unpack(&l, c.act_order, &back), MPL_OK);
         assert_memory_equal(back.codes, w.codes, (size_t)(w.n * w.k));
         assert_memory_equal(back.scales, w.scales, (size_t)(w.n * w.groups) * sizeof(float));
         if (w.zeros) assert_memory_equal(back.zeros, w.zeros, (size_t)(w.n * w.groups));
@@ -94,14 +105,13 @@ static void layout_round_trip(void **state) {
             assert_memory_equal(back.perm, w.perm, (size_t)w.k * sizeof(int32_t));
         }
         mpl_canonical_free(&back);
-        mpl_cw4_layout_free(&l);
+        mpl_cuda_w4a16_layout_free(&l);
         mpl_canonical_free(&w);
     }
 }
 
-/* The bit-level spec (docs/layouts/cuda_w4a16.md), checked by hand for a few weights. */
 /*
- * The wg path's SPLIT dequantization (bf16 activations, f16 scales; src/kernels/cuda/w4a16_wg.cu):
+ * Path cuda_w4a16:wg's SPLIT dequantization (bf16 activations, f16 scales; src/kernels/cuda/w4a16_wg.cu):
  * s = hi + lo with hi = bf16(s) and lo = bf16(s - hi), then w^ = fma.bf16(v, hi, v * lo). Claimed: lo is
  * exact (s - hi fits bf16), v * lo is exact in bf16 for every integer weight v in [-15, 15], and the
  * fma's single rounding gives round_bf16(v * s) -- the dq path's weight (bit for bit up to the sign of a
@@ -130,6 +140,7 @@ static void wg_split_scale_exact(void **state) {
     assert_int_equal(bad, 0);
 }
 
+/* The bit-level spec (docs/layouts/cuda_w4a16.md), checked by hand for a few weights. */
 static void layout_bit_positions(void **state) {
     (void)state;
     mpl_config c;
@@ -150,8 +161,8 @@ static void layout_bit_positions(void **state) {
     for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
         memset(w.codes, 8, (size_t)(w.n * w.k));
         w.codes[at[i].n * w.k + at[i].k] = 3;
-        mpl_cw4_layout l;
-        assert_int_equal(mpl_cw4_pack(&c, &w, &l), MPL_OK);
+        mpl_cuda_w4a16_layout l;
+        assert_int_equal(mpl_cuda_w4a16_pack(&c, &w, &l), MPL_OK);
         size_t word = (((size_t)at[i].nt * (size_t)(l.k_pad / 64) + (size_t)at[i].kc) * 32 + (size_t)at[i].lane) * 4 +
                       (size_t)at[i].j;
         uint32_t expect = 0x88888888u & ~(0xfu << (4 * at[i].nib));
@@ -160,23 +171,23 @@ static void layout_bit_positions(void **state) {
             fprintf(stderr, "weight (n=%d, k=%d): word %zu = 0x%08x, want 0x%08x\n", at[i].n, at[i].k, word,
                     l.qweight[word], expect);
         assert_int_equal(l.qweight[word], expect);
-        mpl_cw4_layout_free(&l);
+        mpl_cuda_w4a16_layout_free(&l);
     }
     /* Scales: row n of a 16-row tile sits at 2*(n%8) + (n%16)/8 within the tile. */
     for (int64_t n = 0; n < w.n; n++) w.scales[n] = (float)(n + 1);
-    mpl_cw4_layout l;
-    assert_int_equal(mpl_cw4_pack(&c, &w, &l), MPL_OK);
-    assert_int_equal(l.scale_fmt, MPL_CW4_SCALE_F16);
+    mpl_cuda_w4a16_layout l;
+    assert_int_equal(mpl_cuda_w4a16_pack(&c, &w, &l), MPL_OK);
+    assert_int_equal(l.scale_fmt, MPL_CUDA_W4A16_SCALE_F16);
     assert_int_equal(l.scales[1], mpl_f32_to_f16(9.0f));   /* row 8 */
     assert_int_equal(l.scales[2], mpl_f32_to_f16(2.0f));   /* row 1 */
     assert_int_equal(l.scales[16 + 3], mpl_f32_to_f16(26.0f)); /* row 25 */
     assert_int_equal(l.scales[32], mpl_f32_to_f16(33.0f)); /* row 32 */
     assert_int_equal(l.scales[33], 0);                     /* row 40: padding */
-    mpl_cw4_layout_free(&l);
+    mpl_cuda_w4a16_layout_free(&l);
     mpl_canonical_free(&w);
 }
 
-/* ---------- refusals ---------- */
+/* ---------- refusals of the kernel (its can_implement) ---------- */
 
 static void refusals(void **state) {
     (void)state;
@@ -209,8 +220,6 @@ static void refusals(void **state) {
         {MPL_WTYPE_UINT4, MPL_ACT_F16, 96, 64, 24, 1, MPL_MODE_W4A16, MPL_REASON_GROUP_SIZE, "group size 24"},
         {MPL_WTYPE_UINT4B8, MPL_ACT_BF16, 200, 64, 8, 0, MPL_MODE_W4A16, MPL_REASON_GROUP_SIZE, "multiple of 16"},
     };
-    mpl_platform_info pi;
-    assert_int_equal(mpl_platform_get(&pi), MPL_OK);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         mpl_config c;
         mpl_config_init(&c, cases[i].k, cases[i].n);
@@ -228,37 +237,295 @@ static void refusals(void **state) {
         assert_int_equal(r, cases[i].want);
         assert_non_null(strstr(msg, cases[i].says));
     }
-    /* An accepted config is refused only for want of a device. */
+    /* An accepted config is refused only for want of a device (the chooser's compute-capability check). */
+    mpl_platform_info pi;
+    assert_int_equal(mpl_platform_get(&pi), MPL_OK);
     mpl_config c;
     mpl_config_init(&c, 128, 64);
     c.group_size = 32;
-    char msg[256];
-    mpl_reason r = mpl_kernel_cuda_w4a16.can_implement(&c, mpl_platform_current(), msg, sizeof msg);
+    mpl_options o;
+    mpl_options_init(&o);
+    o.device = MPL_DEVICE_CUDA;
+    mpl_verdict v;
+    assert_int_equal(mpl_check(&c, &o, "cuda_w4a16", &v), MPL_OK);
     if (pi.cuda_devices == 0) {
-        assert_int_equal(r, MPL_REASON_DEVICE);
-        printf("no CUDA device: %s\n", msg);
+        assert_int_equal(v.reason, MPL_REASON_DEVICE);
+        printf("no CUDA device: %s\n", v.message);
     } else if (pi.cuda_cc >= 80) {
-        assert_int_equal(r, MPL_REASON_OK);
+        assert_int_equal(v.reason, MPL_REASON_OK);
     }
 #endif
 }
 
-/* ---------- device cases ---------- */
-
 #ifdef MPL_HAVE_CUDA
+
+/* ---------- the path table and the choice by m (CPU: GPUs faked) ---------- */
+
+static mpl_platform g_fake;
+
+/* Pretends the host has `devices` CUDA devices of compute capability cc (restored by reset()). */
+static void fake_gpus(int devices, int cc) {
+    mpl_platform_override(NULL);
+    g_fake = *mpl_platform_current();
+    g_fake.cuda_devices = devices;
+    for (int i = 0; i < MPL_CUDA_MAX_DEVICES; i++) g_fake.cuda_cc_all[i] = i < devices ? cc : 0;
+    g_fake.cuda_device = 0;
+    g_fake.cuda_cc = devices > 0 ? cc : 0;
+    mpl_platform_override(&g_fake);
+}
+
+/* The path the table picks by default for m rows, stated independently of src/ (cuda_w4a16.c's rows). */
+static const char *expected_default(int64_t m, int64_t k, int cc) {
+    if (m <= 8 || (m <= 16 && k >= 8192)) return "cuda_w4a16:skinny";
+    if (cc == 90 && m >= 33 && m <= 512) return "cuda_w4a16:wg";
+    if (m >= 161) return "cuda_w4a16:dq";
+    return "cuda_w4a16:tc";
+}
+
+/* mpl_layer_weight_rounding for a path (mplinear.h): dq rounds every weight once to the activation type; wg
+ * too unless it keeps exact group sums (m <= 32 and every 64-channel chunk inside one group); the others
+ * sum exact integer weights. */
+static double expected_rounding(const char *path, int64_t m, int64_t gs, int64_t k, mpl_act act) {
+    const double u = act == MPL_ACT_BF16 ? 0x1.0p-8 : 0x1.0p-11;
+    if (!strcmp(path, "cuda_w4a16:dq")) return u;
+    if (!strcmp(path, "cuda_w4a16:wg")) return m <= 32 && (gs == -1 || gs == k || gs % 64 == 0) ? 0.0 : u;
+    return 0.0;
+}
+
+static int cuda_kernel_index(void) {
+    for (int i = 0; i < mpl_kernel_count(); i++) {
+        mpl_kernel_info ki;
+        if (mpl_kernel_get(i, &ki) == MPL_OK && !strcmp(ki.name, "cuda_w4a16")) return i;
+    }
+    fail_msg("cuda_w4a16 is not in the registry of a CUDA build");
+    return -1;
+}
+
+static void path_table(void **state) {
+    (void)state;
+    static const struct {
+        const char *name;
+        int64_t m_min, m_max, m_limit;
+        int min_cc, max_cc;
+    } want[] = {
+        {"cuda_w4a16:skinny", 1, 16, 16, 0, 0},
+        {"cuda_w4a16:wg", 33, 512, MPL_M_ANY, 90, 90},
+        {"cuda_w4a16:dq", 161, MPL_M_ANY, MPL_M_ANY, 0, 0},
+        {"cuda_w4a16:tc", 1, MPL_M_ANY, MPL_M_ANY, 0, 0}, /* the fallback: any m, any device the kernel takes */
+    };
+    const int ki = cuda_kernel_index();
+    mpl_kernel_info info;
+    assert_int_equal(mpl_kernel_get(ki, &info), MPL_OK);
+    assert_int_equal(info.paths, (int)(sizeof want / sizeof want[0]));
+    assert_int_equal(mpl_kernel_cuda_w4a16.npaths, info.paths);
+    assert_int_equal(mpl_kernel_cuda_w4a16.min_cc, 80);
+    for (int j = 0; j < info.paths; j++) {
+        mpl_path_info pi;
+        assert_int_equal(mpl_path_get(ki, j, &pi), MPL_OK);
+        if (strcmp(pi.name, want[j].name) || pi.m_min != want[j].m_min || pi.m_max != want[j].m_max ||
+            pi.m_limit != want[j].m_limit)
+            fail_msg("path %d: %s m %lld..%lld limit %lld, want %s m %lld..%lld limit %lld", j, pi.name,
+                     (long long)pi.m_min, (long long)pi.m_max, (long long)pi.m_limit, want[j].name,
+                     (long long)want[j].m_min, (long long)want[j].m_max, (long long)want[j].m_limit);
+        assert_int_equal(mpl_kernel_cuda_w4a16.paths[j].min_cc, want[j].min_cc);
+        assert_int_equal(mpl_kernel_cuda_w4a16.paths[j].max_cc, want[j].max_cc);
+        /* the why names a measurement: it carries numbers */
+        assert_non_null(strpbrk(pi.why, "0123456789"));
+    }
+}
+
+/* The default path by m on devices of several compute capabilities and both sides of skinny's K rule. */
+static void default_paths(void **state) {
+    (void)state;
+    static const int ccs[] = {80, 86, 89, 90, 100, 120};
+    static const int64_t ks[] = {4096, 8184, 8192, 28672};
+    static const int64_t ms[] = {1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 64, 65, 160, 161, 162, 511, 512, 513, 1024,
+                                 4096, (int64_t)1 << 20, MPL_MAX_M};
+    mpl_options o;
+    mpl_options_init(&o);
+    o.device = MPL_DEVICE_CUDA;
+    int checked = 0;
+    for (size_t ci = 0; ci < sizeof ccs / sizeof ccs[0]; ci++) {
+        fake_gpus(1, ccs[ci]);
+        for (size_t kj = 0; kj < sizeof ks / sizeof ks[0]; kj++) {
+            mpl_config c;
+            mpl_config_init(&c, ks[kj], 1024); /* group -1: 8184 (just below skinny's K switch) has no 128-groups */
+            for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++) {
+                const char *got = NULL, *want = expected_default(ms[mi], ks[kj], ccs[ci]);
+                mpl_status st = mpl_choose_path(&c, &o, ms[mi], &got);
+                if (st != MPL_OK || !got || strcmp(got, want))
+                    fail_msg("cc %d k %lld m %lld: %s (%s), want %s", ccs[ci], (long long)ks[kj], (long long)ms[mi],
+                             got ? got : "no path", st == MPL_OK ? "ok" : mpl_last_error(), want);
+                checked++;
+            }
+            /* skinny's verdict carries the narrowed range: 1..8 below K = 8192, 1..16 from it */
+            mpl_verdict v;
+            assert_int_equal(mpl_check(&c, &o, "cuda_w4a16:skinny", &v), MPL_OK);
+            assert_int_equal(v.reason, MPL_REASON_OK);
+            assert_int_equal(v.m_min, 1);
+            assert_int_equal(v.m_max, ks[kj] >= 8192 ? 16 : 8);
+        }
+    }
+    printf("cuda_w4a16 default paths: %d (cc, k, m) choices as the table says\n", checked);
+}
+
+/* Path refusals, forcing and disabling by name, each with the value and the rule in the message. */
+static void path_refusals(void **state) {
+    (void)state;
+    mpl_config c;
+    mpl_config_init(&c, 4096, 1024);
+    c.group_size = 128;
+    mpl_options o;
+    mpl_options_init(&o);
+    o.device = MPL_DEVICE_CUDA;
+    mpl_verdict v;
+    const char *got = NULL;
+
+    /* wg is sm_90a code: refused below and above 9.0, by name, with the device's capability */
+    static const int not90[] = {80, 89, 100};
+    for (size_t i = 0; i < sizeof not90 / sizeof not90[0]; i++) {
+        fake_gpus(1, not90[i]);
+        assert_int_equal(mpl_check(&c, &o, "cuda_w4a16:wg", &v), MPL_OK);
+        assert_int_equal(v.reason, MPL_REASON_DEVICE);
+        char has[16];
+        snprintf(has, sizeof has, "%d.%d", not90[i] / 10, not90[i] % 10);
+        if (!strstr(v.message, "cuda_w4a16:wg") || !strstr(v.message, "9.0") || !strstr(v.message, has))
+            fail_msg("cc %d: wg refusal '%s' should name the path, 9.0 and %s", not90[i], v.message, has);
+        assert_int_equal(mpl_check(&c, &o, "cuda_w4a16:tc", &v), MPL_OK);
+        assert_int_equal(v.reason, MPL_REASON_OK);
+        o.kernel = "cuda_w4a16:wg";
+        assert_int_equal(mpl_choose_path(&c, &o, 64, &got), MPL_ERR_NO_HARDWARE);
+        assert_non_null(strstr(mpl_last_error(), "cuda_w4a16:wg"));
+        o.kernel = NULL;
+    }
+    /* below the kernel's floor every path goes with it */
+    fake_gpus(1, 75);
+    assert_int_equal(mpl_check(&c, &o, "cuda_w4a16", &v), MPL_OK);
+    assert_int_equal(v.reason, MPL_REASON_DEVICE);
+    assert_non_null(strstr(v.message, "8.0"));
+    assert_int_equal(mpl_check(&c, &o, "cuda_w4a16:tc", &v), MPL_OK);
+    assert_int_equal(v.reason, MPL_REASON_DEVICE);
+    /* a device ordinal the platform does not have */
+    fake_gpus(1, 90);
+    o.cuda_device = 1;
+    assert_int_equal(mpl_check(&c, &o, "cuda_w4a16", &v), MPL_OK);
+    assert_int_equal(v.reason, MPL_REASON_DEVICE);
+    assert_non_null(strstr(v.message, "device 1"));
+    o.cuda_device = 0;
+
+    /* forced: every m up to the path's limit, whatever its default range */
+    o.kernel = "cuda_w4a16:skinny";
+    assert_int_equal(mpl_choose_path(&c, &o, 16, &got), MPL_OK);
+    assert_string_equal(got, "cuda_w4a16:skinny");
+    assert_int_equal(mpl_choose_path(&c, &o, 17, &got), MPL_OK);
+    assert_null(got); /* past m_limit 16: no path (apply refuses, naming the limit) */
+    o.kernel = "cuda_w4a16:wg";
+    assert_int_equal(mpl_choose_path(&c, &o, 1, &got), MPL_OK);
+    assert_string_equal(got, "cuda_w4a16:wg");
+    o.kernel = "cuda_w4a16:stream"; /* measured dead, removed (git tag exp/cuda-stream-v7) */
+    assert_int_equal(mpl_choose_path(&c, &o, 1, &got), MPL_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(mpl_last_error(), "cuda_w4a16:tc"));
+    o.kernel = NULL;
+
+    /* disabled by name: the next row whose range holds m, else the first whose limit allows it */
+    setenv("MPL_DISABLED_KERNELS", "cuda_w4a16:wg", 1);
+    assert_int_equal(mpl_check(&c, &o, "cuda_w4a16:wg", &v), MPL_OK);
+    assert_int_equal(v.reason, MPL_REASON_DISABLED);
+    assert_int_equal(mpl_choose_path(&c, &o, 100, &got), MPL_OK);
+    assert_string_equal(got, "cuda_w4a16:tc");
+    assert_int_equal(mpl_choose_path(&c, &o, 300, &got), MPL_OK);
+    assert_string_equal(got, "cuda_w4a16:dq");
+    fake_gpus(1, 80);
+    setenv("MPL_DISABLED_KERNELS", "cuda_w4a16:tc", 1);
+    assert_int_equal(mpl_choose_path(&c, &o, 12, &got), MPL_OK); /* no range holds 12: skinny's limit does */
+    assert_string_equal(got, "cuda_w4a16:skinny");
+    assert_int_equal(mpl_choose_path(&c, &o, 20, &got), MPL_OK); /* ... and only dq's limit holds 20 */
+    assert_string_equal(got, "cuda_w4a16:dq");
+    setenv("MPL_DISABLED_KERNELS", "cuda_w4a16:tc,cuda_w4a16:dq", 1);
+    assert_int_equal(mpl_choose_path(&c, &o, 20, &got), MPL_OK);
+    assert_null(got);
+    unsetenv("MPL_DISABLED_KERNELS");
+}
+
+/* pack lives on mpl_options.cuda_device: a device the platform claims but CUDA lacks fails the create
+ * with its ordinal in the message (instead of packing on the current device). Runs with or without a GPU. */
+static void packs_on_the_asked_device(void **state) {
+    (void)state;
+    mpl_platform_info pi;
+    assert_int_equal(mpl_platform_get(&pi), MPL_OK);
+    const int dev = pi.cuda_devices < MPL_CUDA_MAX_DEVICES ? pi.cuda_devices : MPL_CUDA_MAX_DEVICES - 1;
+    if (pi.cuda_devices >= MPL_CUDA_MAX_DEVICES) {
+        printf("SKIP packs_on_the_asked_device: every ordinal below MPL_CUDA_MAX_DEVICES exists\n");
+        skip();
+    }
+    mpl_config c;
+    mpl_config_init(&c, 128, 64);
+    c.act = MPL_ACT_F16;
+    uint8_t codes[64 * 128];
+    float scales[64];
+    for (int i = 0; i < 64 * 128; i++) codes[i] = (uint8_t)(i % 16);
+    for (int i = 0; i < 64; i++) scales[i] = 0.5f;
+    mpl_checkpoint_tensors ck;
+    assert_int_equal(mpl_checkpoint_encode(&c, MPL_LAYOUT_GPTQ, codes, scales, MPL_DTYPE_F16, NULL, NULL, &ck), MPL_OK);
+    fake_gpus(dev + 1, 90);
+    mpl_options o;
+    mpl_options_init(&o);
+    o.device = MPL_DEVICE_CUDA;
+    o.cuda_device = dev;
+    mpl_layer *l = NULL;
+    mpl_status st = mpl_layer_create(&c, &ck, &o, &l);
+    char says[32];
+    snprintf(says, sizeof says, "device %d", dev);
+    if (st == MPL_OK || !strstr(mpl_last_error(), says))
+        fail_msg("create on missing device %d: %s: '%s' (want a failure naming '%s')", dev, mpl_status_string(st),
+                 mpl_last_error(), says);
+    assert_null(l);
+    mpl_checkpoint_tensors_free(&ck);
+}
+
+/* ---------- device cases ---------- */
 
 static int g_cc; /* compute capability of device 0 (major * 10 + minor), set by have_device */
 
 static int have_device(void) {
     mpl_platform_info pi;
-    if (mpl_platform_get(&pi) == MPL_OK) g_cc = pi.cuda_cc;
     if (mpl_platform_get(&pi) != MPL_OK || pi.cuda_devices == 0 || pi.cuda_cc < 80) {
         printf("SKIP cuda_w4a16 device cases: %s\n",
                pi.cuda_devices == 0 ? pi.cuda_note : "compute capability below 8.0");
         return 0;
     }
+    g_cc = pi.cuda_cc;
     return 1;
 }
+
+/* The table's paths (public API), and which of them this device runs (mpl_check). */
+static int g_npaths;
+static const char *g_path_name[MPL_MAX_PATHS];
+static int64_t g_path_limit[MPL_MAX_PATHS];
+static int g_path_runs[MPL_MAX_PATHS];
+
+static void load_paths(void) {
+    const int ki = cuda_kernel_index();
+    mpl_kernel_info info;
+    assert_int_equal(mpl_kernel_get(ki, &info), MPL_OK);
+    g_npaths = info.paths;
+    mpl_options o;
+    mpl_options_init(&o);
+    o.device = MPL_DEVICE_CUDA;
+    for (int j = 0; j < g_npaths; j++) {
+        mpl_path_info pi;
+        assert_int_equal(mpl_path_get(ki, j, &pi), MPL_OK);
+        g_path_name[j] = pi.name;
+        g_path_limit[j] = pi.m_limit;
+        mpl_verdict v;
+        assert_int_equal(mpl_check(NULL, &o, pi.name, &v), MPL_OK);
+        g_path_runs[j] = v.reason == MPL_REASON_OK;
+        if (!g_path_runs[j]) printf("cuda_w4a16 device cases: %s not run here: %s\n", pi.name, v.message);
+    }
+}
+
+/* The tuning every apply of the device cases reads (mpl_cuda_w4a16_tuning_override). */
+static mpl_cuda_w4a16_tuning g_tune;
 
 typedef struct dcase {
     int64_t k, n, gs;
@@ -271,10 +538,11 @@ typedef struct dcase {
 } dcase;
 
 static const char *fmt_case(const dcase *d, int64_t m, const char *path, int ksplit, char *buf, size_t cap) {
-    snprintf(buf, cap, "k=%lld n=%lld gs=%lld %s%s %s %s scales %s%s m=%lld path=%s ksplit=%d", (long long)d->k,
-             (long long)d->n, (long long)d->gs, d->zp ? "uint4 zp" : "uint4b8", d->act_order ? " act-order" : "",
-             mpl_act_name(d->act), d->data == TU_DATA_EXACT ? "exact" : "random", mpl_dtype_name(d->scale_dtype),
-             d->bias ? " bias" : "", (long long)m, path, ksplit);
+    snprintf(buf, cap, "k=%lld n=%lld gs=%lld %s%s %s %s scales %s%s m=%lld path=%s ksplit=%d dq_slab=%zu overlap=%d",
+             (long long)d->k, (long long)d->n, (long long)d->gs, d->zp ? "uint4 zp" : "uint4b8",
+             d->act_order ? " act-order" : "", mpl_act_name(d->act), d->data == TU_DATA_EXACT ? "exact" : "random",
+             mpl_dtype_name(d->scale_dtype), d->bias ? " bias" : "", (long long)m, path ? path : "default", ksplit,
+             g_tune.dq_slab_bytes, g_tune.dq_overlap);
     return buf;
 }
 
@@ -287,13 +555,11 @@ static const char *fmt_case(const dcase *d, int64_t m, const char *path, int ksp
         }                                                                                                     \
     } while (0)
 
-/* One case; returns 1 on pass. */
+/* One case: path NULL = the table's default for m, else the path forced by name; returns 1 on pass. */
 static int run_case(const dcase *d, int64_t m, uint64_t seed, const char *path, int ksplit) {
-    char what[300], ks[16];
+    char what[360];
     fmt_case(d, m, path, ksplit, what, sizeof what);
-    setenv("MPL_CUDA_W4A16_PATH", path, 1);
-    snprintf(ks, sizeof ks, "%d", ksplit);
-    setenv("MPL_CUDA_W4A16_KSPLIT", ks, 1);
+    g_tune.ksplit = ksplit;
     int ok = 0;
     mpl_config c;
     mpl_config_init(&c, d->k, d->n);
@@ -324,7 +590,7 @@ static int run_case(const dcase *d, int64_t m, uint64_t seed, const char *path, 
     mpl_options o;
     mpl_options_init(&o);
     o.device = MPL_DEVICE_CUDA;
-    o.kernel = "cuda_w4a16";
+    o.kernel = path ? path : "cuda_w4a16";
     mpl_status st = mpl_layer_create(&c, &ck, &o, &kl);
     if (st != MPL_OK) {
         fprintf(stderr, "FAIL %s: create: %s: %s\n", what, mpl_status_string(st), mpl_last_error());
@@ -334,6 +600,29 @@ static int run_case(const dcase *d, int64_t m, uint64_t seed, const char *path, 
     o.kernel = "ref";
     if (mpl_layer_create(&c, &ck, &o, &rl) != MPL_OK) {
         fprintf(stderr, "FAIL %s: create ref: %s\n", what, mpl_last_error());
+        goto done;
+    }
+    /* the path that runs: the forced one, or the table's default for (m, K, this device) */
+    const char *runs = path ? path : expected_default(m, d->k, g_cc);
+    const char *says = mpl_layer_path(kl, m);
+    if (!says || strcmp(says, runs) != 0) {
+        fprintf(stderr, "FAIL %s: mpl_layer_path = %s, expected %s%s\n", what, says ? says : "NULL", runs,
+                !strcmp(runs, "cuda_w4a16:wg") ? " (was the weights' tensor map refused at pack?)" : "");
+        goto done;
+    }
+    /*
+     * The paths that round weights (expected_rounding: dq, and wg unless it keeps exact group sums) multiply
+     * 16-bit weights w^ = round16(fl32((code - zero) * scale)) (fp32 sums): |w^ - w s| <= (u16 + 2^-24 +
+     * u16 2^-24) |w s| with u16 the activation type's unit roundoff (2^-8 bf16, 2^-11 f16; no f16 subnormals
+     * here: every nonzero |w s| >= 2^-7 in these data), so the products add at most (u16 + 2^-23) * mag on
+     * top of the fp32 summation bound tu_tolerance already allows (whose K + G + 2 roundings cover cuBLAS's
+     * K + 2: products, sums, the bias add). Exact data (power-of-two scales, small integers) stays exact:
+     * it is still compared bit for bit. The public query must state the same u.
+     */
+    const double u = expected_rounding(runs, m, d->gs, d->k, d->act);
+    if (mpl_layer_weight_rounding(kl, m) != u) {
+        fprintf(stderr, "FAIL %s: mpl_layer_weight_rounding = %g, expected %g for %s\n", what,
+                mpl_layer_weight_rounding(kl, m), u, runs);
         goto done;
     }
     size_t ny = (size_t)(m * d->n), nx = (size_t)(m * d->k);
@@ -354,25 +643,8 @@ static int run_case(const dcase *d, int64_t m, uint64_t seed, const char *path, 
     tu_bias_random(&r, c.act, c.n, d->data, b, bf);
     const void *bias = d->bias ? b : NULL;
     tu_oracle(&w, m, xf, d->bias ? bf : NULL, want, mag);
-    /*
-     * The dq path (and wg, unless it keeps exact group sums: mpl_cw4_path_rounds_weights) multiply 16-bit weights
-     * w^ = round16(fl32((code - zero) * scale)) (dq in cuBLAS; fp32
-     * sums): |w^ - w s| <= (u16 + 2^-24 + u16 2^-24) |w s| with u16 the activation type's unit roundoff
-     * (2^-8 bf16, 2^-11 f16; no f16 subnormals here: every nonzero |w s| >= 2^-7 in these data), so the
-     * products add at most (u16 + 2^-23) * mag on top of the fp32 summation bound tu_tolerance already
-     * allows (whose K + G + 2 roundings cover cuBLAS's K + 2: products, sums, the beta * C bias add).
-     * Exact data (power-of-two scales, small integers) stays exact: it is still compared bit for bit.
-     */
-    int forced = !strcmp(path, "dq") ? MPL_CW4_PATH_DQ : !strcmp(path, "wg") ? MPL_CW4_PATH_WG : MPL_CW4_PATH_TC;
-    int dq = mpl_cw4_path_rounds_weights(!strcmp(path, "auto") ? mpl_cw4_default_path(m, d->k, d->n, g_cc) : forced, m, d->gs);
-    double extra = dq ? (d->act == MPL_ACT_BF16 ? 0x1.0p-8 : 0x1.0p-11) + 0x1.0p-23 : 0.0;
+    const double extra = u > 0 ? u + 0x1.0p-23 : 0.0;
     for (size_t i = 0; i < ny; i++) tol[i] = tu_tolerance(&c, want[i], mag[i], extra);
-    /* the public query agrees with the path the test expects */
-    if ((mpl_layer_weight_rounding(kl, m) > 0) != (dq != 0)) {
-        fprintf(stderr, "FAIL %s: mpl_layer_weight_rounding = %g, expected %s\n", what, mpl_layer_weight_rounding(kl, m),
-                dq ? "> 0 (rounded weights)" : "0 (exact weights)");
-        goto done;
-    }
     if ((st = mpl_layer_apply(kl, m, x, bias, y1.p)) != MPL_OK || (st = mpl_layer_apply(kl, m, x, bias, y2.p)) != MPL_OK ||
         (st = mpl_layer_apply(rl, m, x, bias, yr.p)) != MPL_OK) {
         fprintf(stderr, "FAIL %s: apply: %s: %s\n", what, mpl_status_string(st), mpl_last_error());
@@ -433,35 +705,39 @@ done:
     tu_weights_free(&w);
     free(x), free(xf), free(b), free(bf), free(want), free(mag), free(tol), free(ydev);
     tu_buf_free(&y1), tu_buf_free(&y2), tu_buf_free(&yr);
-    unsetenv("MPL_CUDA_W4A16_PATH");
-    unsetenv("MPL_CUDA_W4A16_KSPLIT");
+    g_tune.ksplit = 0;
     return ok;
 }
 
 static const int64_t all_m[] = {1, 2, 7, 8, 9, 16, 17, 64, 65, 257, 1024};
 static const int64_t few_m[] = {1, 9, 17, 65};
 
-/* Every M on every path that applies (auto takes stream or skinny up to m = 16, then wg on
- * compute capability 9.0, else tc and dq above 160): each path whatever auto takes. */
+/* Every M through the default choice, then through every other path of the table this device runs and
+ * whose limit allows m, forced by name. */
 static int run_ms(const dcase *d, const int64_t *ms, int nm, uint64_t seed, int *cases) {
     int bad = 0;
     for (int i = 0; i < nm; i++) {
         uint64_t s = tu_case_seed(seed, (uint64_t)(*cases)++);
-        int autop = mpl_cw4_default_path(ms[i], d->k, d->n, g_cc);
-        bad += !run_case(d, ms[i], s, "auto", 0);
-        if (autop != MPL_CW4_PATH_TC) bad += !run_case(d, ms[i], s, "tc", 0), (*cases)++;
-        if (g_cc == 90 && autop != MPL_CW4_PATH_WG) bad += !run_case(d, ms[i], s, "wg", 0), (*cases)++;
-        if (ms[i] <= 16) bad += !run_case(d, ms[i], s, "skinny", 0), (*cases)++;
-        if (mpl_cw4_stream_applies(ms[i], d->gs, g_cc))
-            bad += !run_case(d, ms[i], s, "stream", 0), (*cases)++;
-        if (ms[i] == 9 || ms[i] == 17) bad += !run_case(d, ms[i], s, "dq", 0), (*cases)++;
+        bad += !run_case(d, ms[i], s, NULL, 0);
+        const char *def = expected_default(ms[i], d->k, g_cc);
+        for (int j = 0; j < g_npaths; j++) {
+            if (!g_path_runs[j] || ms[i] > g_path_limit[j] || !strcmp(g_path_name[j], def)) continue;
+            bad += !run_case(d, ms[i], s, g_path_name[j], 0), (*cases)++;
+        }
     }
     return bad;
 }
 
-static void device_matrix(void **state) {
-    (void)state;
-    if (!have_device()) skip();
+/* path forced when this device runs it */
+static int run_forced(const dcase *d, int64_t m, uint64_t seed, const char *path, int ksplit) {
+    for (int j = 0; j < g_npaths; j++)
+        if (!strcmp(g_path_name[j], path)) return g_path_runs[j] ? run_case(d, m, seed, path, ksplit) : 1;
+    fprintf(stderr, "FAIL: no path %s in the table\n", path);
+    return 0;
+}
+
+static int device_matrix_body(void) {
+    load_paths();
     uint64_t seed = tu_seed(0x5eed);
     int bad = 0, cases = 0;
     const tu_data_kind EX = TU_DATA_EXACT, RN = TU_DATA_RANDOM;
@@ -470,20 +746,18 @@ static void device_matrix(void **state) {
     /* every M, both activation types, exact and random data */
     const dcase full[] = {
         {512, 264, 128, 0, 0, MPL_ACT_BF16, EX, BF16, G, 1},
-        {1000, 136, -1, 0, 0, MPL_ACT_F16, RN, F16, G, 1},     /* K tail: 1000 = 15*64 + 40 */
+        {1000, 136, -1, 0, 0, MPL_ACT_F16, RN, F16, G, 1},            /* K tail: 1000 = 15*64 + 40 */
         {960, 72, 32, 1, 0, MPL_ACT_BF16, EX, F16, MPL_LAYOUT_CT, 1}, /* two groups per chunk, zp */
-        {768, 200, 64, 1, 1, MPL_ACT_F16, RN, F16, G, 0},      /* act-order + zp */
+        {768, 200, 64, 1, 1, MPL_ACT_F16, RN, F16, G, 0},             /* act-order + zp */
     };
     /* MPL_CUDA_W4A16_TEST_QUICK: a few cases (for compute-sanitizer, which is slow) */
-    int quick = getenv("MPL_CUDA_W4A16_TEST_QUICK") != NULL;
-    if (quick) {
+    if (getenv("MPL_CUDA_W4A16_TEST_QUICK")) {
         const int64_t qm[] = {1, 17, 65};
         bad += run_ms(&full[0], qm, 3, seed, &cases);
         bad += run_ms(&full[2], qm, 3, seed, &cases);
         bad += run_ms(&full[3], qm, 3, seed, &cases);
         printf("cuda_w4a16 device matrix (quick): %d cases, %d failed\n", cases, bad);
-        assert_int_equal(bad, 0);
-        return;
+        return bad;
     }
     for (size_t i = 0; i < sizeof full / sizeof full[0]; i++)
         bad += run_ms(&full[i], all_m, (int)(sizeof all_m / sizeof all_m[0]), seed, &cases);
@@ -498,7 +772,7 @@ static void device_matrix(void **state) {
     };
     for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++)
         bad += run_ms(&groups[i], few_m, (int)(sizeof few_m / sizeof few_m[0]), seed, &cases);
-    /* wide layers: the skinny path's 4-row-tile warps (N >= ~6400 on 132 SMs), all its variants */
+    /* wide layers: the skinny path's 4-row-tile warps (N >= ~6400 on 132 SMs), with and without split-K 2 */
     const dcase wide[] = {
         {1024, 6656, 128, 1, 0, MPL_ACT_BF16, EX, F16, G, 1},
         {768, 6664, 32, 0, 1, MPL_ACT_F16, RN, BF16, G, 1},
@@ -507,54 +781,19 @@ static void device_matrix(void **state) {
     for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++)
         for (int j = 0; j < 4; j++) {
             uint64_t s = tu_case_seed(seed, (uint64_t)cases++);
-            bad += !run_case(&wide[i], wide_m[j], s, "skinny", 0);
-            bad += !run_case(&wide[i], wide_m[j], s, "skinny", 2), cases++;
+            bad += !run_forced(&wide[i], wide_m[j], s, "cuda_w4a16:skinny", 0);
+            bad += !run_forced(&wide[i], wide_m[j], s, "cuda_w4a16:skinny", 2), cases++;
         }
-    /* the stream path's plans: row groups of 4/2/1 tiles and clusters of 1, 2, 4, 8 blocks along K, forced
-     * (MPL_CUDA_W4A16_KSPLIT) on layers from narrow to wide, with K tails, zero points, f32 scales, bias */
-    if (g_cc >= 90) {
-        const dcase sc[] = {
-            {1024, 6656, 128, 1, 0, MPL_ACT_BF16, EX, F16, G, 1}, {4160, 48, 4160, 0, 0, MPL_ACT_BF16, RN, F16, G, 1},
-            {1000, 136, -1, 0, 0, MPL_ACT_F16, RN, F16, G, 1},   {2048, 1032, 64, 1, 1, MPL_ACT_F16, RN, F32, G, 1},
-            {8192, 520, 256, 0, 0, MPL_ACT_BF16, EX, BF16, G, 0},
-        };
-        const int64_t sm[] = {1, 5, 9, 16};
-        const int ks[] = {1, 2, 4, 8};
-        for (size_t i = 0; i < sizeof sc / sizeof sc[0]; i++)
-            for (int j = 0; j < 4; j++)
-                for (int q = 0; q < 4; q++)
-                    bad += !run_case(&sc[i], sm[j], tu_case_seed(seed, (uint64_t)cases), "stream", ks[q]), cases++;
-    }
-    /* the tensor-core tile variants for m > 64 (MPL_CUDA_W4A16_TC_VARIANT) */
-    const int64_t var_m[] = {65, 257, 1024};
-    for (int v = 1; v <= 2; v++) {
-        setenv("MPL_CUDA_W4A16_TC_VARIANT", v == 1 ? "1" : "2", 1);
-        for (int j = 0; j < 3; j++) {
-            bad += !run_case(&full[0], var_m[j], tu_case_seed(seed, (uint64_t)cases), "tc", 0), cases++;
-            bad += !run_case(&full[3], var_m[j], tu_case_seed(seed, (uint64_t)cases), "tc", 0), cases++;
+    /* tile edges: tc's tiles by m (256 rows of N to m = 32, 128 rows for 33..64, 256 x 64 above), wg's token
+     * tiles (16, 32, 64, 128) and its switch from exact group sums to rounded weights after m = 32 */
+    const int64_t edge_m[] = {16, 17, 32, 33, 64, 65, 128, 129};
+    const dcase *edge[] = {&full[0], &full[3], &groups[3]};
+    for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++)
+        for (int j = 0; j < 8; j++) {
+            uint64_t s = tu_case_seed(seed, (uint64_t)cases++);
+            bad += !run_forced(edge[i], edge_m[j], s, "cuda_w4a16:tc", 0);
+            bad += !run_forced(edge[i], edge_m[j], s, "cuda_w4a16:wg", 0), cases++;
         }
-        unsetenv("MPL_CUDA_W4A16_TC_VARIANT");
-    }
-    /* wg with four consumer warpgroups (MPL_CUDA_W4A16_WG_EXP=8; m <= 64) */
-    if (g_cc == 90) {
-        const int64_t wg_m[] = {1, 17, 33, 64};
-        setenv("MPL_CUDA_W4A16_WG_EXP", "8", 1);
-        for (size_t i = 0; i < sizeof full / sizeof full[0]; i++)
-            for (int j = 0; j < 4; j++)
-                bad += !run_case(&full[i], wg_m[j], tu_case_seed(seed, (uint64_t)cases), "wg", 0), cases++;
-        unsetenv("MPL_CUDA_W4A16_WG_EXP");
-    }
-    /* m <= 64 tile variants of the tensor-core path: 0 (256 rows of N per block) and 3 (128 rows) */
-    const int64_t small_m[] = {17, 33, 64};
-    for (int v = 0; v <= 3; v += 3) {
-        setenv("MPL_CUDA_W4A16_TC_VARIANT", v == 0 ? "0" : "3", 1);
-        for (int j = 0; j < 3; j++) {
-            bad += !run_case(&full[0], small_m[j], tu_case_seed(seed, (uint64_t)cases), "tc", 0), cases++;
-            bad += !run_case(&full[3], small_m[j], tu_case_seed(seed, (uint64_t)cases), "tc", 0), cases++;
-            bad += !run_case(&groups[3], small_m[j], tu_case_seed(seed, (uint64_t)cases), "tc", 0), cases++;
-        }
-        unsetenv("MPL_CUDA_W4A16_TC_VARIANT");
-    }
     /* dq path: several slabs (16 KiB slabs: 8..32 rows here), with and without the overlap, on layers
      * that cover f16/bf16, zero points, act-order, f32/bf16 scales, bias, group -1 and uneven N */
     const dcase dqc[] = {
@@ -564,15 +803,14 @@ static void device_matrix(void **state) {
     };
     const int64_t dq_m[] = {1, 65, 257};
     for (int ov = 0; ov <= 1; ov++) {
-        setenv("MPL_CUDA_W4A16_DQ_SLAB_KB", "16", 1);
-        setenv("MPL_CUDA_W4A16_DQ_OVERLAP", ov ? "1" : "0", 1);
+        g_tune.dq_slab_bytes = (size_t)16 << 10;
+        g_tune.dq_overlap = ov;
         for (size_t i = 0; i < sizeof dqc / sizeof dqc[0]; i++)
             for (int j = 0; j < 3; j++)
-                bad += !run_case(&dqc[i], dq_m[j], tu_case_seed(seed, (uint64_t)cases), "dq", 0), cases++;
-        unsetenv("MPL_CUDA_W4A16_DQ_SLAB_KB");
-        unsetenv("MPL_CUDA_W4A16_DQ_OVERLAP");
+                bad += !run_forced(&dqc[i], dq_m[j], tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:dq", 0), cases++;
+        g_tune = mpl_cuda_w4a16_tuning_default;
     }
-    /* tensor-parallel slices (N, K not multiples of 128), with forced split-K 1 and 3 */
+    /* tensor-parallel slices (N, K not multiples of 128), default paths with forced split-K 1 and 3 */
     const dcase tp[] = {
         {1408, 7392, 128, 0, 0, MPL_ACT_BF16, RN, F16, G, 1},
         {10944, 1408, 64, 1, 0, MPL_ACT_F16, EX, F16, G, 1},
@@ -581,11 +819,21 @@ static void device_matrix(void **state) {
     for (size_t i = 0; i < sizeof tp / sizeof tp[0]; i++)
         for (int j = 0; j < 3; j++) {
             uint64_t s = tu_case_seed(seed, (uint64_t)cases++);
-            bad += !run_case(&tp[i], tp_m[j], s, "auto", 0);
-            bad += !run_case(&tp[i], tp_m[j], s, "auto", 1), cases++;
-            bad += !run_case(&tp[i], tp_m[j], s, "auto", 3), cases++;
+            bad += !run_case(&tp[i], tp_m[j], s, NULL, 0);
+            bad += !run_case(&tp[i], tp_m[j], s, NULL, 1), cases++;
+            bad += !run_case(&tp[i], tp_m[j], s, NULL, 3), cases++;
         }
     printf("cuda_w4a16 device matrix: %d cases, %d failed (seed 0x%llx)\n", cases, bad, (unsigned long long)seed);
+    return bad;
+}
+
+static void device_matrix(void **state) {
+    (void)state;
+    if (!have_device()) skip();
+    g_tune = mpl_cuda_w4a16_tuning_default;
+    mpl_cuda_w4a16_tuning_override(&g_tune);
+    int bad = device_matrix_body();
+    mpl_cuda_w4a16_tuning_override(NULL);
     assert_int_equal(bad, 0);
 }
 
@@ -608,14 +856,25 @@ static void device_errors(void **state) {
     assert_int_equal(mpl_layer_create(&c, &ck, &o, &l), MPL_OK);
     assert_string_equal(mpl_layer_kernel(l), "cuda_w4a16");
     void *dx = NULL, *dy = NULL;
-    assert_int_equal(cudaMalloc(&dx, 4 * 128 * 2 + 16), cudaSuccess);
-    assert_int_equal(cudaMalloc(&dy, 4 * 64 * 2 + 16), cudaSuccess);
+    assert_int_equal(cudaMalloc(&dx, 32 * 128 * 2 + 16), cudaSuccess);
+    assert_int_equal(cudaMalloc(&dy, 32 * 64 * 2 + 16), cudaSuccess);
     /* misaligned device pointers are refused, with the rule in the message */
     assert_int_equal(mpl_layer_apply_device(l, 4, (char *)dx + 2, NULL, dy, NULL), MPL_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(mpl_last_error(), "16-byte aligned"));
     assert_int_equal(mpl_layer_apply_device(l, 4, dx, NULL, (char *)dy + 8, NULL), MPL_ERR_INVALID_ARGUMENT);
     /* m = 0 does nothing */
     assert_int_equal(mpl_layer_apply_device(l, 0, dx, NULL, dy, NULL), MPL_OK);
+    mpl_layer_destroy(l);
+    /* a forced path runs up to its limit and refuses more, naming it */
+    o.kernel = "cuda_w4a16:skinny";
+    assert_int_equal(mpl_layer_create(&c, &ck, &o, &l), MPL_OK);
+    assert_string_equal(mpl_layer_path(l, 16), "cuda_w4a16:skinny");
+    assert_null(mpl_layer_path(l, 17));
+    assert_int_equal(mpl_layer_apply_device(l, 16, dx, NULL, dy, NULL), MPL_OK);
+    assert_int_equal(mpl_layer_apply_device(l, 17, dx, NULL, dy, NULL), MPL_ERR_UNSUPPORTED);
+    assert_non_null(strstr(mpl_last_error(), "cuda_w4a16:skinny"));
+    assert_non_null(strstr(mpl_last_error(), "16"));
+    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
     cudaFree(dx);
     cudaFree(dy);
     mpl_layer_destroy(l);
@@ -624,23 +883,32 @@ static void device_errors(void **state) {
 
 #else
 
-static void device_matrix(void **state) {
+static void skip_no_cuda(void **state) {
     (void)state;
-    printf("SKIP cuda_w4a16 device cases: library built without CUDA\n");
+    printf("SKIP cuda_w4a16 path table and device cases: library built without CUDA\n");
     skip();
 }
-static void device_errors(void **state) {
-    (void)state;
-    skip();
-}
+#define path_table skip_no_cuda
+#define default_paths skip_no_cuda
+#define path_refusals skip_no_cuda
+#define packs_on_the_asked_device skip_no_cuda
+#define device_matrix skip_no_cuda
+#define device_errors skip_no_cuda
 
 #endif
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(layout_round_trip), cmocka_unit_test(layout_bit_positions), cmocka_unit_test(wg_split_scale_exact),
-        cmocka_unit_test(refusals),
-        cmocka_unit_test(device_errors),     cmocka_unit_test(device_matrix),
+        cmocka_unit_test(layout_round_trip),
+        cmocka_unit_test(layout_bit_positions),
+        cmocka_unit_test(wg_split_scale_exact),
+        cmocka_unit_test_teardown(refusals, reset),
+        cmocka_unit_test_teardown(path_table, reset),
+        cmocka_unit_test_teardown(default_paths, reset),
+        cmocka_unit_test_teardown(path_refusals, reset),
+        cmocka_unit_test_teardown(packs_on_the_asked_device, reset),
+        cmocka_unit_test_setup_teardown(device_errors, reset, reset),
+        cmocka_unit_test_setup_teardown(device_matrix, reset, reset),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

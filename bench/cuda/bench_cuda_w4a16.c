@@ -7,15 +7,14 @@
  * weights), timed with CUDA events; per-call time = median over replays / L. Activations are
  * one buffer (hot, as in inference). Our kernel runs through mpl_layer_apply_device.
  *
- *   bench_cuda_w4a16 [--m 1,16,64] [--shapes name,...] [--reps n] [--crossover] [--variants] [--sweep [--sets LABEL]]
+ *   bench_cuda_w4a16 [--m 1,16,64] [--shapes name,...] [--reps n] [--crossover] [--sweep [--sets LABEL]]
  *                    [--act f16|bf16] [--md file]
  *
- * Table: per shape and M, cuBLAS bf16 and ours in us, speedup, and for ours the bytes of an
- * ideal int4 kernel (int4 weights + group-128 f16 scales + x + y) over the time as a share of
- * the copy bandwidth. --crossover times both paths (skinny, tensor-core) for small M; --variants the
- * tensor-core tile shapes for m > 64; --sweep every path/knob variant that applies to each M (one set of
- * layers per shape, created with MPL_CUDA_W4A16_LIVE_KNOBS=1 so the knobs are re-read at each apply),
- * next to cuBLAS bf16 in the same run.
+ * Table: per shape and M, cuBLAS bf16 and ours in us, speedup, the path that ran (mpl_layer_path), and for
+ * ours the bytes of an ideal int4 kernel (int4 weights + group-128 f16 scales + x + y) over the time as a
+ * share of the copy bandwidth. --crossover times cuda_w4a16:skinny against cuda_w4a16:tc for small M;
+ * --sweep every path of the table (forced by name, mpl_options.kernel) and tuning variant (split-K, through
+ * mpl_cuda_w4a16_tuning_override) that applies to each M, next to cuBLAS bf16 in the same run.
  */
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -24,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/cuda/cuda_w4a16.h" /* mpl_cuda_w4a16_tuning_override (src/, internal) */
 #include "mplinear.h"
 
 #define CK(call)                                                                                                 \
@@ -190,23 +190,30 @@ static int copies_for(size_t bytes) {
 }
 static int calls_for(int copies) { return copies * ((8 + copies - 1) / copies); }
 
-/* R layers of one random uint4b8 group-128 checkpoint, created with MPL_CUDA_W4A16_PATH=path. */
-static mpl_layer **make_layers(const mpl_checkpoint_tensors *ck, const mpl_config *cfg, const char *path,
-                               const char *variant, int *copies) {
+/* R layers of one random uint4b8 group-128 checkpoint on kernel cuda_w4a16, its path forced when path names
+ * one ("cuda_w4a16:tc"; NULL: the table's choice by m). NULL when the path cannot run here (reason printed). */
+static mpl_layer **make_layers(const mpl_checkpoint_tensors *ck, const mpl_config *cfg, const char *path, int *copies) {
     size_t bytes = (size_t)(cfg->n * cfg->k / 2 + cfg->n * (cfg->k / GROUP) * 2);
     int r = copies_for(bytes);
     mpl_layer **l = calloc((size_t)r, sizeof *l);
-    setenv("MPL_CUDA_W4A16_PATH", path, 1);
-    setenv("MPL_CUDA_W4A16_TC_VARIANT", variant, 1);
+    if (!l) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
     mpl_options o;
     mpl_options_init(&o);
     o.device = MPL_DEVICE_CUDA;
-    for (int i = 0; i < r; i++) CM(mpl_layer_create(cfg, ck, &o, &l[i]));
-    unsetenv("MPL_CUDA_W4A16_PATH");
-    unsetenv("MPL_CUDA_W4A16_TC_VARIANT");
-    if (strcmp(mpl_layer_kernel(l[0]), "cuda_w4a16") != 0) {
-        fprintf(stderr, "layer runs %s, not cuda_w4a16\n", mpl_layer_kernel(l[0]));
-        exit(1);
+    o.kernel = path ? path : "cuda_w4a16";
+    for (int i = 0; i < r; i++) {
+        mpl_status st = mpl_layer_create(cfg, ck, &o, &l[i]);
+        if (st == MPL_OK) continue;
+        if (i > 0 || !path) {
+            fprintf(stderr, "mpl_layer_create(%s): %s: %s\n", o.kernel, mpl_status_string(st), mpl_last_error());
+            exit(1);
+        }
+        printf("(%s not run: %s)\n", path, mpl_last_error());
+        free(l);
+        return NULL;
     }
     *copies = r;
     return l;
@@ -216,50 +223,35 @@ static void free_layers(mpl_layer **l, int r) {
     free(l);
 }
 
-/* --sweep: knob sets (NAME=VALUE,...) and the M range each applies to. */
+/* --sweep: the path forced (NULL: the table's choice), the split-K factor (0: the launchers' rules) and the
+ * M range each set applies to. The measured-dead variants (the stream path, 128 x 128 tc tiles, four-warpgroup
+ * and rounded-weight wg) are gone with their code (git tag exp/cuda-stream-v7, bench/cuda/NOTES.md v6-v7). */
 typedef struct {
-    const char *label, *env;
+    const char *label, *path;
+    int ksplit;
     int64_t m_lo, m_hi;
-} knob_set;
-static const knob_set sweep_sets[] = {
-    {"default", "", 1, 1 << 30},
-    {"wg (wgmma)", "MPL_CUDA_W4A16_PATH=wg", 1, 1 << 30},
-    {"wg ksplit1", "MPL_CUDA_W4A16_PATH=wg,MPL_CUDA_W4A16_KSPLIT=1", 33, 512},
-    {"wg ksplit2", "MPL_CUDA_W4A16_PATH=wg,MPL_CUDA_W4A16_KSPLIT=2", 1, 512},
-    {"wg ksplit4", "MPL_CUDA_W4A16_PATH=wg,MPL_CUDA_W4A16_KSPLIT=4", 1, 512},
-    {"wg ksplit8", "MPL_CUDA_W4A16_PATH=wg,MPL_CUDA_W4A16_KSPLIT=8", 1, 512},
-    {"wg round", "MPL_CUDA_W4A16_PATH=wg,MPL_CUDA_W4A16_WG_EXP=4", 1, 32},
-    {"wg 4wg", "MPL_CUDA_W4A16_PATH=wg,MPL_CUDA_W4A16_WG_EXP=8", 1, 64},
-    {"wg 4wg ksplit2", "MPL_CUDA_W4A16_PATH=wg,MPL_CUDA_W4A16_WG_EXP=8,MPL_CUDA_W4A16_KSPLIT=2", 1, 64},
-    {"wg 4wg ksplit4", "MPL_CUDA_W4A16_PATH=wg,MPL_CUDA_W4A16_WG_EXP=8,MPL_CUDA_W4A16_KSPLIT=4", 1, 64},
-    {"skinny", "MPL_CUDA_W4A16_PATH=skinny", 1, 16},
-    {"stream", "MPL_CUDA_W4A16_PATH=stream", 1, 16},
-    {"stream C1 NR1", "MPL_CUDA_W4A16_PATH=stream,MPL_CUDA_W4A16_KSPLIT=1,MPL_CUDA_W4A16_STREAM_NR=1", 1, 16},
-    {"stream C1 NR2", "MPL_CUDA_W4A16_PATH=stream,MPL_CUDA_W4A16_KSPLIT=1,MPL_CUDA_W4A16_STREAM_NR=2", 1, 16},
-    {"stream C1 NR4", "MPL_CUDA_W4A16_PATH=stream,MPL_CUDA_W4A16_KSPLIT=1,MPL_CUDA_W4A16_STREAM_NR=4", 1, 16},
-    {"stream C2 NR1", "MPL_CUDA_W4A16_PATH=stream,MPL_CUDA_W4A16_KSPLIT=2,MPL_CUDA_W4A16_STREAM_NR=1", 1, 16},
-    {"stream C2 NR2", "MPL_CUDA_W4A16_PATH=stream,MPL_CUDA_W4A16_KSPLIT=2,MPL_CUDA_W4A16_STREAM_NR=2", 1, 16},
-    {"stream C4", "MPL_CUDA_W4A16_PATH=stream,MPL_CUDA_W4A16_KSPLIT=4", 1, 16},
-    {"tc v0 (256-row)", "MPL_CUDA_W4A16_PATH=tc,MPL_CUDA_W4A16_TC_VARIANT=0", 9, 1 << 30},
-    {"tc v3 (128-row)", "MPL_CUDA_W4A16_PATH=tc,MPL_CUDA_W4A16_TC_VARIANT=3", 9, 64},
-    {"dq auto slabs", "MPL_CUDA_W4A16_PATH=dq", 64, 1 << 30},
+} sweep_set;
+static const sweep_set sweep_sets[] = {
+    {"default", NULL, 0, 1, 1 << 30},
+    {"wg", "cuda_w4a16:wg", 0, 1, 1 << 30},
+    {"wg ksplit1", "cuda_w4a16:wg", 1, 33, 512},
+    {"wg ksplit2", "cuda_w4a16:wg", 2, 1, 512},
+    {"wg ksplit4", "cuda_w4a16:wg", 4, 1, 512},
+    {"wg ksplit8", "cuda_w4a16:wg", 8, 1, 512},
+    {"skinny", "cuda_w4a16:skinny", 0, 1, 16},
+    {"tc", "cuda_w4a16:tc", 0, 9, 1 << 30},
+    {"dq", "cuda_w4a16:dq", 0, 64, 1 << 30},
 };
 #define NSWEEP ((int)(sizeof sweep_sets / sizeof sweep_sets[0]))
-static const char *const knob_names[] = {"MPL_CUDA_W4A16_PATH", "MPL_CUDA_W4A16_SKINNY_NW", "MPL_CUDA_W4A16_KSPLIT",
-                                         "MPL_CUDA_W4A16_TC_VARIANT", "MPL_CUDA_W4A16_DQ_OVERLAP",
-                                         "MPL_CUDA_W4A16_DQ_SLAB_KB", "MPL_CUDA_W4A16_WG_EXP",
-                                         "MPL_CUDA_W4A16_STREAM_NR"};
-static void set_knobs(const char *env) {
-    for (size_t i = 0; i < sizeof knob_names / sizeof knob_names[0]; i++) unsetenv(knob_names[i]);
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", env);
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        char *eq = strchr(tok, '=');
-        if (!eq) continue;
-        *eq = 0;
-        setenv(tok, eq + 1, 1);
-    }
+/* the paths the sets force, one set of layers each (index 0: the default choice) */
+static const char *const sweep_paths[] = {NULL, "cuda_w4a16:wg", "cuda_w4a16:skinny", "cuda_w4a16:tc", "cuda_w4a16:dq"};
+#define NSWEEP_PATHS ((int)(sizeof sweep_paths / sizeof sweep_paths[0]))
+static int sweep_path_index(const char *path) {
+    for (int i = 1; i < NSWEEP_PATHS; i++)
+        if (path && !strcmp(path, sweep_paths[i])) return i;
+    return 0;
 }
+static mpl_cuda_w4a16_tuning g_tuning; /* what the sweep's applies read (mpl_cuda_w4a16_tuning_override) */
 
 /* A random uint4b8 group-128 layer written straight into the compressed-tensors layout (weight_packed
  * [N][K/8] int32 of eight codes, weight_scale [N][K/128] f16): no encoding pass over 470M codes. */
@@ -340,8 +332,8 @@ static int shape_selected(const char *list, const char *name) {
 
 int main(int argc, char **argv) {
     int64_t ms[16] = {1, 16, 64, 256, 1024, 4096};
-    int nm = 6, crossover = 0, variants = 0, sweep = 0;
-    const char *sets = NULL; /* --sweep --sets LABEL: the knob sets whose label contains LABEL (and default) */
+    int nm = 6, crossover = 0, sweep = 0;
+    const char *sets = NULL; /* --sweep --sets LABEL: the sets whose label contains LABEL (and default) */
     const char *only = NULL, *md_path = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--m") && i + 1 < argc)
@@ -354,8 +346,6 @@ int main(int argc, char **argv) {
             g_reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--crossover"))
             crossover = 1;
-        else if (!strcmp(argv[i], "--variants"))
-            variants = 1;
         else if (!strcmp(argv[i], "--sets") && i + 1 < argc)
             sets = argv[++i];
         else if (!strcmp(argv[i], "--sweep"))
@@ -363,7 +353,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--md") && i + 1 < argc)
             md_path = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--m 1,16,...] [--shapes 8B.qkv,...] [--reps n] [--crossover] [--variants] [--sweep [--sets LABEL]] [--act f16|bf16] [--md file]\n",
+            fprintf(stderr, "usage: %s [--m 1,16,...] [--shapes 8B.qkv,...] [--reps n] [--crossover] [--sweep [--sets LABEL]] "
+                    "[--act f16|bf16] [--md file]\n",
                     argv[0]);
             return 2;
         }
@@ -383,8 +374,8 @@ int main(int argc, char **argv) {
         fprintf(md, "device: %s, %d SMs; copy bandwidth (read + write, 1 GiB, same run): %.2f TB/s (SM copy kernel; "
                 "cudaMemcpy %.2f TB/s)\n\n",
                 prop.name, prop.multiProcessorCount, bw, bw_memcpy);
-        fprintf(md, "| layer (K x N) | M | cuBLAS bf16 us | cuda_w4a16 us | speedup | ours %% of copy BW | ours TFLOP/s |\n");
-        fprintf(md, "|---|---|---|---|---|---|---|\n");
+        fprintf(md, "| layer (K x N) | M | cuBLAS bf16 us | cuda_w4a16 us | path | speedup | ours %% of copy BW | ours TFLOP/s |\n");
+        fprintf(md, "|---|---|---|---|---|---|---|---|\n");
     }
     cublasHandle_t h;
     CB(cublasCreate(&h));
@@ -394,8 +385,8 @@ int main(int argc, char **argv) {
     CK(cudaMalloc(&blas_ws, blas_ws_bytes));
     CB(cublasSetWorkspace(h, blas_ws, blas_ws_bytes));
 
-    printf("%-12s %6s %11s %11s %8s %9s %9s %9s\n", "layer", "M", "cuBLAS us", "ours us", "speedup", "ours TB/s",
-           "% copyBW", "TFLOP/s");
+    printf("%-12s %6s %11s %11s %-18s %8s %9s %9s %9s\n", "layer", "M", "cuBLAS us", "ours us", "path", "speedup",
+           "ours TB/s", "% copyBW", "TFLOP/s");
     for (int si = 0; si < NSHAPES; si++) {
         const shape *s = &shapes[si];
         if (!shape_selected(only, s->name)) continue;
@@ -409,12 +400,12 @@ int main(int argc, char **argv) {
         CK(cudaMalloc(&dy, (size_t)(mmax * s->n) * 2));
         fill_bf16(dx, (size_t)(mmax * s->k));
         if (sweep) {
-            setenv("MPL_CUDA_W4A16_LIVE_KNOBS", "1", 1);
-            int r;
-            mpl_layer **layers = make_layers(&ck, &cfg, "auto", "-1", &r);
-            unsetenv("MPL_CUDA_W4A16_LIVE_KNOBS");
+            /* one set of layers per path the sets force, made on first use; the tuning changes between sets */
+            mpl_layer **lsets[NSWEEP_PATHS] = {NULL};
+            int rsets[NSWEEP_PATHS] = {0}, tried[NSWEEP_PATHS] = {0};
             int rb;
             void **wb = bf16_copies((size_t)(s->n * s->k), &rb);
+            mpl_cuda_w4a16_tuning_override(&g_tuning);
             for (int i = 0; i < nm; i++) {
                 int64_t m = ms[i];
                 blas_ctx bc = {h, wb, rb, dx, dy, (int)m, (int)s->n, (int)s->k};
@@ -425,44 +416,36 @@ int main(int argc, char **argv) {
                 for (int v = 0; v < NSWEEP; v++) {
                     if (m < sweep_sets[v].m_lo || m > sweep_sets[v].m_hi) continue;
                     if (sets && !strstr(sweep_sets[v].label, sets) && strcmp(sweep_sets[v].label, "default")) continue;
-                    set_knobs(sweep_sets[v].env);
-                    ours_ctx oc = {layers, r, dx, dy, m};
+                    const int pi = sweep_path_index(sweep_sets[v].path);
+                    if (!tried[pi]) lsets[pi] = make_layers(&ck, &cfg, sweep_paths[pi], &rsets[pi]), tried[pi] = 1;
+                    if (!lsets[pi]) continue;
+                    g_tuning = mpl_cuda_w4a16_tuning_default;
+                    g_tuning.ksplit = sweep_sets[v].ksplit;
+                    ours_ctx oc = {lsets[pi], rsets[pi], dx, dy, m};
                     issue_ours(&oc, 0);
                     CK(cudaStreamSynchronize(g_stream));
-                    double us = time_graph(issue_ours, &oc, calls_for(r));
+                    double us = time_graph(issue_ours, &oc, calls_for(rsets[pi]));
                     double tbs = ideal_bytes(s, m) / (us * 1e-6) / 1e12;
-                    printf("sweep %-12s M=%-5lld %-18s %10.2f us  %5.2fx cuBLAS  %5.1f%% copyBW  %6.1f TFLOP/s\n", s->name,
-                           (long long)m, sweep_sets[v].label, us, us_b / us, 100.0 * tbs / bw,
-                           2.0 * (double)m * (double)s->n * (double)s->k / (us * 1e-6) / 1e12);
+                    const char *ran = mpl_layer_path(lsets[pi][0], m);
+                    printf("sweep %-12s M=%-5lld %-18s %10.2f us  %5.2fx cuBLAS  %5.1f%% copyBW  %6.1f TFLOP/s  (%s)\n",
+                           s->name, (long long)m, sweep_sets[v].label, us, us_b / us, 100.0 * tbs / bw,
+                           2.0 * (double)m * (double)s->n * (double)s->k / (us * 1e-6) / 1e12, ran ? ran : "?");
                     if (md)
-                        fprintf(md, "| sweep %s | %lld | %s | %.1f | %.2fx | %.1f%% | |\n", s->name, (long long)m,
-                                sweep_sets[v].label, us, us_b / us, 100.0 * tbs / bw);
+                        fprintf(md, "| sweep %s | %lld | %s | %.1f | %s | %.2fx | %.1f%% | |\n", s->name, (long long)m,
+                                sweep_sets[v].label, us, ran ? ran : "?", us_b / us, 100.0 * tbs / bw);
                     fflush(stdout);
                 }
-                set_knobs("");
+                g_tuning = mpl_cuda_w4a16_tuning_default;
             }
+            mpl_cuda_w4a16_tuning_override(NULL);
             free_copies(wb, rb);
-            free_layers(layers, r);
-        } else if (variants) {
-            /* the tensor-core tile variants for m > 64 (MPL_CUDA_W4A16_TC_VARIANT) */
-            static const char *const names[] = {"0", "1", "2"};
-            for (int v = 0; v < 3; v++) {
-                int rv;
-                mpl_layer **lv = make_layers(&ck, &cfg, "tc", names[v], &rv);
-                for (int i = 0; i < nm; i++) {
-                    ours_ctx cv = {lv, rv, dx, dy, ms[i]};
-                    issue_ours(&cv, 0);
-                    CK(cudaStreamSynchronize(g_stream));
-                    double us = time_graph(issue_ours, &cv, calls_for(rv));
-                    printf("variant %s %-12s M=%-5lld %10.2f us %7.1f TFLOP/s\n", names[v], s->name, (long long)ms[i], us,
-                           2.0 * (double)ms[i] * (double)s->n * (double)s->k / (us * 1e-6) / 1e12);
-                }
-                free_layers(lv, rv);
-            }
+            for (int pi = 0; pi < NSWEEP_PATHS; pi++)
+                if (lsets[pi]) free_layers(lsets[pi], rsets[pi]);
         } else if (crossover) {
             int rs, rt;
-            mpl_layer **ls = make_layers(&ck, &cfg, "skinny", "0", &rs);
-            mpl_layer **lt = make_layers(&ck, &cfg, "tc", "-1", &rt);
+            mpl_layer **ls = make_layers(&ck, &cfg, "cuda_w4a16:skinny", &rs);
+            mpl_layer **lt = make_layers(&ck, &cfg, "cuda_w4a16:tc", &rt);
+            if (!ls || !lt) exit(1);
             for (int i = 0; i < nm; i++) {
                 int64_t m = ms[i];
                 ours_ctx cs = {ls, rs, dx, dy, m}, ct = {lt, rt, dx, dy, m};
@@ -477,11 +460,12 @@ int main(int argc, char **argv) {
             free_layers(lt, rt);
         } else {
             int r;
-            mpl_layer **layers = make_layers(&ck, &cfg, "auto", "-1", &r);
+            mpl_layer **layers = make_layers(&ck, &cfg, NULL, &r);
             int rb;
             void **wb = bf16_copies((size_t)(s->n * s->k), &rb);
             for (int i = 0; i < nm; i++) {
                 int64_t m = ms[i];
+                const char *ran = mpl_layer_path(layers[0], m);
                 blas_ctx bc = {h, wb, rb, dx, dy, (int)m, (int)s->n, (int)s->k};
                 ours_ctx oc = {layers, r, dx, dy, m};
                 issue_blas(&bc, 0);
@@ -491,12 +475,12 @@ int main(int argc, char **argv) {
                 double us_o = time_graph(issue_ours, &oc, calls_for(r));
                 double tbs = ideal_bytes(s, m) / (us_o * 1e-6) / 1e12;
                 double tflops = 2.0 * (double)m * (double)s->n * (double)s->k / (us_o * 1e-6) / 1e12;
-                printf("%-12s %6lld %11.2f %11.2f %8.2f %9.2f %8.1f%% %9.1f\n", s->name, (long long)m, us_b, us_o,
-                       us_b / us_o, tbs, 100.0 * tbs / bw, tflops);
+                printf("%-12s %6lld %11.2f %11.2f %-18s %8.2f %9.2f %8.1f%% %9.1f\n", s->name, (long long)m, us_b, us_o,
+                       ran ? ran : "?", us_b / us_o, tbs, 100.0 * tbs / bw, tflops);
                 if (md)
-                    fprintf(md, "| %s (%lldx%lld) | %lld | %.1f | %.1f | %.2fx | %.1f%% | %.1f |\n", s->name,
-                            (long long)s->k, (long long)s->n, (long long)m, us_b, us_o, us_b / us_o, 100.0 * tbs / bw,
-                            tflops);
+                    fprintf(md, "| %s (%lldx%lld) | %lld | %.1f | %.1f | %s | %.2fx | %.1f%% | %.1f |\n", s->name,
+                            (long long)s->k, (long long)s->n, (long long)m, us_b, us_o, ran ? ran : "?", us_b / us_o,
+                            100.0 * tbs / bw, tflops);
                 fflush(stdout);
             }
             free_copies(wb, rb);

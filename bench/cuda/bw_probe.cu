@@ -8,7 +8,8 @@
  *   bulk S x B  a persistent grid (one or two blocks per SM), each block streaming its contiguous share
  *               of the window through a ring of S stages of B bytes filled by cp.async.bulk (one thread
  *               issues, an mbarrier per stage completes), 256 consumer threads reading every byte from
- *               shared memory -- the mechanism of the stream path (w4a16_stream.cu)
+ *               shared memory -- the mechanism of the stream path, measured no faster than skinny and
+ *               removed (git tag exp/cuda-stream-v7, bench/cuda/NOTES.md v7)
  * over windows of 121 MB and 242 MB (the Llama-3-70B down and gate_up int4 layers) rotated over a 1 GiB
  * buffer (cold L2), so the per-launch start and drain are in the figure as they are in a layer's GEMV.
  * Every figure: median of 15 timed repetitions of 8 launches (cudaEvent), in TB/s (1e12 B/s).
@@ -35,7 +36,7 @@
 /* copy_kernel.cu: the copy kernel of bench_cuda_w4a16 (the issue's ceiling) */
 extern "C" int bench_copy_launch(const void *src, void *dst, size_t bytes, int sms, void *stream);
 
-using cw4::ldg_stream;
+using cuda_w4a16::ldg_stream;
 
 /* 8 loads in flight per thread; the xor of everything goes to out (never 0 in practice: keeps the loads). */
 __global__ void probe_read16(const uint4 *__restrict__ src, size_t n, uint32_t *out) {
@@ -64,7 +65,7 @@ __global__ void __launch_bounds__(288) probe_bulk(const unsigned char *src, size
     const size_t units = bytes / B;
     const size_t u0 = units * blockIdx.x / gridDim.x, u1 = units * (blockIdx.x + 1) / gridDim.x;
     if (threadIdx.x == 0) {
-        for (int s = 0; s < S; s++) cw4::mbar_init(cw4::smem_addr(&full[s]), 1), cw4::mbar_init(cw4::smem_addr(&empty[s]), 8);
+        for (int s = 0; s < S; s++) cuda_w4a16::mbar_init(cuda_w4a16::smem_addr(&full[s]), 1), cuda_w4a16::mbar_init(cuda_w4a16::smem_addr(&empty[s]), 8);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();
@@ -74,9 +75,9 @@ __global__ void __launch_bounds__(288) probe_bulk(const unsigned char *src, size
             for (size_t u = u0; u < u1; u++) {
                 int s = (int)((u - u0) % S);
                 uint32_t ph = (uint32_t)(((u - u0) / S) & 1);
-                if (u - u0 >= (size_t)S) cw4::mbar_wait(cw4::smem_addr(&empty[s]), ph ^ 1);
-                cw4::mbar_expect_tx(cw4::smem_addr(&full[s]), (uint32_t)B);
-                cw4::bulk_g2s(cw4::smem_addr(ring + (size_t)s * B), src + u * B, (uint32_t)B, cw4::smem_addr(&full[s]));
+                if (u - u0 >= (size_t)S) cuda_w4a16::mbar_wait(cuda_w4a16::smem_addr(&empty[s]), ph ^ 1);
+                cuda_w4a16::mbar_expect_tx(cuda_w4a16::smem_addr(&full[s]), (uint32_t)B);
+                cuda_w4a16::bulk_g2s(cuda_w4a16::smem_addr(ring + (size_t)s * B), src + u * B, (uint32_t)B, cuda_w4a16::smem_addr(&full[s]));
             }
         }
         return;
@@ -85,14 +86,14 @@ __global__ void __launch_bounds__(288) probe_bulk(const unsigned char *src, size
     for (size_t u = u0; u < u1; u++) {
         int s = (int)((u - u0) % S);
         uint32_t ph = (uint32_t)(((u - u0) / S) & 1);
-        cw4::mbar_wait(cw4::smem_addr(&full[s]), ph);
+        cuda_w4a16::mbar_wait(cuda_w4a16::smem_addr(&full[s]), ph);
         const uint4 *p = reinterpret_cast<const uint4 *>(ring + (size_t)s * B);
         for (int i = threadIdx.x; i < B / 16; i += 256) {
             uint4 v = p[i];
             x ^= v.x ^ v.y ^ v.z ^ v.w;
         }
         __syncwarp();
-        if ((threadIdx.x & 31) == 0) cw4::mbar_arrive(cw4::smem_addr(&empty[s]));
+        if ((threadIdx.x & 31) == 0) cuda_w4a16::mbar_arrive(cuda_w4a16::smem_addr(&empty[s]));
     }
     if (x == 0x9e3779b9u) out[0] = x;
 #else

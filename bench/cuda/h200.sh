@@ -7,9 +7,9 @@
 # folder holding binaries built elsewhere (test_cuda_w4a16, bench_cuda_w4a16, mplinear, and lib/ with
 # any shared libraries the device image lacks, e.g. libcmocka.so.0). H200_DEPS may name a folder with
 # include/cmocka.h and lib/libcmocka.so for the build. Logs and the results table go to $OUT:
-#   nvidia-smi.txt, build.log, test.log, cli.log, bench.log, h200.md (table), sweep.log (every path/knob variant
-#   by M next to cuBLAS), crossover.log and variants.log (H200_OLD=1), ncu_*.txt (H200_NCU=1), sanitizer.log
-#   (H200_SANITIZE=1)
+#   nvidia-smi.txt, build.log, test.log, cli.log, bench.log, h200.md (table), sweep.log (every path of the table,
+#   forced by name, and split-K variant, by M next to cuBLAS), crossover.log (H200_OLD=1), ncu_*.txt (H200_NCU=1),
+#   sanitizer.log (H200_SANITIZE=1)
 # "quick" runs a reduced benchmark (M = 1 and 16 on the two Llama-3-70B MLP shapes).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -50,6 +50,7 @@ grep -E "PASSED|FAILED|SKIPPED|device matrix|^FAIL" "$OUT/test.log" | head -40
 
 stamp "cli"
 { "$C" info --device cuda --k 8192 --n 57344 --group-size 128
+  "$C" info --device cuda --k 4096 --n 14336 --group-size 128 --m 48
   "$C" verify --device cuda --k 7392 --n 1408 --m 16 --group-size 32 --act f16
   "$C" verify --device cuda --k 4096 --n 10944 --m 33 --wtype uint4 --group-size 64 --act-order
   "$C" verify --device cuda --k 4096 --n 1408 --m 300 --group-size 128; } > "$OUT/cli.log" 2>&1
@@ -61,14 +62,12 @@ if [ "$QUICK" = quick ]; then
     timeout 300 "$B" --m 1,16 --shapes 70B.gate_up,70B.down --md "$OUT/h200.md" 2>&1 | tee "$OUT/bench.log"
 else
     timeout 240 "$B" --md "$OUT/h200.md" 2>&1 | tee "$OUT/bench.log"
-    stamp "sweep (paths and knobs by M, next to cuBLAS)"
+    stamp "sweep (paths and split-K by M, next to cuBLAS)"
     timeout 300 "$B" --sweep --m ${H200_SWEEP_M:-1,16,32,64,128,256,1024,4096} \
         --shapes ${H200_SWEEP_SHAPES:-70B.gate_up,70B.down,70B.o,8B.qkv} 2>&1 | tee "$OUT/sweep.log"
     if [ -n "${H200_OLD:-}" ]; then
-        stamp "crossover"
+        stamp "crossover (cuda_w4a16:skinny vs cuda_w4a16:tc)"
         timeout 100 "$B" --crossover --m 1,2,4,8,12,16,24,32,48,64 --shapes 8B.qkv,8B.gate_up,70B.down 2>&1 | tee "$OUT/crossover.log"
-        stamp "tensor-core tile variants"
-        timeout 100 "$B" --variants --m 256,1024,4096 --shapes 8B.qkv,70B.o 2>&1 | tee "$OUT/variants.log"
     fi
 fi
 
@@ -77,16 +76,16 @@ if [ -n "${H200_NCU:-}" ] && command -v ncu > /dev/null; then
     sec="--section SpeedOfLight --section WarpStateStats --section ComputeWorkloadAnalysis --section SchedulerStats --section MemoryWorkloadAnalysis --section Occupancy"
     # H200_NCU=tc, skinny or both (any other value)
     if [ "$H200_NCU" != skinny ] && [ "$H200_NCU" != wg ]; then
-        timeout 120 ncu --clock-control none $sec -k regex:cw4_tc -c 1 "$B" --shapes 70B.o --m 4096 --reps 1 > "$OUT/ncu_tc.txt" 2>&1
+        timeout 120 ncu --clock-control none $sec -k regex:w4a16_tc -c 1 "$B" --shapes 70B.o --m 4096 --reps 1 > "$OUT/ncu_tc.txt" 2>&1
         grep -E "Duration|Throughput|Issue Slots Busy|No Eligible|Achieved Occupancy" "$OUT/ncu_tc.txt" | head -12
     fi
     if [ "$H200_NCU" = wg ]; then
         timeout 120 ncu --clock-control none $sec --metrics regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio \
-            -k regex:cw4_wg -c 1 "$B" --sweep --shapes 70B.gate_up --m 1024 --reps 1 > "$OUT/ncu_wg.txt" 2>&1
+            -k regex:w4a16_wg -c 1 "$B" --sweep --shapes 70B.gate_up --m 1024 --reps 1 > "$OUT/ncu_wg.txt" 2>&1
         grep -E "Duration|Throughput|Issue Slots Busy|Issued Warp|No Eligible|stalled" "$OUT/ncu_wg.txt" | sort -k3 -nr | head -24
     fi
     if [ "$H200_NCU" != tc ] && [ "$H200_NCU" != wg ]; then
-        timeout 90 ncu --clock-control none $sec -k regex:cw4_skinny -c 1 "$B" --shapes 70B.gate_up --m 1 --reps 1 > "$OUT/ncu_skinny.txt" 2>&1
+        timeout 90 ncu --clock-control none $sec -k regex:w4a16_skinny -c 1 "$B" --shapes 70B.gate_up --m 1 --reps 1 > "$OUT/ncu_skinny.txt" 2>&1
         grep -E "Duration|DRAM Throughput|Issue Slots Busy|No Eligible|Achieved Occupancy" "$OUT/ncu_skinny.txt" | head -12
     fi
 fi

@@ -6,13 +6,13 @@
 
 static int64_t round_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
-size_t mpl_cw4_qweight_bytes(const mpl_cw4_layout *l) { return (size_t)l->n_pad * (size_t)l->k_pad / 2; }
-size_t mpl_cw4_scales_bytes(const mpl_cw4_layout *l) {
-    return (size_t)l->groups * (size_t)l->n_pad * 2 * (l->scale_fmt == MPL_CW4_SCALE_F32 ? 2 : 1);
+size_t mpl_cuda_w4a16_qweight_bytes(const mpl_cuda_w4a16_layout *l) { return (size_t)l->n_pad * (size_t)l->k_pad / 2; }
+size_t mpl_cuda_w4a16_scales_bytes(const mpl_cuda_w4a16_layout *l) {
+    return (size_t)l->groups * (size_t)l->n_pad * 2 * (l->scale_fmt == MPL_CUDA_W4A16_SCALE_F32 ? 2 : 1);
 }
-size_t mpl_cw4_zeros_bytes(const mpl_cw4_layout *l) { return l->zeros ? (size_t)l->groups * (size_t)l->n_pad : 0; }
+size_t mpl_cuda_w4a16_zeros_bytes(const mpl_cuda_w4a16_layout *l) { return l->zeros ? (size_t)l->groups * (size_t)l->n_pad : 0; }
 
-void mpl_cw4_layout_free(mpl_cw4_layout *l) {
+void mpl_cuda_w4a16_layout_free(mpl_cuda_w4a16_layout *l) {
     if (!l) return;
     free(l->qweight);
     free(l->scales);
@@ -36,7 +36,7 @@ static float bits_f32(uint32_t u) {
 /* Is every scale exactly representable in the 16-bit format (bitwise round trip)? */
 static bool all_exact(const float *s, size_t n, int fmt) {
     for (size_t i = 0; i < n; i++) {
-        float back = fmt == MPL_CW4_SCALE_F16 ? mpl_f16_to_f32(mpl_f32_to_f16(s[i]))
+        float back = fmt == MPL_CUDA_W4A16_SCALE_F16 ? mpl_f16_to_f32(mpl_f32_to_f16(s[i]))
                                               : mpl_bf16_to_f32(mpl_f32_to_bf16(s[i]));
         if (f32_bits(back) != f32_bits(s[i])) return false;
     }
@@ -44,32 +44,32 @@ static bool all_exact(const float *s, size_t n, int fmt) {
 }
 
 typedef struct {
-    mpl_cw4_layout *l;
+    mpl_cuda_w4a16_layout *l;
     const mpl_canonical *w;
 } pack_job;
 
 static void pack_rows(void *ctx, int tid, int nthreads) {
     const pack_job *job = ctx;
-    mpl_cw4_layout *l = job->l;
+    mpl_cuda_w4a16_layout *l = job->l;
     const mpl_canonical *w = job->w;
-    int64_t NT = l->n_pad / MPL_CW4_NT, KC = l->k_pad / MPL_CW4_KC;
+    int64_t NT = l->n_pad / MPL_CUDA_W4A16_NT, KC = l->k_pad / MPL_CUDA_W4A16_KC;
     for (int64_t nt = NT * tid / nthreads; nt < NT * (tid + 1) / nthreads; nt++)
         for (int64_t kc = 0; kc < KC; kc++)
             for (int lane = 0; lane < 32; lane++)
                 for (int j = 0; j < 4; j++) {
                     uint32_t word = 0;
                     for (int i = 0; i < 8; i++) {
-                        int64_t n = nt * MPL_CW4_NT + mpl_cw4_nibble_row(lane, i);
-                        int64_t p = kc * MPL_CW4_KC + 16 * j + mpl_cw4_nibble_col(lane, i);
-                        uint32_t code = MPL_CW4_PAD_CODE;
+                        int64_t n = nt * MPL_CUDA_W4A16_NT + mpl_cuda_w4a16_nibble_row(lane, i);
+                        int64_t p = kc * MPL_CUDA_W4A16_KC + 16 * j + mpl_cuda_w4a16_nibble_col(lane, i);
+                        uint32_t code = MPL_CUDA_W4A16_PAD_CODE;
                         if (n < w->n && p < w->k) code = w->codes[n * w->k + (w->perm ? w->perm[p] : p)];
                         word |= (code & 15u) << (4 * i);
                     }
-                    l->qweight[mpl_cw4_word_index(l, nt, kc, lane, j)] = word;
+                    l->qweight[mpl_cuda_w4a16_word_index(l, nt, kc, lane, j)] = word;
                 }
 }
 
-mpl_status mpl_cw4_pack(const mpl_config *c, const mpl_canonical *w, mpl_cw4_layout *out) {
+mpl_status mpl_cuda_w4a16_pack(const mpl_config *c, const mpl_canonical *w, mpl_cuda_w4a16_layout *out) {
     memset(out, 0, sizeof *out);
     if (w->wtype != MPL_WTYPE_UINT4B8 && w->wtype != MPL_WTYPE_UINT4)
         return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "cuda_w4a16 pack: weight type %s: must be uint4b8 or uint4",
@@ -80,11 +80,11 @@ mpl_status mpl_cw4_pack(const mpl_config *c, const mpl_canonical *w, mpl_cw4_lay
     if (w->groups > 1 && w->group_size % 16 != 0)
         return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "cuda_w4a16 pack: group size %lld: must be a multiple of 16",
                              (long long)w->group_size);
-    mpl_cw4_layout *l = out;
+    mpl_cuda_w4a16_layout *l = out;
     l->k = w->k;
     l->n = w->n;
-    l->k_pad = round_up(w->k, MPL_CW4_KC);
-    l->n_pad = round_up(w->n, MPL_CW4_N_ALIGN);
+    l->k_pad = round_up(w->k, MPL_CUDA_W4A16_KC);
+    l->n_pad = round_up(w->n, MPL_CUDA_W4A16_N_ALIGN);
     l->cfg_group_size = c->group_size;
     l->group_size = w->group_size;
     l->groups = w->groups;
@@ -94,41 +94,41 @@ mpl_status mpl_cw4_pack(const mpl_config *c, const mpl_canonical *w, mpl_cw4_lay
         return mpl_set_error(MPL_ERR_OVERFLOW, "cuda_w4a16 pack: n = %lld, k = %lld: byte count overflows",
                              (long long)w->n, (long long)w->k);
     size_t nscale = (size_t)w->n * (size_t)w->groups;
-    int first = c->act == MPL_ACT_BF16 ? MPL_CW4_SCALE_BF16 : MPL_CW4_SCALE_F16;
-    int second = first == MPL_CW4_SCALE_F16 ? MPL_CW4_SCALE_BF16 : MPL_CW4_SCALE_F16;
+    int first = c->act == MPL_ACT_BF16 ? MPL_CUDA_W4A16_SCALE_BF16 : MPL_CUDA_W4A16_SCALE_F16;
+    int second = first == MPL_CUDA_W4A16_SCALE_F16 ? MPL_CUDA_W4A16_SCALE_BF16 : MPL_CUDA_W4A16_SCALE_F16;
     l->scale_fmt = all_exact(w->scales, nscale, first)    ? first
                    : all_exact(w->scales, nscale, second) ? second
-                                                          : MPL_CW4_SCALE_F32;
+                                                          : MPL_CUDA_W4A16_SCALE_F32;
     size_t plane = (size_t)l->groups * (size_t)l->n_pad;
-    l->qweight = malloc(mpl_cw4_qweight_bytes(l));
+    l->qweight = malloc(mpl_cuda_w4a16_qweight_bytes(l));
     l->scales = calloc(plane, 2);
-    if (l->scale_fmt == MPL_CW4_SCALE_F32) l->scales_lo = calloc(plane, 2);
+    if (l->scale_fmt == MPL_CUDA_W4A16_SCALE_F32) l->scales_lo = calloc(plane, 2);
     if (w->zeros) l->zeros = malloc(plane);
     if (w->perm) l->perm = malloc((size_t)l->k * sizeof(int32_t));
-    if (!l->qweight || !l->scales || (l->scale_fmt == MPL_CW4_SCALE_F32 && !l->scales_lo) ||
+    if (!l->qweight || !l->scales || (l->scale_fmt == MPL_CUDA_W4A16_SCALE_F32 && !l->scales_lo) ||
         (w->zeros && !l->zeros) || (w->perm && !l->perm)) {
-        mpl_cw4_layout_free(l);
+        mpl_cuda_w4a16_layout_free(l);
         return mpl_set_error(MPL_ERR_OUT_OF_MEMORY, "cuda_w4a16 pack: cannot allocate %zu bytes of packed weights",
                              (size_t)(l->n_pad * l->k_pad / 2));
     }
     if (w->perm) memcpy(l->perm, w->perm, (size_t)l->k * sizeof(int32_t));
 
     /* Weights: lane (g = lane/4, t = lane%4) of block (nt, kc) holds, in word j, the eight
-     * codes of rows g and g+8 at columns 16j + 4t .. 16j + 4t + 3 (mpl_cw4_nibble_row/col).
+     * codes of rows g and g+8 at columns 16j + 4t .. 16j + 4t + 3 (mpl_cuda_w4a16_nibble_row/col).
      * Row tiles are independent: spread over the thread pool (a 70B MLP layer is 470M codes). */
     pack_job job = {.l = l, .w = w};
-    int64_t NT = l->n_pad / MPL_CW4_NT;
+    int64_t NT = l->n_pad / MPL_CUDA_W4A16_NT;
     int threads = mpl_pool_size();
     mpl_parallel_run(threads < NT ? threads : (int)NT, pack_rows, &job);
     /* Scales and zeros: [group][n], padding rows get scale 0 and zero 8. */
-    if (l->zeros) memset(l->zeros, MPL_CW4_PAD_CODE, plane);
+    if (l->zeros) memset(l->zeros, MPL_CUDA_W4A16_PAD_CODE, plane);
     for (int64_t n = 0; n < w->n; n++)
         for (int64_t g = 0; g < w->groups; g++) {
             float s = w->scales[n * w->groups + g];
-            size_t at = mpl_cw4_plane_index(l, g, n);
-            if (l->scale_fmt == MPL_CW4_SCALE_F16)
+            size_t at = mpl_cuda_w4a16_plane_index(l, g, n);
+            if (l->scale_fmt == MPL_CUDA_W4A16_SCALE_F16)
                 l->scales[at] = mpl_f32_to_f16(s);
-            else if (l->scale_fmt == MPL_CW4_SCALE_BF16)
+            else if (l->scale_fmt == MPL_CUDA_W4A16_SCALE_BF16)
                 l->scales[at] = mpl_f32_to_bf16(s);
             else {
                 l->scales[at] = (uint16_t)(f32_bits(s) >> 16);
@@ -139,7 +139,7 @@ mpl_status mpl_cw4_pack(const mpl_config *c, const mpl_canonical *w, mpl_cw4_lay
     return MPL_OK;
 }
 
-mpl_status mpl_cw4_unpack(const mpl_cw4_layout *l, int act_order, mpl_canonical *out) {
+mpl_status mpl_cuda_w4a16_unpack(const mpl_cuda_w4a16_layout *l, int act_order, mpl_canonical *out) {
     mpl_config c;
     mpl_config_init(&c, l->k, l->n);
     c.wtype = l->wtype;
@@ -148,15 +148,15 @@ mpl_status mpl_cw4_unpack(const mpl_cw4_layout *l, int act_order, mpl_canonical 
     c.act_order = act_order;
     mpl_status st = mpl_canonical_alloc(out, &c);
     if (st != MPL_OK) return st;
-    int64_t KC = l->k_pad / MPL_CW4_KC;
-    for (int64_t nt = 0; nt < l->n_pad / MPL_CW4_NT; nt++)
+    int64_t KC = l->k_pad / MPL_CUDA_W4A16_KC;
+    for (int64_t nt = 0; nt < l->n_pad / MPL_CUDA_W4A16_NT; nt++)
         for (int64_t kc = 0; kc < KC; kc++)
             for (int lane = 0; lane < 32; lane++)
                 for (int j = 0; j < 4; j++) {
-                    uint32_t word = l->qweight[mpl_cw4_word_index(l, nt, kc, lane, j)];
+                    uint32_t word = l->qweight[mpl_cuda_w4a16_word_index(l, nt, kc, lane, j)];
                     for (int i = 0; i < 8; i++) {
-                        int64_t n = nt * MPL_CW4_NT + mpl_cw4_nibble_row(lane, i);
-                        int64_t p = kc * MPL_CW4_KC + 16 * j + mpl_cw4_nibble_col(lane, i);
+                        int64_t n = nt * MPL_CUDA_W4A16_NT + mpl_cuda_w4a16_nibble_row(lane, i);
+                        int64_t p = kc * MPL_CUDA_W4A16_KC + 16 * j + mpl_cuda_w4a16_nibble_col(lane, i);
                         if (n >= l->n || p >= l->k) continue;
                         int64_t kk = l->perm ? l->perm[p] : p;
                         out->codes[n * l->k + kk] = (uint8_t)((word >> (4 * i)) & 15u);
@@ -164,11 +164,11 @@ mpl_status mpl_cw4_unpack(const mpl_cw4_layout *l, int act_order, mpl_canonical 
                 }
     for (int64_t n = 0; n < l->n; n++)
         for (int64_t g = 0; g < l->groups; g++) {
-            size_t at = mpl_cw4_plane_index(l, g, n);
+            size_t at = mpl_cuda_w4a16_plane_index(l, g, n);
             float s;
-            if (l->scale_fmt == MPL_CW4_SCALE_F16)
+            if (l->scale_fmt == MPL_CUDA_W4A16_SCALE_F16)
                 s = mpl_f16_to_f32(l->scales[at]);
-            else if (l->scale_fmt == MPL_CW4_SCALE_BF16)
+            else if (l->scale_fmt == MPL_CUDA_W4A16_SCALE_BF16)
                 s = mpl_bf16_to_f32(l->scales[at]);
             else
                 s = bits_f32(((uint32_t)l->scales[at] << 16) | l->scales_lo[at]);

@@ -1,30 +1,22 @@
 /*
- * cuda_w4a16.c -- the descriptor of kernel cuda_w4a16: can_implement, pack (host packing,
- * one device copy), apply on device pointers (asynchronous, on the caller's stream) or on
- * host pointers (synchronous copies through a stream-ordered pool), destroy.
+ * cuda_w4a16.c -- the descriptor of kernel cuda_w4a16 and its path table: can_implement, pack (host
+ * packing, one copy on the layer's device, mpl_options.cuda_device), apply of the path the layer chose on
+ * device pointers (asynchronous, on the caller's stream) or on host pointers (synchronous copies through a
+ * stream-ordered pool), destroy.
  *
- * Paths (w4a16_launch.h): the skinny kernel for m <= skinny_max_m (decode; the persistent bulk-copy "stream"
- * kernel, w4a16_stream.cu, is an alternative by knob, measured no faster: NOTES.md v7); above it, on compute
- * capability 9.0, the warpgroup kernel ("wg", wgmma, w4a16_wg.cu); elsewhere the mma.sync tensor-core
- * kernel ("tc") and for large m the dequantizing path ("dq"): slabs of rows of the weights expanded
- * to 16-bit (scale applied) in a bounded scratch buffer, each multiplied by cuBLAS (cublasGemmEx,
- * fp32 accumulation). Environment knobs, read when a layer is created:
- *   MPL_CUDA_W4A16_PATH=auto|skinny|stream|tc|dq|wg  force a path (skinny and stream only for m <= 16;
- *                                        wg needs compute capability 9.0, stream 9.0+)
- *   MPL_CUDA_W4A16_SKINNY_MAX_M=n        switch point: skinny for m <= n (default: mpl_cw4_default_path)
- *   MPL_CUDA_W4A16_DQ_MIN_M=n            dq for m >= n (default: mpl_cw4_dq_by_default)
- *   MPL_CUDA_W4A16_DQ_SLAB_KB=n          dq scratch per slab buffer in KiB (default: by m, dq_slab_rows)
- *   MPL_CUDA_W4A16_DQ_OVERLAP=0|1        dq: dequantize the next slab on a side stream while cuBLAS
- *                                        multiplies this one (two slab buffers; default 1)
- *   MPL_CUDA_W4A16_KSPLIT=n              force the split-K factor (1..8; clusters need sm_90; stream: 1, 2, 4
- *                                        or 8 where its shared memory allows)
- *   MPL_CUDA_W4A16_TC_VARIANT=0..3       tensor-core tile shape (w4a16_launch.h)
- *   MPL_CUDA_W4A16_SKINNY_NW=0|2|4       skinny row tiles per warp (0: by layer width)
- *   MPL_CUDA_W4A16_STREAM_NR=0|1|2|4     stream row tiles per row group (0: by the plan's cost)
- *   MPL_CUDA_W4A16_WG_EXP=bits           wg path experiments (w4a16_launch.h; benchmarks only)
+ * Paths, in priority order (the rows below; an apply of m rows runs the first allowed one whose default
+ * range holds m, docs/kernel-contract.md), all on the packed layout of docs/layouts/cuda_w4a16.md:
+ *   skinny  m 1..16 (1..8 when K < 8192)  streaming GEMV-like kernel, mma.sync, exact group sums
+ *   wg      m 33..512, cc 9.0 only        wgmma tiles, exact group sums only for m <= 32 (else rounded weights)
+ *   dq      m >= 161 (>= 513 on cc 9.0)   slabs dequantized to 16-bit weights + cuBLAS: rounded weights
+ *   tc      any m (the fallback)           mma.sync tiles, exact group sums
+ * Launchers: w4a16_launch.h. The numbers behind each range are the rows' `why` (bench/cuda/NOTES.md has
+ * the tables). Tuning that is not a path choice (split-K, skinny row tiles, dq slabs): cuda_w4a16.h.
  * Every CUDA error becomes MPL_ERR_CUDA with CUDA's name and message (cuBLAS: its status string);
  * nothing aborts.
  */
+#include "cuda_w4a16.h"
+
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <pthread.h>
@@ -36,50 +28,104 @@
 #include "../kernels.h"
 #include "w4a16_launch.h"
 
-/* src/platform/cuda_rt.c (declared here as in cpu.c: internal.h has no CUDA section). */
-int mpl_cuda_query(int *devices, int *cc, char *name, size_t name_cap, char *note, size_t note_cap);
+/* ---------- the path table ---------- */
 
-enum {
-    PATH_AUTO = MPL_CW4_PATH_AUTO,
-    PATH_SKINNY = MPL_CW4_PATH_SKINNY,
-    PATH_TC = MPL_CW4_PATH_TC,
-    PATH_DQ = MPL_CW4_PATH_DQ,
-    PATH_WG = MPL_CW4_PATH_WG,
-    PATH_STREAM = MPL_CW4_PATH_STREAM
+enum { PATH_SKINNY, PATH_WG, PATH_DQ, PATH_TC, NPATHS };
+
+/* Skinny's switch point depends on K: it wins up to m = 8 on every layer, up to 16 only when K is large. */
+static void skinny_m_range(const mpl_config *c, const mpl_platform *p, int64_t *m_min, int64_t *m_max) {
+    (void)p, (void)m_min;
+    if (c->k < 8192 && *m_max > 8) *m_max = 8;
+}
+
+static const mpl_path_desc paths[NPATHS] = {
+    [PATH_SKINNY] = {
+        .name = "cuda_w4a16:skinny",
+        .requires = "",
+        .m_min = 1, .m_max = MPL_CUDA_W4A16_SKINNY_MAX_M, .m_limit = MPL_CUDA_W4A16_SKINNY_MAX_M,
+        .why = "H200 v3: beats tc up to m = 8 on every layer, at m = 9..16 only when K >= 8192 "
+               "(70B down m = 16: 51 vs 84 us; K = 4096: tc wins slightly, 8B gate_up 31.7 vs 33.4 us)",
+        .m_range = skinny_m_range,
+    },
+    [PATH_WG] = {
+        .name = "cuda_w4a16:wg",
+        .requires = "compute capability 9.0 (sm_90a wgmma) and the driver's tensor-map encoder",
+        .min_cc = 90, .max_cc = 90,
+        .m_min = 33, .m_max = 512, .m_limit = MPL_M_ANY,
+        .why = "H200 v6: beats tc from m = 33 (70B gate_up m = 64: 171 vs 289 us; loses at 32, 157 vs 147 us) and dq "
+               "up to m = 512 (70B down m = 256: 188 vs 381 us); ties dq at 1024, loses at 4096 (0.80-0.85x vs "
+               "0.96-0.99x of cuBLAS)",
+    },
+    [PATH_DQ] = {
+        .name = "cuda_w4a16:dq",
+        .requires = "",
+        .m_min = 161, .m_max = MPL_M_ANY, .m_limit = MPL_M_ANY,
+        .why = "H200 v5: tc wins at m = 128 (70B gate_up 457 vs 668 us), dq at m = 256 (743 vs 859 us; 8B layers "
+               "0.45-0.62x of cuBLAS vs 0.25-0.46x); with wg first (cc 9.0) it serves m >= 513",
+    },
+    [PATH_TC] = {
+        .name = "cuda_w4a16:tc",
+        .requires = "",
+        .m_min = 1, .m_max = MPL_M_ANY, .m_limit = MPL_M_ANY,
+        .why = "the fallback: every m no row above serves (m = 9..32, and 33..160 off cc 9.0; H200 v3-v6 "
+               "crossovers above); 200-290 TFLOP/s at large m (0.25-0.42x of cuBLAS)",
+    },
 };
 
-/* Environment knobs (file comment). */
-typedef struct cw4_knobs {
-    int path, skinny_max_m, ksplit, tc_variant, skinny_nw, stream_nr, wg_exp;
-    int dq_min_m, dq_overlap; /* dq_min_m < 0: mpl_cw4_dq_by_default */
-    size_t dq_slab_bytes;
-} cw4_knobs;
+/* The weights each path multiplies (mpl_layer_weight_rounding): skinny and tc sum exact integer weights
+ * per group and scale in fp32, as the reference does; dq rounds every weight * scale to 16 bits once;
+ * wg does so unless mpl_cuda_w4a16_wg_exact holds for m. */
+typedef enum { WEIGHTS_EXACT, WEIGHTS_ROUNDED, WEIGHTS_ROUNDED_UNLESS_WG_EXACT } path_weights;
+static const path_weights path_rounding[NPATHS] = {
+    [PATH_SKINNY] = WEIGHTS_EXACT,
+    [PATH_WG] = WEIGHTS_ROUNDED_UNLESS_WG_EXACT,
+    [PATH_DQ] = WEIGHTS_ROUNDED,
+    [PATH_TC] = WEIGHTS_EXACT,
+};
 
-typedef struct cw4_packed {
+/* ---------- tuning (cuda_w4a16.h) ---------- */
+
+const mpl_cuda_w4a16_tuning mpl_cuda_w4a16_tuning_default = {
+    .ksplit = 0,
+    .skinny_nw = 0,
+    .dq_slab_bytes = 0,
+    .dq_overlap = 1, /* measured v5: the overlap buys 2-10% on the dq path */
+};
+static const mpl_cuda_w4a16_tuning *_Atomic g_tuning;
+
+void mpl_cuda_w4a16_tuning_override(const mpl_cuda_w4a16_tuning *t) { g_tuning = t; }
+
+static const mpl_cuda_w4a16_tuning *tuning(void) {
+    const mpl_cuda_w4a16_tuning *t = g_tuning;
+    return t ? t : &mpl_cuda_w4a16_tuning_default;
+}
+
+/* ---------- the packed layer ---------- */
+
+typedef struct packed_layer {
     mpl_config cfg;
-    mpl_cw4_layout meta; /* sizes and format; its host pointers are NULL */
+    mpl_cuda_w4a16_layout meta; /* sizes and format; its host pointers are NULL */
     int device, cc, sms;
+    int gs16; /* group size / 16, MPL_CUDA_W4A16_ONE_GROUP with one group */
     void *dbuf; /* one allocation: qweight | scales | scales_lo | zeros | perm */
     const uint32_t *qweight;
     const uint16_t *scales, *scales_lo;
     const uint8_t *zeros;
     const int32_t *perm;
-    size_t held_bytes;      /* qweight + scales + zeros */
-    cudaMemPool_t pool;     /* stream-ordered scratch: act-order x, host-path staging */
-    cw4_knobs knobs;
-    unsigned char wg_map[MPL_CW4_WG_MAP_BYTES]; /* the wg path's weight tensor map (cc 9.0) */
-    int wg_ok;                                  /* wg_map encoded: the wg path can run */
-    int live_knobs; /* MPL_CUDA_W4A16_LIVE_KNOBS=1 at creation: re-read the knobs at every apply (benchmarks) */
-} cw4_packed;
+    size_t held_bytes;  /* qweight + scales + zeros */
+    cudaMemPool_t pool; /* stream-ordered scratch: act-order x, host-path staging, wg x tiles */
+    unsigned char wg_map[MPL_CUDA_W4A16_WG_MAP_BYTES]; /* the wg path's weight tensor map */
+    int wg_state; /* 0: wg_map encoded; -1: not attempted (wg not enabled); else the encoder's cudaError_t */
+} packed_layer;
 
-static mpl_status cuda_fail(cudaError_t e, const char *what) {
-    mpl_status st = mpl_set_error(MPL_ERR_CUDA, "cuda_w4a16: %s: %s: %s", what, cudaGetErrorName(e),
-                                  cudaGetErrorString(e));
-    return st;
+static mpl_status cuda_fail(cudaError_t e, int device, const char *what) {
+    return mpl_set_error(MPL_ERR_CUDA, "cuda_w4a16 (device %d): %s: %s: %s", device, what, cudaGetErrorName(e),
+                         cudaGetErrorString(e));
 }
 
-static mpl_reason cw4_can_implement(const mpl_config *c, const mpl_platform *p, char *msg, size_t cap) {
-    (void)p; /* the CPU platform does not describe CUDA devices: ask the runtime (cuda_rt.c) */
+/* The chooser has checked the device and its compute capability (.min_cc and each path's range). */
+static mpl_reason can_implement(const mpl_config *c, const mpl_platform *p, char *msg, size_t cap) {
+    (void)p;
     if (c->mode != MPL_MODE_W4A16)
         return mpl_refuse(msg, cap, MPL_REASON_MODE,
                           "mode W4A8: cuda_w4a16 runs W4A16 only (activations used as given, not quantized)");
@@ -100,92 +146,51 @@ static mpl_reason cw4_can_implement(const mpl_config *c, const mpl_platform *p, 
         return mpl_refuse(msg, cap, MPL_REASON_GROUP_SIZE,
                           "group size %lld: must be -1 or a multiple of 16 (each k16 MMA step lies in one group)",
                           (long long)c->group_size);
-    int devices = 0, cc = 0;
-    char name[64], note[128];
-    mpl_cuda_query(&devices, &cc, name, sizeof name, note, sizeof note);
-    if (devices == 0) return mpl_refuse(msg, cap, MPL_REASON_DEVICE, "%s", note);
-    if (cc < 80)
-        return mpl_refuse(msg, cap, MPL_REASON_DEVICE,
-                          "device 0 (%s) has compute capability %d.%d: cuda_w4a16 needs 8.0 or newer "
-                          "(bf16 mma.sync, cp.async)",
-                          name, cc / 10, cc % 10);
     return MPL_REASON_OK;
 }
 
-static void cw4_destroy(void *pp) {
-    cw4_packed *p = pp;
+/* Runs with the current device set to p->device (or, when pack failed early, any). */
+static void free_device_state(packed_layer *p) {
+    if (p->dbuf) cudaFree(p->dbuf); /* synchronizes: no kernel still reads the weights */
+    if (p->pool) cudaMemPoolDestroy(p->pool);
+    (void)cudaGetLastError();
+}
+
+static void destroy(void *pp) {
+    packed_layer *p = pp;
     if (!p) return;
     int cur = -1;
     if (cudaGetDevice(&cur) == cudaSuccess && cur != p->device) cudaSetDevice(p->device);
-    if (p->dbuf) cudaFree(p->dbuf); /* synchronizes: no kernel still reads the weights */
-    if (p->pool) cudaMemPoolDestroy(p->pool);
+    free_device_state(p);
     if (cur >= 0 && cur != p->device) cudaSetDevice(cur);
     (void)cudaGetLastError();
     free(p);
 }
 
-static int env_int(const char *name, int fallback) {
-    const char *v = getenv(name);
-    if (!v || !*v) return fallback;
-    char *end;
-    long r = strtol(v, &end, 10);
-    return (*end || r < 0 || r > 1 << 20) ? fallback : (int)r;
-}
-
-static void read_knobs(cw4_knobs *k) {
-    const char *path = getenv("MPL_CUDA_W4A16_PATH");
-    k->path = !path                     ? PATH_AUTO
-              : !strcmp(path, "skinny") ? PATH_SKINNY
-              : !strcmp(path, "stream") ? PATH_STREAM
-              : !strcmp(path, "tc")     ? PATH_TC
-              : !strcmp(path, "dq")     ? PATH_DQ
-              : !strcmp(path, "wg")     ? PATH_WG
-                                        : PATH_AUTO;
-    k->skinny_max_m = env_int("MPL_CUDA_W4A16_SKINNY_MAX_M", -1);
-    k->ksplit = env_int("MPL_CUDA_W4A16_KSPLIT", 0);
-    k->tc_variant = env_int("MPL_CUDA_W4A16_TC_VARIANT", -1); /* -1: by m (w4a16_tc.cuh) */
-    k->skinny_nw = env_int("MPL_CUDA_W4A16_SKINNY_NW", 0);
-    k->stream_nr = env_int("MPL_CUDA_W4A16_STREAM_NR", 0);
-    k->wg_exp = env_int("MPL_CUDA_W4A16_WG_EXP", 0);
-    k->dq_min_m = env_int("MPL_CUDA_W4A16_DQ_MIN_M", -1);
-    k->dq_overlap = env_int("MPL_CUDA_W4A16_DQ_OVERLAP", 1) != 0;
-    k->dq_slab_bytes = (size_t)env_int("MPL_CUDA_W4A16_DQ_SLAB_KB", 0) << 10; /* 0: by m (dq_slab_rows) */
-}
-
 static size_t align256(size_t v) { return (v + 255) & ~(size_t)255; }
 
-static mpl_status cw4_pack(const mpl_config *c, const mpl_canonical *w, void **out) {
-    *out = NULL;
-    cw4_packed *p = calloc(1, sizeof *p);
-    if (!p) return mpl_set_error(MPL_ERR_OUT_OF_MEMORY, "cuda_w4a16: out of memory");
-    p->cfg = *c;
-    cudaError_t e = cudaGetDevice(&p->device);
+/* pack's body, with the layer's device current. */
+static mpl_status pack_on_device(const mpl_config *c, const mpl_canonical *w, int device, uint32_t enabled,
+                                 packed_layer *p) {
     int major = 0, minor = 0, pools = 0;
-    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, p->device);
-    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, p->device);
-    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&p->sms, cudaDevAttrMultiProcessorCount, p->device);
-    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, p->device);
-    if (e != cudaSuccess) {
-        free(p);
-        return cuda_fail(e, "querying the current device");
-    }
+    cudaError_t e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&p->sms, cudaDevAttrMultiProcessorCount, device);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device);
+    if (e != cudaSuccess) return cuda_fail(e, device, "querying the device");
     p->cc = major * 10 + minor;
-    if (p->cc < 80 || !pools) {
-        free(p);
+    if (p->cc < 80 || !pools)
         return mpl_set_error(MPL_ERR_NO_HARDWARE,
                              "cuda_w4a16: device %d has compute capability %d.%d%s: needs 8.0 or newer with "
                              "memory pools",
-                             p->device, major, minor, pools ? "" : " and no memory pools");
-    }
-    mpl_cw4_layout host;
-    mpl_status st = mpl_cw4_pack(c, w, &host);
-    if (st != MPL_OK) {
-        free(p);
-        return st;
-    }
+                             device, major, minor, pools ? "" : " and no memory pools");
+    mpl_cuda_w4a16_layout host;
+    mpl_status st = mpl_cuda_w4a16_pack(c, w, &host);
+    if (st != MPL_OK) return st;
     p->meta = host;
     p->meta.qweight = NULL, p->meta.scales = p->meta.scales_lo = NULL, p->meta.zeros = NULL, p->meta.perm = NULL;
-    size_t bq = mpl_cw4_qweight_bytes(&host), plane = (size_t)host.groups * (size_t)host.n_pad;
+    p->gs16 = host.groups == 1 ? MPL_CUDA_W4A16_ONE_GROUP : (int)(host.group_size / 16);
+    size_t bq = mpl_cuda_w4a16_qweight_bytes(&host), plane = (size_t)host.groups * (size_t)host.n_pad;
     size_t bs = plane * 2, bl = host.scales_lo ? plane * 2 : 0, bz = host.zeros ? plane : 0;
     size_t bp = host.perm ? (size_t)host.k * 4 : 0;
     size_t oq = 0, os = align256(oq + bq), ol = align256(os + bs), oz = align256(ol + bl), op = align256(oz + bz);
@@ -194,9 +199,8 @@ static mpl_status cw4_pack(const mpl_config *c, const mpl_canonical *w, void **o
     e = cudaMalloc(&p->dbuf, total);
     if (e != cudaSuccess) {
         p->dbuf = NULL;
-        mpl_cw4_layout_free(&host);
-        cw4_destroy(p);
-        return cuda_fail(e, "allocating the packed weights on the device");
+        mpl_cuda_w4a16_layout_free(&host);
+        return cuda_fail(e, device, "allocating the packed weights");
     }
     char *d = p->dbuf;
     p->qweight = (const uint32_t *)(d + oq);
@@ -209,16 +213,13 @@ static mpl_status cw4_pack(const mpl_config *c, const mpl_canonical *w, void **o
     if (e == cudaSuccess && bl) e = cudaMemcpy(d + ol, host.scales_lo, bl, cudaMemcpyHostToDevice);
     if (e == cudaSuccess && bz) e = cudaMemcpy(d + oz, host.zeros, bz, cudaMemcpyHostToDevice);
     if (e == cudaSuccess && bp) e = cudaMemcpy(d + op, host.perm, bp, cudaMemcpyHostToDevice);
-    mpl_cw4_layout_free(&host);
-    if (e != cudaSuccess) {
-        cw4_destroy(p);
-        return cuda_fail(e, "copying the packed weights to the device");
-    }
+    mpl_cuda_w4a16_layout_free(&host);
+    if (e != cudaSuccess) return cuda_fail(e, device, "copying the packed weights to the device");
     struct cudaMemPoolProps props;
     memset(&props, 0, sizeof props);
     props.allocType = cudaMemAllocationTypePinned;
     props.location.type = cudaMemLocationTypeDevice;
-    props.location.id = p->device;
+    props.location.id = device;
     e = cudaMemPoolCreate(&p->pool, &props);
     if (e == cudaSuccess) {
         /* Keep freed scratch in the pool: after the first call of a size, apply allocates nothing. */
@@ -227,25 +228,71 @@ static mpl_status cw4_pack(const mpl_config *c, const mpl_canonical *w, void **o
     } else {
         p->pool = NULL;
     }
-    if (e != cudaSuccess) {
-        cw4_destroy(p);
-        return cuda_fail(e, "creating the scratch memory pool");
+    if (e != cudaSuccess) return cuda_fail(e, device, "creating the scratch memory pool");
+    /* The wg map only for a layer that may run wg (path_ready reports a failed encode). */
+    p->wg_state = -1;
+    if ((enabled >> PATH_WG & 1u) && p->cc == 90)
+        p->wg_state = mpl_cuda_w4a16_wg_weight_map(p->qweight, (int)p->meta.k_pad, (int)p->meta.n_pad, p->wg_map);
+    return MPL_OK;
+}
+
+static mpl_status pack(const mpl_config *c, const mpl_canonical *w, const mpl_platform *plat, uint32_t enabled,
+                       void **out) {
+    *out = NULL;
+    const int device = plat->cuda_device;
+    if (device < 0 || device >= MPL_CUDA_MAX_DEVICES)
+        return mpl_set_error(MPL_ERR_NO_HARDWARE, "cuda_w4a16: CUDA device %d: must be 0..%d (MPL_CUDA_MAX_DEVICES)",
+                             device, MPL_CUDA_MAX_DEVICES - 1);
+    packed_layer *p = calloc(1, sizeof *p);
+    if (!p) return mpl_set_error(MPL_ERR_OUT_OF_MEMORY, "cuda_w4a16: out of memory");
+    p->cfg = *c;
+    p->device = device;
+    int prev = -1;
+    cudaError_t e = cudaGetDevice(&prev);
+    if (e == cudaSuccess && prev != device) e = cudaSetDevice(device);
+    mpl_status st = e != cudaSuccess ? cuda_fail(e, device, "selecting the layer's device")
+                                     : pack_on_device(c, w, device, enabled, p);
+    if (st != MPL_OK) free_device_state(p);
+    if (prev >= 0 && prev != device) cudaSetDevice(prev);
+    (void)cudaGetLastError();
+    if (st != MPL_OK) {
+        free(p);
+        return st;
     }
-    p->wg_ok = p->cc == 90 && mpl_cw4_wg_weight_map(p->qweight, (int)p->meta.k_pad, (int)p->meta.n_pad, p->wg_map) == 0;
-    read_knobs(&p->knobs);
-    p->live_knobs = env_int("MPL_CUDA_W4A16_LIVE_KNOBS", 0) != 0;
     *out = p;
     return MPL_OK;
 }
 
-static size_t cw4_workspace_size(const void *pp, int64_t m, int threads) {
-    (void)pp, (void)m, (void)threads;
+static mpl_reason path_ready(const void *pp, int path, char *msg, size_t cap) {
+    const packed_layer *p = pp;
+    if (path != PATH_WG || p->wg_state == 0) return MPL_REASON_OK;
+    if (p->wg_state < 0)
+        return mpl_refuse(msg, cap, MPL_REASON_DEVICE,
+                          "cuda_w4a16:wg: device %d (compute capability %d.%d) got no weight tensor map at pack: wg "
+                          "runs on 9.0 only",
+                          p->device, p->cc / 10, p->cc % 10);
+    return mpl_refuse(msg, cap, MPL_REASON_DEVICE,
+                      "cuda_w4a16:wg: the driver could not encode the weights' tensor map (%s): wg copies each "
+                      "64-channel chunk of 256 rows as one 2D tensor copy through it",
+                      cudaGetErrorName((cudaError_t)p->wg_state));
+}
+
+static size_t workspace_size(const void *pp, int64_t m, int threads, int path) {
+    (void)pp, (void)m, (void)threads, (void)path;
     return 0; /* device scratch comes from the layer's stream-ordered pool */
 }
 
-static size_t cw4_weight_bytes(const void *pp) { return ((const cw4_packed *)pp)->held_bytes; }
+static size_t weight_bytes(const void *pp) { return ((const packed_layer *)pp)->held_bytes; }
 
-/* ---------- dequantizing path: slabs + cuBLAS ---------- */
+static double weight_rounding(const void *pp, int64_t m, int path) {
+    const packed_layer *p = pp;
+    if (path < 0 || path >= NPATHS) return 0.0;
+    const path_weights pw = path_rounding[path];
+    const bool rounds = pw == WEIGHTS_ROUNDED || (pw == WEIGHTS_ROUNDED_UNLESS_WG_EXACT && !mpl_cuda_w4a16_wg_exact(m, p->gs16));
+    return rounds ? (p->cfg.act == MPL_ACT_BF16 ? 0x1.0p-8 : 0x1.0p-11) : 0.0;
+}
+
+/* ---------- path dq: slabs + cuBLAS ---------- */
 
 /*
  * Process-wide, per device: the cuBLAS handle, the scratch pool (stream-ordered, shared by every
@@ -253,26 +300,25 @@ static size_t cw4_weight_bytes(const void *pp) { return ((const cw4_packed *)pp)
  * stream and events of the overlap. Created on first use, kept for the process; one mutex serializes
  * issuing dq calls (the handle's stream and workspace, and the events, are per call state).
  */
-#define CW4_MAX_DEV 64
 /* cuBLAS workspace: fixed size, so cuBLAS's kernel choice (and so the bits) does not vary by call */
-#define CW4_BLAS_WS ((size_t)32 << 20)
-typedef struct cw4_blas {
+#define DQ_BLAS_WS ((size_t)32 << 20)
+typedef struct dq_blas {
     int ready;
     cublasHandle_t h;
     cudaMemPool_t pool;
     cudaStream_t side;
     cudaEvent_t fork, deq[2], gemm[2];
-} cw4_blas;
-static cw4_blas g_blas[CW4_MAX_DEV];
+} dq_blas;
+static dq_blas g_blas[MPL_CUDA_MAX_DEVICES];
 static pthread_mutex_t g_blas_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static mpl_status blas_fail(cublasStatus_t s, const char *what) {
-    return mpl_set_error(MPL_ERR_CUDA, "cuda_w4a16: %s: cuBLAS status %d: %s", what, (int)s, cublasGetStatusString(s));
+    return mpl_set_error(MPL_ERR_CUDA, "cuda_w4a16:dq: %s: cuBLAS status %d: %s", what, (int)s, cublasGetStatusString(s));
 }
 
-/* Called with g_blas_mu held. */
+/* Called with g_blas_mu held and dev current. */
 static mpl_status blas_init(int dev) {
-    cw4_blas *b = &g_blas[dev];
+    dq_blas *b = &g_blas[dev];
     if (b->ready) return MPL_OK;
     cublasStatus_t bs = cublasCreate(&b->h);
     if (bs != CUBLAS_STATUS_SUCCESS) return blas_fail(bs, "cublasCreate");
@@ -299,10 +345,34 @@ static mpl_status blas_init(int dev) {
     if (e != cudaSuccess) {
         /* partial state is leaked rather than torn down in an unknown order; the call fails */
         cublasDestroy(b->h);
-        return cuda_fail(e, "creating the dq path's pool, stream and events");
+        return cuda_fail(e, dev, "creating the dq path's pool, stream and events");
     }
     b->ready = 1;
     return MPL_OK;
+}
+
+/*
+ * Rows per slab. Default (measured, bench/cuda/NOTES.md v5): enough rows that one slab's GEMM has two
+ * waves of 128 x 128 output tiles (cuBLAS is inefficient on short GEMMs: 70B down at m = 1024 ran 943 us
+ * with 32 MB slabs = 585 rows, 854 us with 128 MB), held between 32 and 128 MB of 16-bit weights.
+ * With a bias the fp32 product slab (m x rows x 4 bytes) is held under 128 MB too.
+ */
+#define DQ_MB ((size_t)1 << 20)
+static size_t dq_slab_rows(const mpl_cuda_w4a16_tuning *t, int sms, int M, int K, int N, bool bias) {
+    size_t row_bytes = (size_t)K * 2, rows;
+    if (t->dq_slab_bytes) {
+        rows = t->dq_slab_bytes / row_bytes;
+    } else {
+        size_t want = (size_t)2 * (size_t)sms * 128 * 128 / (size_t)M, bytes = want * row_bytes;
+        if (bytes < 32 * DQ_MB) bytes = 32 * DQ_MB;
+        if (bytes > 128 * DQ_MB) bytes = 128 * DQ_MB;
+        rows = bytes / row_bytes;
+    }
+    if (bias && rows * (size_t)M * 4 > 128 * DQ_MB) rows = 128 * DQ_MB / ((size_t)M * 4);
+    rows = rows >= 128 ? rows / 128 * 128 : rows / 16 * 16;
+    if (rows < 16) rows = 16;
+    size_t n16 = ((size_t)N + 15) / 16 * 16;
+    return rows > n16 ? n16 : rows;
 }
 
 /*
@@ -311,78 +381,55 @@ static mpl_status blas_init(int dev) {
  * With overlap, slab s + 1 is dequantized on the side stream into the other buffer while the GEMM
  * of slab s runs; buffer b is rewritten only after the GEMM that read it (event gemm[b]).
  */
-/*
- * Rows per slab. Default (measured, bench/cuda/NOTES.md v5): enough rows that one slab's GEMM has two
- * waves of 128 x 128 output tiles (cuBLAS is inefficient on short GEMMs: 70B down at m = 1024 ran 943 us
- * with 32 MB slabs = 585 rows, 854 us with 128 MB), held between 32 and 128 MB of 16-bit weights.
- * With a bias the fp32 product slab (m x rows x 4 bytes) is held under 128 MB too.
- */
-#define CW4_MB ((size_t)1 << 20)
-static size_t dq_slab_rows(const cw4_knobs *kn, int sms, int M, int K, int N, bool bias) {
-    size_t row_bytes = (size_t)K * 2, rows;
-    if (kn->dq_slab_bytes) {
-        rows = kn->dq_slab_bytes / row_bytes;
-    } else {
-        size_t want = (size_t)2 * (size_t)sms * 128 * 128 / (size_t)M, bytes = want * row_bytes;
-        if (bytes < 32 * CW4_MB) bytes = 32 * CW4_MB;
-        if (bytes > 128 * CW4_MB) bytes = 128 * CW4_MB;
-        rows = bytes / row_bytes;
-    }
-    if (bias && rows * (size_t)M * 4 > 128 * CW4_MB) rows = 128 * CW4_MB / ((size_t)M * 4);
-    rows = rows >= 128 ? rows / 128 * 128 : rows / 16 * 16;
-    if (rows < 16) rows = 16;
-    size_t n16 = ((size_t)N + 15) / 16 * 16;
-    return rows > n16 ? n16 : rows;
-}
-
-static mpl_status dq_apply(const cw4_packed *p, const cw4_knobs *kn, const mpl_cw4_args *a, cudaStream_t stream) {
-    const int K = a->k, N = a->n, M = a->m;
-    const size_t rows = dq_slab_rows(kn, p->sms, M, K, N, a->bias != NULL);
+static mpl_status run_dq(const packed_layer *p, const mpl_cuda_w4a16_tuning *t, const mpl_cuda_w4a16_args *a,
+                         cudaStream_t stream) {
+    const int K = a->k, N = a->n, M = a->m, dev = p->device;
+    const size_t rows = dq_slab_rows(t, p->sms, M, K, N, a->bias != NULL);
     int nslabs = (int)(((size_t)N + rows - 1) / rows);
-    int nbuf = kn->dq_overlap && nslabs > 1 ? 2 : 1;
+    int nbuf = t->dq_overlap && nslabs > 1 ? 2 : 1;
     size_t slab_bytes = (rows * (size_t)K * 2 + 255) & ~(size_t)255;
     /* with a bias: cuBLAS writes the fp32 product slab, our epilogue adds the bias and rounds once */
     size_t c_bytes = a->bias ? (rows * (size_t)M * 4 + 255) & ~(size_t)255 : 0;
-    size_t total = CW4_BLAS_WS + (size_t)nbuf * slab_bytes + c_bytes;
-    int dev = p->device;
-    if (dev >= CW4_MAX_DEV) return mpl_set_error(MPL_ERR_CUDA, "cuda_w4a16: device %d: dq path supports devices 0..%d", dev, CW4_MAX_DEV - 1);
+    size_t total = DQ_BLAS_WS + (size_t)nbuf * slab_bytes + c_bytes;
     pthread_mutex_lock(&g_blas_mu);
     mpl_status st = blas_init(dev);
-    cw4_blas *b = &g_blas[dev];
+    dq_blas *b = &g_blas[dev];
     char *scr = NULL;
     if (st == MPL_OK) {
         cudaError_t e = cudaMallocFromPoolAsync((void **)&scr, total, b->pool, stream);
         if (e != cudaSuccess) {
             scr = NULL;
-            st = cuda_fail(e, "allocating dq scratch");
+            st = cuda_fail(e, dev, "allocating dq scratch");
         }
     }
     cublasStatus_t bs = CUBLAS_STATUS_SUCCESS;
     if (st == MPL_OK) bs = cublasSetStream(b->h, stream); /* resets the workspace: set it after */
-    if (st == MPL_OK && bs == CUBLAS_STATUS_SUCCESS) bs = cublasSetWorkspace(b->h, scr, CW4_BLAS_WS);
+    if (st == MPL_OK && bs == CUBLAS_STATUS_SUCCESS) bs = cublasSetWorkspace(b->h, scr, DQ_BLAS_WS);
     if (st == MPL_OK && bs != CUBLAS_STATUS_SUCCESS) st = blas_fail(bs, "setting the cuBLAS stream and workspace");
     const float one = 1.0f, zero = 0.0f;
-    float *cbuf = c_bytes ? (float *)(scr + CW4_BLAS_WS + (size_t)nbuf * slab_bytes) : NULL;
+    float *cbuf = c_bytes ? (float *)(scr + DQ_BLAS_WS + (size_t)nbuf * slab_bytes) : NULL;
     const bool ov = nbuf == 2;
     if (st == MPL_OK && ov) {
         cudaError_t e = cudaEventRecord(b->fork, stream);
         if (e == cudaSuccess) e = cudaStreamWaitEvent(b->side, b->fork, 0);
-        if (e != cudaSuccess) st = cuda_fail(e, "forking the dq side stream");
+        if (e != cudaSuccess) st = cuda_fail(e, dev, "forking the dq side stream");
     }
-    const cudaDataType_t dt = a->act == 1 ? CUDA_R_16F : CUDA_R_16BF;
+    const cudaDataType_t dt = a->act == MPL_CUDA_W4A16_ACT_F16 ? CUDA_R_16F : CUDA_R_16BF;
     for (int s = 0; s < nslabs && st == MPL_OK; s++) {
         int n0 = (int)((size_t)s * rows), ns = (int)((size_t)N - (size_t)n0 < rows ? (size_t)N - (size_t)n0 : rows);
         int buf = s % nbuf;
-        char *w = scr + CW4_BLAS_WS + (size_t)buf * slab_bytes;
+        char *w = scr + DQ_BLAS_WS + (size_t)buf * slab_bytes;
         cudaStream_t ds = ov ? b->side : stream;
         cudaError_t e = cudaSuccess;
         if (ov && s >= 2) e = cudaStreamWaitEvent(b->side, b->gemm[buf], 0);
-        int le = e == cudaSuccess ? mpl_cw4_launch_dequant(a, n0 / 16, (ns + 15) / 16, w, K, ds) : 0;
+        int le = e == cudaSuccess ? mpl_cuda_w4a16_launch_dq_slab(a, n0 / MPL_CUDA_W4A16_NT,
+                                                                  (ns + MPL_CUDA_W4A16_NT - 1) / MPL_CUDA_W4A16_NT, w, K, ds)
+                                  : 0;
         if (e == cudaSuccess && le) e = (cudaError_t)le;
         if (e == cudaSuccess && ov) e = cudaEventRecord(b->deq[buf], b->side);
         if (e == cudaSuccess && ov) e = cudaStreamWaitEvent(stream, b->deq[buf], 0);
         if (e != cudaSuccess) {
-            st = cuda_fail(e, "launching the dq dequantization");
+            st = cuda_fail(e, dev, "launching the dq dequantization");
             break;
         }
         if (cbuf)
@@ -396,14 +443,14 @@ static mpl_status dq_apply(const cw4_packed *p, const cw4_knobs *kn, const mpl_c
             break;
         }
         if (cbuf) {
-            le = mpl_cw4_launch_bias_epilogue(cbuf, (const uint16_t *)a->bias + n0, (uint16_t *)a->y + n0, M, ns, N,
-                                              a->act, stream);
+            le = mpl_cuda_w4a16_launch_dq_bias(cbuf, (const uint16_t *)a->bias + n0, (uint16_t *)a->y + n0, M, ns, N,
+                                               a->act, stream);
             if (le) {
-                st = cuda_fail((cudaError_t)le, "launching the dq bias epilogue");
+                st = cuda_fail((cudaError_t)le, dev, "launching the dq bias epilogue");
                 break;
             }
         }
-        if (ov && (e = cudaEventRecord(b->gemm[buf], stream)) != cudaSuccess) st = cuda_fail(e, "recording a dq event");
+        if (ov && (e = cudaEventRecord(b->gemm[buf], stream)) != cudaSuccess) st = cuda_fail(e, dev, "recording a dq event");
     }
     if (st != MPL_OK && ov) {
         /* rejoin the side stream whatever happened (a capture must not end with it forked) */
@@ -411,161 +458,132 @@ static mpl_status dq_apply(const cw4_packed *p, const cw4_knobs *kn, const mpl_c
     }
     if (scr) {
         cudaError_t e = cudaFreeAsync(scr, stream);
-        if (st == MPL_OK && e != cudaSuccess) st = cuda_fail(e, "freeing dq scratch");
+        if (st == MPL_OK && e != cudaSuccess) st = cuda_fail(e, dev, "freeing dq scratch");
     }
     pthread_mutex_unlock(&g_blas_mu);
     return st;
 }
 
-/* The path an apply of m rows takes (knobs, then mpl_cw4_default_path). */
-static int choose_path(const cw4_packed *p, const cw4_knobs *kn, int64_t m) {
-    int path = kn->path;
-    const int tiled = p->wg_ok ? PATH_WG : PATH_TC; /* the tiled kernel of this device */
-    if (path == PATH_AUTO) {
-        /* without the wg path (no tensor map), what mpl_cw4_default_path picks on other devices */
-        path = mpl_cw4_default_path(m, p->meta.k, p->meta.n, p->wg_ok ? p->cc : 0);
-        if (kn->skinny_max_m >= 0) /* moved switch point */
-            path = m <= kn->skinny_max_m && m <= MPL_CW4_SKINNY_MAX_M ? PATH_SKINNY : path == PATH_SKINNY ? tiled : path;
-        if (kn->dq_min_m >= 0 && path != PATH_SKINNY) path = m >= kn->dq_min_m ? PATH_DQ : path == PATH_DQ ? tiled : path;
-    }
-    if ((path == PATH_SKINNY || path == PATH_STREAM) && m > MPL_CW4_SKINNY_MAX_M) path = tiled;
-    return path;
-}
+/* ---------- the other paths, and apply ---------- */
 
-static double cw4_weight_rounding(const void *pp, int64_t m) {
-    const cw4_packed *p = pp;
-    cw4_knobs kn = p->knobs;
-    if (p->live_knobs) read_knobs(&kn);
-    const int path = choose_path(p, &kn, m);
-    const int64_t gs = p->meta.groups == 1 ? -1 : p->meta.group_size;
-    /* MPL_CUDA_W4A16_WG_EXP=4: the wg path rounds at any m (an experiment knob) */
-    if (!mpl_cw4_path_rounds_weights(path, m, gs) && !(path == PATH_WG && (kn.wg_exp & 4))) return 0.0;
-    return p->cfg.act == MPL_ACT_BF16 ? 0x1.0p-8 : 0x1.0p-11;
-}
-
-/* Launch on device pointers (x already permuted for act-order). */
-static mpl_status run_kernels(const cw4_packed *p, int m, const void *x, const void *bias, void *y,
-                              cudaStream_t stream) {
-    cw4_knobs kn = p->knobs;
-    if (p->live_knobs) read_knobs(&kn);
-    mpl_cw4_args a;
-    memset(&a, 0, sizeof a);
-    a.qweight = p->qweight;
-    a.scales = p->scales;
-    a.scales_lo = p->scales_lo;
-    a.zeros = p->zeros;
-    a.n = (int)p->meta.n;
-    a.k = (int)p->meta.k;
-    a.n_pad = (int)p->meta.n_pad;
-    a.k_pad = (int)p->meta.k_pad;
-    if (p->meta.groups == 1) {
-        a.gs16 = 1 << 28; /* never reached: no group boundary inside K */
-        a.inv_gs16 = 0.0f;
-    } else {
-        a.gs16 = (int)(p->meta.group_size / 16);
-        a.inv_gs16 = 1.0f / (float)a.gs16;
-    }
-    a.scale_fmt = p->meta.scale_fmt;
-    a.act = (int)p->cfg.act;
-    a.m = m;
-    a.x = x;
-    a.bias = bias;
-    a.y = y;
-    a.ksplit = kn.ksplit;
-    a.sms = p->sms;
-    a.cc = p->cc;
-    a.tc_variant = kn.tc_variant;
-    a.skinny_nw = kn.skinny_nw;
-    a.stream_nr = kn.stream_nr;
-    a.wg_exp = kn.wg_exp;
-    a.wg_map = p->wg_ok ? p->wg_map : NULL;
-    int path = choose_path(p, &kn, m);
-    if (path == PATH_DQ) return dq_apply(p, &kn, &a, stream);
-    if (path == PATH_WG && !p->wg_ok)
-        return mpl_set_error(MPL_ERR_UNSUPPORTED,
-                             "cuda_w4a16: path wg (MPL_CUDA_W4A16_PATH) needs compute capability 9.0 (sm_90a "
-                             "wgmma) and the driver's tensor-map encoder; device %d has %d.%d%s",
-                             p->device, p->cc / 10, p->cc % 10, p->cc == 90 ? ", encoder unavailable" : "");
-    if (path == PATH_WG) {
-        void *xt = NULL;
-        cudaError_t ce = cudaMallocFromPoolAsync(&xt, mpl_cw4_wg_scratch_bytes(&a), p->pool, stream);
-        if (ce != cudaSuccess) return cuda_fail(ce, "allocating wg x-tile scratch");
-        int le = mpl_cw4_launch_wg(&a, xt, stream);
-        ce = cudaFreeAsync(xt, stream);
-        if (le) return cuda_fail((cudaError_t)le, "launching the warpgroup (wgmma) kernel");
-        if (ce != cudaSuccess) return cuda_fail(ce, "freeing wg x-tile scratch");
-        return MPL_OK;
-    }
-    if (path == PATH_STREAM) { /* MPL_CUDA_W4A16_PATH=stream only */
-        int se = mpl_cw4_launch_stream(&a, stream);
-        if (se == (int)cudaErrorNotSupported)
-            return mpl_set_error(MPL_ERR_UNSUPPORTED,
-                                 "cuda_w4a16: path stream (MPL_CUDA_W4A16_PATH) needs compute capability 9.0+, m <= %d, "
-                                 "a group size that is a multiple of 64 (or -1) and x's K slice in shared memory; "
-                                 "here cc %d.%d, m %d, group size %lld, k %lld",
-                                 MPL_CW4_SKINNY_MAX_M, p->cc / 10, p->cc % 10, m,
-                                 (long long)(p->meta.groups == 1 ? -1 : p->meta.group_size), (long long)p->meta.k);
-        if (se != 0) return cuda_fail((cudaError_t)se, "launching the stream kernel");
-        return MPL_OK;
-    }
-    int e = path == PATH_SKINNY ? mpl_cw4_launch_skinny(&a, stream) : mpl_cw4_launch_tc(&a, stream);
-    if (e != 0)
-        return cuda_fail((cudaError_t)e, path == PATH_SKINNY ? "launching the skinny kernel" : "launching the tensor-core kernel");
+static mpl_status run_wg(const packed_layer *p, const mpl_cuda_w4a16_args *a, cudaStream_t stream) {
+    void *xt = NULL;
+    cudaError_t ce = cudaMallocFromPoolAsync(&xt, mpl_cuda_w4a16_wg_scratch_bytes(a), p->pool, stream);
+    if (ce != cudaSuccess) return cuda_fail(ce, p->device, "allocating wg x-tile scratch");
+    int le = mpl_cuda_w4a16_launch_wg(a, xt, stream);
+    ce = cudaFreeAsync(xt, stream);
+    if (le) return cuda_fail((cudaError_t)le, p->device, "launching the cuda_w4a16:wg kernels");
+    if (ce != cudaSuccess) return cuda_fail(ce, p->device, "freeing wg x-tile scratch");
     return MPL_OK;
 }
 
-static mpl_status device_apply(const cw4_packed *p, int m, const void *x, const void *bias, void *y,
+/* Path `path` on device pointers (x already permuted for act-order). */
+static mpl_status run_path(const packed_layer *p, int path, int m, const void *x, const void *bias, void *y,
+                           cudaStream_t stream) {
+    const mpl_cuda_w4a16_tuning *t = tuning();
+    const mpl_cuda_w4a16_args a = {
+        .qweight = p->qweight,
+        .scales = p->scales,
+        .scales_lo = p->scales_lo,
+        .zeros = p->zeros,
+        .n = (int)p->meta.n,
+        .k = (int)p->meta.k,
+        .n_pad = (int)p->meta.n_pad,
+        .k_pad = (int)p->meta.k_pad,
+        .gs16 = p->gs16,
+        .inv_gs16 = p->gs16 == MPL_CUDA_W4A16_ONE_GROUP ? 0.0f : 1.0f / (float)p->gs16,
+        .scale_fmt = p->meta.scale_fmt,
+        .act = (int)p->cfg.act,
+        .m = m,
+        .x = x,
+        .bias = bias,
+        .y = y,
+        .device = p->device,
+        .sms = p->sms,
+        .cc = p->cc,
+        .ksplit = t->ksplit,
+        .skinny_nw = t->skinny_nw,
+        .wg_map = p->wg_state == 0 ? p->wg_map : NULL,
+    };
+    int e;
+    switch (path) {
+    case PATH_SKINNY:
+        e = mpl_cuda_w4a16_launch_skinny(&a, stream);
+        return e ? cuda_fail((cudaError_t)e, p->device, "launching the cuda_w4a16:skinny kernel") : MPL_OK;
+    case PATH_WG: return run_wg(p, &a, stream);
+    case PATH_DQ: return run_dq(p, t, &a, stream);
+    case PATH_TC:
+        e = mpl_cuda_w4a16_launch_tc(&a, stream);
+        return e ? cuda_fail((cudaError_t)e, p->device, "launching the cuda_w4a16:tc kernel") : MPL_OK;
+    }
+    return mpl_set_error(MPL_ERR_INTERNAL, "cuda_w4a16: path index %d: must be 0..%d", path, NPATHS - 1);
+}
+
+static mpl_status device_apply(const packed_layer *p, int path, int m, const void *x, const void *bias, void *y,
                                cudaStream_t stream) {
-    if (!p->perm) return run_kernels(p, m, x, bias, y, stream);
+    if (!p->perm) return run_path(p, path, m, x, bias, y, stream);
     size_t bytes = (size_t)m * (size_t)p->meta.k * 2;
     void *xp = NULL;
     cudaError_t e = cudaMallocFromPoolAsync(&xp, bytes, p->pool, stream);
-    if (e != cudaSuccess) return cuda_fail(e, "allocating act-order scratch");
-    int le = mpl_cw4_launch_permute(x, p->perm, xp, m, (int)p->meta.k, stream);
-    mpl_status st = le ? cuda_fail((cudaError_t)le, "launching the act-order permutation") : run_kernels(p, m, xp, bias, y, stream);
+    if (e != cudaSuccess) return cuda_fail(e, p->device, "allocating act-order scratch");
+    int le = mpl_cuda_w4a16_launch_permute(x, p->perm, xp, m, (int)p->meta.k, stream);
+    mpl_status st = le ? cuda_fail((cudaError_t)le, p->device, "launching the act-order permutation")
+                       : run_path(p, path, m, xp, bias, y, stream);
     e = cudaFreeAsync(xp, stream);
-    if (st == MPL_OK && e != cudaSuccess) st = cuda_fail(e, "freeing act-order scratch");
+    if (st == MPL_OK && e != cudaSuccess) st = cuda_fail(e, p->device, "freeing act-order scratch");
     return st;
 }
 
-static mpl_status host_apply(const cw4_packed *p, int m, const void *x, const void *bias, void *y) {
+static mpl_status host_apply(const packed_layer *p, int path, int m, const void *x, const void *bias, void *y) {
     cudaStream_t stream = cudaStreamPerThread;
     size_t bx = (size_t)m * (size_t)p->meta.k * 2, by = (size_t)m * (size_t)p->meta.n * 2;
     size_t bb = bias ? (size_t)p->meta.n * 2 : 0;
     size_t ox = 0, ob = align256(bx), oy = align256(ob + bb), total = align256(oy + by);
     char *d = NULL;
     cudaError_t e = cudaMallocFromPoolAsync((void **)&d, total, p->pool, stream);
-    if (e != cudaSuccess) return cuda_fail(e, "allocating device staging for host pointers");
+    if (e != cudaSuccess) return cuda_fail(e, p->device, "allocating device staging for host pointers");
     mpl_status st = MPL_OK;
     e = cudaMemcpyAsync(d + ox, x, bx, cudaMemcpyHostToDevice, stream);
     if (e == cudaSuccess && bias) e = cudaMemcpyAsync(d + ob, bias, bb, cudaMemcpyHostToDevice, stream);
-    if (e != cudaSuccess) st = cuda_fail(e, "copying x and bias to the device");
-    if (st == MPL_OK) st = device_apply(p, m, d + ox, bias ? d + ob : NULL, d + oy, stream);
+    if (e != cudaSuccess) st = cuda_fail(e, p->device, "copying x and bias to the device");
+    if (st == MPL_OK) st = device_apply(p, path, m, d + ox, bias ? d + ob : NULL, d + oy, stream);
     if (st == MPL_OK) {
         e = cudaMemcpyAsync(y, d + oy, by, cudaMemcpyDeviceToHost, stream);
-        if (e != cudaSuccess) st = cuda_fail(e, "copying y to the host");
+        if (e != cudaSuccess) st = cuda_fail(e, p->device, "copying y to the host");
     }
     e = cudaFreeAsync(d, stream);
-    if (st == MPL_OK && e != cudaSuccess) st = cuda_fail(e, "freeing device staging");
+    if (st == MPL_OK && e != cudaSuccess) st = cuda_fail(e, p->device, "freeing device staging");
     e = cudaStreamSynchronize(stream);
-    if (st == MPL_OK && e != cudaSuccess) st = cuda_fail(e, "running the kernels");
+    if (st == MPL_OK && e != cudaSuccess) st = cuda_fail(e, p->device, "running the kernels");
     return st;
 }
 
-static mpl_status cw4_apply(const void *pp, const mpl_apply_args *a) {
-    const cw4_packed *p = pp;
+static mpl_status apply(const void *pp, const mpl_apply_args *a) {
+    const packed_layer *p = pp;
+    if (a->path < 0 || a->path >= NPATHS)
+        return mpl_set_error(MPL_ERR_INTERNAL, "cuda_w4a16: path index %d: must be 0..%d", a->path, NPATHS - 1);
+    const mpl_path_desc *row = &paths[a->path];
+    if (a->m > row->m_limit)
+        return mpl_set_error(MPL_ERR_UNSUPPORTED, "%s: m = %lld: runs at most %lld rows", row->name, (long long)a->m,
+                             (long long)row->m_limit);
     if (a->m > (int64_t)0x7fffffff)
         return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "cuda_w4a16: m = %lld: must be below 2^31", (long long)a->m);
+    if (a->path == PATH_WG && p->wg_state != 0) {
+        char msg[256];
+        path_ready(p, PATH_WG, msg, sizeof msg);
+        return mpl_set_error(MPL_ERR_UNSUPPORTED, "%s", msg);
+    }
     if (a->device_pointers && (((uintptr_t)a->x & 15) || ((uintptr_t)a->y & 15) || ((uintptr_t)a->bias & 1)))
         return mpl_set_error(MPL_ERR_INVALID_ARGUMENT,
                              "cuda_w4a16: device pointers x = %p, y = %p: must be 16-byte aligned (bias %p: 2-byte)",
                              a->x, (void *)a->y, a->bias);
     int cur = -1;
     cudaError_t e = cudaGetDevice(&cur);
-    if (e != cudaSuccess) return cuda_fail(e, "cudaGetDevice");
-    if (cur != p->device && (e = cudaSetDevice(p->device)) != cudaSuccess) return cuda_fail(e, "cudaSetDevice");
-    mpl_status st = a->device_pointers ? device_apply(p, (int)a->m, a->x, a->bias, a->y, (cudaStream_t)a->stream)
-                                       : host_apply(p, (int)a->m, a->x, a->bias, a->y);
+    if (e != cudaSuccess) return cuda_fail(e, p->device, "cudaGetDevice");
+    if (cur != p->device && (e = cudaSetDevice(p->device)) != cudaSuccess) return cuda_fail(e, p->device, "cudaSetDevice");
+    mpl_status st = a->device_pointers
+                        ? device_apply(p, a->path, (int)a->m, a->x, a->bias, a->y, (cudaStream_t)a->stream)
+                        : host_apply(p, a->path, (int)a->m, a->x, a->bias, a->y);
     if (cur != p->device) cudaSetDevice(cur);
     return st;
 }
@@ -574,15 +592,18 @@ const mpl_kernel_desc mpl_kernel_cuda_w4a16 = {
     .name = "cuda_w4a16",
     .backend = MPL_BACKEND_CUDA,
     .layout = "cuda_w4a16",
-    .requires = "CUDA device with compute capability 8.0+ (wgmma path on 9.0)",
+    .requires = "CUDA device with compute capability 8.0+ (bf16 mma.sync, cp.async)",
     .isa = 0,
     .min_cc = 80,
     .irregular_act_order = false,
-    .can_implement = cw4_can_implement,
-    .pack = cw4_pack,
-    .destroy = cw4_destroy,
-    .workspace_size = cw4_workspace_size,
-    .apply = cw4_apply,
-    .weight_bytes = cw4_weight_bytes,
-    .weight_rounding = cw4_weight_rounding,
+    .can_implement = can_implement,
+    .paths = paths,
+    .npaths = NPATHS,
+    .pack = pack,
+    .path_ready = path_ready,
+    .destroy = destroy,
+    .workspace_size = workspace_size,
+    .apply = apply,
+    .weight_bytes = weight_bytes,
+    .weight_rounding = weight_rounding,
 };

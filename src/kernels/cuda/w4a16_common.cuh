@@ -8,8 +8,9 @@
  * k16 MMA step therefore sums exact products in fp32; the group scale is applied in fp32
  * to those partial sums ("fold"), never to the weights. See docs/layouts/cuda_w4a16.md.
  * The skinny path uses the offset form (dequant_off: the MMA sums exact (OFF + code) * x, the fold
- * subtracts (OFF + zero) * sum(x)); the dq path (w4a16_dequant.cu) does round weights * scale to
- * 16 bits, for cuBLAS.
+ * subtracts (OFF + zero) * sum(x)); the dq path (w4a16_dq.cu) and the wg path outside its exact form do
+ * round weights * scale to 16 bits.
+ * Layout constants and activation / scale-format ids: cuda_w4a16_format.h (through w4a16_launch.h).
  */
 #ifndef MPL_CUDA_W4A16_COMMON_CUH
 #define MPL_CUDA_W4A16_COMMON_CUH
@@ -25,9 +26,10 @@
 #include <cooperative_groups.h>
 #endif
 
+#include "../../core/internal.h" /* MPL_CUDA_MAX_DEVICES: the per-device setup below */
 #include "w4a16_launch.h"
 
-namespace cw4 {
+namespace cuda_w4a16 {
 
 /* (a & b) | c in one instruction. */
 __device__ __forceinline__ uint32_t and_or(uint32_t a, uint32_t b, uint32_t c) {
@@ -43,7 +45,7 @@ __device__ __forceinline__ uint32_t and_or(uint32_t a, uint32_t b, uint32_t c) {
  * FMA per pair of weights does the whole dequantization, exactly.
  */
 struct ActF16 {
-    static constexpr int id = 1;
+    static constexpr int id = MPL_CUDA_W4A16_ACT_F16;
     /* Per-row additive constants: row g (first form) and row g+8 (second form). */
     __device__ static __forceinline__ uint32_t add_row_g(uint32_t z) { return (0xE400u + z) * 0x10001u; }
     __device__ static __forceinline__ uint32_t add_row_g8(uint32_t z) { return (0xD400u + 16u * z) * 0x10001u; }
@@ -92,7 +94,7 @@ struct ActF16 {
  * (x 1.0, + -(128 + zero)) leaves the exact integer value.
  */
 struct ActBF16 {
-    static constexpr int id = 2;
+    static constexpr int id = MPL_CUDA_W4A16_ACT_BF16;
     __device__ static __forceinline__ uint32_t add_row_g(uint32_t z) { return (0xC300u + z) * 0x10001u; }
     __device__ static __forceinline__ uint32_t add_row_g8(uint32_t z) { return (0xC300u + z) * 0x10001u; }
     __device__ static __forceinline__ void dequant(uint32_t w, uint32_t add_g, uint32_t add_g8, uint32_t a[4]) {
@@ -138,62 +140,18 @@ __device__ __forceinline__ void zero_consts(uint32_t z16, uint32_t &add_g, uint3
     add_g8 = A::add_row_g8(zg8);
 }
 
-/* The exact float scale from the 16-bit plane(s) (mpl_cw4_scale_fmt). */
-/* Branch-free: both conversions and a select, so the callers' unrolled folds are not duplicated
- * per format (the loop body must stay small for the instruction cache). */
+/* The exact float scale from the 16-bit plane(s) (mpl_cuda_w4a16_scale_fmt). Branch-free: both
+ * conversions and a select, so the callers' unrolled folds are not duplicated per format (the loop
+ * body must stay small for the instruction cache). */
 __device__ __forceinline__ float scale_value(uint32_t hi, uint32_t lo, int fmt) {
     float h = __half2float(__ushort_as_half((unsigned short)hi));
-    float b = __uint_as_float((hi << 16) | (fmt == 2 ? lo : 0u));
-    return fmt == 0 ? h : b;
+    float b = __uint_as_float((hi << 16) | (fmt == MPL_CUDA_W4A16_SCALE_F32 ? lo : 0u));
+    return fmt == MPL_CUDA_W4A16_SCALE_F16 ? h : b;
 }
 
 /* Group of k16 step s (exact for s < 2^20; see docs/layouts/cuda_w4a16.md). */
 __device__ __forceinline__ int group_of_step(int s, float inv_gs16) {
     return (int)(((float)s + 0.5f) * inv_gs16);
-}
-
-/*
- * One k16 step j of the offset form (skinny and stream paths) for N row tiles sharing the x fragments xf (MT
- * tiles of 8 tokens): cg[i] += (OFF + code) x from word j of tile i's 16 bytes wv[i], and c1 += sum x (an
- * all-ones A fragment).
- */
-template <class A, int N, int MT>
-__device__ __forceinline__ void offset_step(float cg[N][MT][4], float c1[MT][4], const uint4 wv[N], int j,
-                                            const uint2 xf[MT]) {
-    const uint32_t ones[4] = {A::ONES, A::ONES, A::ONES, A::ONES};
-#pragma unroll
-    for (int i = 0; i < N; i++) {
-        const uint32_t w = j == 0 ? wv[i].x : j == 1 ? wv[i].y : j == 2 ? wv[i].z : wv[i].w;
-        uint32_t af[4];
-        A::dequant_off(w, af);
-#pragma unroll
-        for (int mt = 0; mt < MT; mt++) A::mma(cg[i][mt], af, xf[mt].x, xf[mt].y);
-    }
-#pragma unroll
-    for (int mt = 0; mt < MT; mt++) A::mma(c1[mt], ones, xf[mt].x, xf[mt].y);
-}
-
-/*
- * The offset form's fold of one row tile (skinny and stream paths): cg holds sum (OFF + code) x over the group's
- * k16 steps, c1 the same steps' sum x (columns 2t, 2t + 1); (sum (OFF + code) x) - (OFF + zero) sum x =
- * sum (code - zero) x, then the group scale, into acc for rows g (e 0, 1) and g + 8 (e 2, 3). hi/lo: the two
- * rows' scales (scale_value), zz: their zero points (low byte row g), cg is reset.
- */
-template <class A, int MT>
-__device__ __forceinline__ void fold_offset(float acc[MT][4], float cg[MT][4], const float c1[MT][4], uint32_t hi,
-                                            uint32_t lo, uint32_t zz, int fmt) {
-    const float s_g = scale_value(hi & 0xffffu, lo & 0xffffu, fmt);
-    const float s_g8 = scale_value(hi >> 16, lo >> 16, fmt) * A::G8_SCALE;
-    const float o_g = A::off_g(zz & 0xffu), o_g8 = A::off_g8(zz >> 8);
-#pragma unroll
-    for (int mt = 0; mt < MT; mt++) {
-        acc[mt][0] = fmaf(s_g, fmaf(-o_g, c1[mt][0], cg[mt][0]), acc[mt][0]);
-        acc[mt][1] = fmaf(s_g, fmaf(-o_g, c1[mt][1], cg[mt][1]), acc[mt][1]);
-        acc[mt][2] = fmaf(s_g8, fmaf(-o_g8, c1[mt][0], cg[mt][2]), acc[mt][2]);
-        acc[mt][3] = fmaf(s_g8, fmaf(-o_g8, c1[mt][1], cg[mt][3]), acc[mt][3]);
-#pragma unroll
-        for (int e = 0; e < 4; e++) cg[mt][e] = 0.0f;
-    }
 }
 
 /* Streaming 16-byte load: weights are read once, so keep them out of L1. */
@@ -234,49 +192,33 @@ __device__ __forceinline__ const float *cluster_peer(float *p, int rank) {
 #endif
 }
 
-/* ---- mbarriers and 1D bulk copies (sm_90; the wg and stream paths). Empty below sm_90: the hosts
- * launch those kernels on compute capability 9.0 only. ---- */
+/* ---- mbarriers and 1D bulk copies (sm_90: the wg path, and bench/cuda/bw_probe.cu). Empty below sm_90:
+ * the hosts launch those kernels on compute capability 9.0 only. ---- */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#define CW4_SM90_ASM(...) asm volatile(__VA_ARGS__)
+#define CUDA_W4A16_SM90_ASM(...) asm volatile(__VA_ARGS__)
 #else
-#define CW4_SM90_ASM(...) ((void)0)
+#define CUDA_W4A16_SM90_ASM(...) ((void)0)
 #endif
 __device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
-    CW4_SM90_ASM("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count));
+    CUDA_W4A16_SM90_ASM("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count));
 }
 __device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
-    CW4_SM90_ASM("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+    CUDA_W4A16_SM90_ASM("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
 }
 __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
-    CW4_SM90_ASM("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+    CUDA_W4A16_SM90_ASM("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
 }
-/* Wait for the phase of parity `parity` to complete: CTA scope (bulk copies, this block's arrivals), or with
- * CLUSTER acquire at cluster scope (a peer's writes to its or this block's shared memory, released by its
- * arrive, are visible after). */
-template <bool CLUSTER = false>
+/* Wait for the phase of parity `parity` to complete (CTA scope: bulk copies, this block's arrivals). */
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-    if (CLUSTER)
-        CW4_SM90_ASM("{\n.reg .pred p;\nWAITC_%=:\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%0], %1;\n"
-                     "@!p bra WAITC_%=;\n}\n" ::"r"(bar), "r"(parity) : "memory");
-    else
-        CW4_SM90_ASM("{\n.reg .pred p;\nWAIT_%=:\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
-                     "@!p bra WAIT_%=;\n}\n" ::"r"(bar), "r"(parity) : "memory");
-}
-/* Arrive with release at cluster scope on the barrier at the same offset in block `rank` of the cluster. */
-__device__ __forceinline__ void mbar_arrive_remote(uint32_t bar, int rank) {
-    CW4_SM90_ASM(
-        "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
-        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
-        "r"(rank)
-        : "memory");
+    CUDA_W4A16_SM90_ASM("{\n.reg .pred p;\nWAIT_%=:\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+                        "@!p bra WAIT_%=;\n}\n" ::"r"(bar), "r"(parity) : "memory");
 }
 /* bytes (a multiple of 16, both addresses 16-byte aligned) from global to this block's shared memory */
 __device__ __forceinline__ void bulk_g2s(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar) {
-    CW4_SM90_ASM("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
-                 "l"(src), "r"(bytes), "r"(bar)
-                 : "memory");
+    CUDA_W4A16_SM90_ASM("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+                        "l"(src), "r"(bytes), "r"(bar)
+                        : "memory");
 }
-
 
 /* Bias of output n as float (0 without bias). */
 template <class A>
@@ -286,7 +228,8 @@ __device__ __forceinline__ float bias_value(const void *bias, int n) {
 
 /* Raster of the tiled paths (tc, wg): tile t of tiles_m x tiles_n output tiles, in bands of RASTER_BAND
  * row tiles of M (m fastest inside a band), so that concurrently running blocks share weights and x
- * through L2. Returns the tile's (row tile of M, tile of N). */
+ * through L2. Returns the tile's (row tile of M, tile of N). RASTER_BAND = 8: eight consecutive blocks share
+ * one weight tile, and a band's x (8 token tiles) stays in L2 while its weights stream (v1 design value, not swept). */
 constexpr int RASTER_BAND = 8;
 __device__ __forceinline__ int2 raster_tile(int t, int tiles_m, int tiles_n) {
     const int band = t / (RASTER_BAND * tiles_n);
@@ -303,7 +246,7 @@ __device__ __forceinline__ int2 raster_tile(int t, int tiles_m, int tiles_n) {
  * peer's tile in rank order for its share of the tokens. Then the bias, one rounding, 16-byte stores.
  */
 template <class A, int BN, int LD, int NTHREADS>
-__device__ __forceinline__ void tile_store(const mpl_cw4_args &a, float *sc, int BM, int m0, int n0, int S, int split,
+__device__ __forceinline__ void tile_store(const mpl_cuda_w4a16_args &a, float *sc, int BM, int m0, int n0, int S, int split,
                                            int tid) {
     const int mvalid = min(BM, a.m - m0);
     int r0 = 0, r1 = mvalid;
@@ -343,51 +286,52 @@ __device__ __forceinline__ void tile_store(const mpl_cw4_args &a, float *sc, int
 }
 
 /*
- * Dynamic shared memory above 48 KB needs the kernel's opt-in, once per device: `done` is the calling
- * launcher's record for this kernel (one bit per device; devices past 63 opt in on every launch).
+ * Per kernel instantiation and device, set up on its first launch there: the opt-in to its dynamic shared
+ * memory (needed above 48 KB, once per device) and the blocks per SM it keeps resident (the tiled paths'
+ * split-K rule). `setup` is the calling launcher's static record for this kernel; device is the current
+ * one (mpl_cuda_w4a16_args.device: the descriptor refuses ordinals past MPL_CUDA_MAX_DEVICES at pack).
  */
+struct KernelSetup {
+    std::atomic<int> occupancy[MPL_CUDA_MAX_DEVICES]; /* 0 until set up on that device */
+};
 template <class Kern>
-static cudaError_t opt_in_smem(Kern kern, int bytes, std::atomic<unsigned long long> &done) {
-    int dev = 0;
-    cudaError_t e = cudaGetDevice(&dev);
-    if (e != cudaSuccess) return e;
-    const unsigned long long bit = dev >= 0 && dev < 64 ? 1ull << dev : 0ull;
-    if (bit && (done.load(std::memory_order_relaxed) & bit)) return cudaSuccess;
-    e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-    if (e == cudaSuccess) done.fetch_or(bit, std::memory_order_relaxed);
-    return e;
+static cudaError_t setup_kernel(Kern kern, int device, int threads, int smem, KernelSetup &setup, int *occupancy) {
+    if (device < 0 || device >= MPL_CUDA_MAX_DEVICES) return cudaErrorInvalidDevice;
+    int occ = setup.occupancy[device].load(std::memory_order_relaxed);
+    if (occ == 0) {
+        cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+        if (e != cudaSuccess) return e;
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kern, threads, smem);
+        if (e != cudaSuccess) return e;
+        if (occ < 1) return cudaErrorInvalidConfiguration;
+        setup.occupancy[device].store(occ, std::memory_order_relaxed);
+    }
+    if (occupancy) *occupancy = occ;
+    return cudaSuccess;
 }
 
 /*
  * Launch kern on a grid of (gx, ksplit) blocks; with ksplit > 1 the ksplit blocks of one x form a
  * cluster along y (split-K reduced through distributed shared memory: tile_store, the skinny fold).
  */
-/* The launch configuration of launch_ksplit (attr: its one attribute, kept alive by the caller); the stream
- * path also queries cluster occupancy with it. */
-static inline void ksplit_config(cudaLaunchConfig_t &cfg, cudaLaunchAttribute attr[1], unsigned gx, int ksplit,
-                                 int threads, int smem, cudaStream_t stream) {
-    cfg = cudaLaunchConfig_t{};
+template <class Kern, class... Args>
+static cudaError_t launch_ksplit(Kern kern, unsigned gx, int ksplit, int threads, int smem, cudaStream_t stream,
+                                 Args... args) {
+    cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(gx, (unsigned)ksplit, 1);
     cfg.blockDim = dim3((unsigned)threads, 1, 1);
     cfg.dynamicSmemBytes = (size_t)smem;
     cfg.stream = stream;
+    cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeClusterDimension;
     attr[0].val.clusterDim.x = 1;
     attr[0].val.clusterDim.y = (unsigned)ksplit;
     attr[0].val.clusterDim.z = 1;
     cfg.attrs = attr;
     cfg.numAttrs = ksplit > 1 ? 1 : 0;
-}
-
-template <class Kern, class... Args>
-static cudaError_t launch_ksplit(Kern kern, unsigned gx, int ksplit, int threads, int smem, cudaStream_t stream,
-                                 Args... args) {
-    cudaLaunchConfig_t cfg;
-    cudaLaunchAttribute attr[1];
-    ksplit_config(cfg, attr, gx, ksplit, threads, smem, stream);
     return cudaLaunchKernelEx(&cfg, kern, args...);
 }
 
-} // namespace cw4
+} // namespace cuda_w4a16
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * w4a16_dequant.cu -- the dequantizing path of cuda_w4a16 (large m): a slab of the packed weights
+ * w4a16_dq.cu -- path cuda_w4a16:dq (dequantize + cuBLAS, large m): a slab of the packed weights
  * expanded to 16-bit weights (code - zero) * scale, which cuBLAS then multiplies (cuda_w4a16.c),
  * and, with a bias, the epilogue that adds it to cuBLAS's fp32 product and rounds once (cuBLAS's own
  * beta * C epilogue into a 16-bit C was measured to round twice: off by one ulp on exact data).
@@ -14,12 +14,12 @@
  */
 #include "w4a16_common.cuh"
 
-namespace cw4 {
+namespace cuda_w4a16 {
 
 template <class A, bool ZP>
-__global__ void __launch_bounds__(256) cw4_dequant(const mpl_cw4_args a, int nt0, int ntiles, uint16_t *__restrict__ w,
-                                                   int ldw) {
-    const int KC = a.k_pad >> 6;
+__global__ void __launch_bounds__(256) w4a16_dq_slab(const mpl_cuda_w4a16_args a, int nt0, int ntiles,
+                                                     uint16_t *__restrict__ w, int ldw) {
+    const int KC = a.k_pad >> MPL_CUDA_W4A16_KC_SHIFT;
     const long long total = (long long)ntiles * KC * 32;
     const uint32_t *sc32 = reinterpret_cast<const uint32_t *>(a.scales);
     const uint32_t *sl32 = reinterpret_cast<const uint32_t *>(a.scales_lo);
@@ -29,17 +29,17 @@ __global__ void __launch_bounds__(256) cw4_dequant(const mpl_cw4_args a, int nt0
         const long long blk = v >> 5;
         const int kc = (int)(blk % KC), ntl = (int)(blk / KC), nt = nt0 + ntl;
         const int g = lane >> 2, t = lane & 3;
-        const int row0 = nt * 16 + g; /* rows row0 and row0 + 8 */
+        const int row0 = nt * MPL_CUDA_W4A16_NT + g; /* rows row0 and row0 + 8 */
         const uint4 q = ldg_stream(reinterpret_cast<const uint4 *>(a.qweight) + ((size_t)nt * KC + kc) * 32 + lane);
         const bool in0 = row0 < a.n, in1 = row0 + 8 < a.n;
-        uint16_t *w0 = w + (size_t)(ntl * 16 + g) * ldw, *w1 = w0 + (size_t)8 * ldw;
+        uint16_t *w0 = w + (size_t)(ntl * MPL_CUDA_W4A16_NT + g) * ldw, *w1 = w0 + (size_t)8 * ldw;
 #pragma unroll
         for (int j = 0; j < 4; j++) {
-            const int k = kc * 64 + 16 * j + 4 * t;
+            const int k = kc * MPL_CUDA_W4A16_KC + 16 * j + 4 * t;
             if (k >= a.k) break; /* K is a multiple of 8 and k of 4: k < K means k .. k+3 are inside */
             const int grp = group_of_step(kc * 4 + j, a.inv_gs16);
-            const size_t at = ((size_t)grp * a.n_pad + (size_t)nt * 16) / 2 + g; /* rows g, g+8 as one word */
-            const uint32_t hi = __ldg(sc32 + at), lo = a.scale_fmt == 2 ? __ldg(sl32 + at) : 0u;
+            const size_t at = ((size_t)grp * a.n_pad + (size_t)nt * MPL_CUDA_W4A16_NT) / 2 + g; /* rows g, g+8: one word */
+            const uint32_t hi = __ldg(sc32 + at), lo = a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32 ? __ldg(sl32 + at) : 0u;
             const uint32_t zz = ZP ? (uint32_t)__ldg(z16 + at) : 0x0808u;
             const float s0 = scale_value(hi & 0xffffu, lo & 0xffffu, a.scale_fmt);
             const float s1 = scale_value(hi >> 16, lo >> 16, a.scale_fmt);
@@ -63,23 +63,25 @@ __global__ void __launch_bounds__(256) cw4_dequant(const mpl_cw4_args a, int nt0
     }
 }
 
+/* Grid: one thread per lane of each block of the slab, at most 8 blocks of 256 threads per SM (grid-stride
+ * beyond: a memory-bound expansion gains nothing from more resident threads; v5 design value). */
 template <class A>
-static cudaError_t dequant_act(const mpl_cw4_args *a, int nt0, int ntiles, uint16_t *w, int ldw, cudaStream_t s) {
-    long long threads = (long long)ntiles * (a->k_pad / 64) * 32;
+static cudaError_t dq_slab_act(const mpl_cuda_w4a16_args *a, int nt0, int ntiles, uint16_t *w, int ldw, cudaStream_t s) {
+    long long threads = (long long)ntiles * (a->k_pad / MPL_CUDA_W4A16_KC) * 32;
     long long blocks = (threads + 255) / 256, cap = (long long)a->sms * 8;
     if (blocks > cap) blocks = cap;
     if (blocks < 1) blocks = 1;
     if (a->zeros)
-        cw4_dequant<A, true><<<(unsigned)blocks, 256, 0, s>>>(*a, nt0, ntiles, w, ldw);
+        w4a16_dq_slab<A, true><<<(unsigned)blocks, 256, 0, s>>>(*a, nt0, ntiles, w, ldw);
     else
-        cw4_dequant<A, false><<<(unsigned)blocks, 256, 0, s>>>(*a, nt0, ntiles, w, ldw);
+        w4a16_dq_slab<A, false><<<(unsigned)blocks, 256, 0, s>>>(*a, nt0, ntiles, w, ldw);
     return cudaGetLastError();
 }
 
 /* y[i][j] = round16(c[i][j] + bias[j]) for i < m, j < ns (c: fp32, [m][ns]; y row stride ldy): the
  * one rounding of the reference, after cuBLAS's fp32 sums (8 outputs, one 16-byte store, per thread). */
 template <class A>
-__global__ void cw4_bias_epilogue(const float *__restrict__ c, const uint16_t *__restrict__ bias, uint16_t *__restrict__ y,
+__global__ void w4a16_dq_bias(const float *__restrict__ c, const uint16_t *__restrict__ bias, uint16_t *__restrict__ y,
                                   int m, int ns, int ldy) {
     const int p8 = ns / 8;
     long long total = (long long)m * p8;
@@ -97,25 +99,28 @@ __global__ void cw4_bias_epilogue(const float *__restrict__ c, const uint16_t *_
     }
 }
 
-} // namespace cw4
+} // namespace cuda_w4a16
 
-extern "C" int mpl_cw4_launch_bias_epilogue(const float *c, const void *bias, void *y, int m, int ns, int ldy, int act,
-                                            void *stream) {
+extern "C" int mpl_cuda_w4a16_launch_dq_bias(const float *c, const void *bias, void *y, int m, int ns, int ldy, int act,
+                                             void *stream) {
     long long total = (long long)m * (ns / 8);
     long long blocks = (total + 255) / 256;
-    if (blocks > 65535) blocks = 65535;
+    if (blocks > 65535) blocks = 65535; /* grid-stride beyond: an elementwise pass gains nothing from more blocks */
     if (blocks < 1) return 0;
-    if (act == 1)
-        cw4::cw4_bias_epilogue<cw4::ActF16><<<(unsigned)blocks, 256, 0, (cudaStream_t)stream>>>(
-            c, (const uint16_t *)bias, (uint16_t *)y, m, ns, ldy);
+    using namespace cuda_w4a16;
+    if (act == MPL_CUDA_W4A16_ACT_F16)
+        w4a16_dq_bias<ActF16><<<(unsigned)blocks, 256, 0, (cudaStream_t)stream>>>(c, (const uint16_t *)bias,
+                                                                                 (uint16_t *)y, m, ns, ldy);
     else
-        cw4::cw4_bias_epilogue<cw4::ActBF16><<<(unsigned)blocks, 256, 0, (cudaStream_t)stream>>>(
-            c, (const uint16_t *)bias, (uint16_t *)y, m, ns, ldy);
+        w4a16_dq_bias<ActBF16><<<(unsigned)blocks, 256, 0, (cudaStream_t)stream>>>(c, (const uint16_t *)bias,
+                                                                                  (uint16_t *)y, m, ns, ldy);
     return (int)cudaGetLastError();
 }
 
-extern "C" int mpl_cw4_launch_dequant(const mpl_cw4_args *a, int nt0, int ntiles, void *w, int ldw, void *stream) {
+extern "C" int mpl_cuda_w4a16_launch_dq_slab(const mpl_cuda_w4a16_args *a, int nt0, int ntiles, void *w, int ldw,
+                                             void *stream) {
+    using namespace cuda_w4a16;
     cudaStream_t s = (cudaStream_t)stream;
-    return (int)(a->act == 1 ? cw4::dequant_act<cw4::ActF16>(a, nt0, ntiles, (uint16_t *)w, ldw, s)
-                             : cw4::dequant_act<cw4::ActBF16>(a, nt0, ntiles, (uint16_t *)w, ldw, s));
+    return (int)(a->act == MPL_CUDA_W4A16_ACT_F16 ? dq_slab_act<ActF16>(a, nt0, ntiles, (uint16_t *)w, ldw, s)
+                                                  : dq_slab_act<ActBF16>(a, nt0, ntiles, (uint16_t *)w, ldw, s));
 }

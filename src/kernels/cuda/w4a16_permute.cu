@@ -1,17 +1,13 @@
-/* w4a16_dispatch.cu -- the tensor-core launcher by activation type, and the act-order permutation of x. */
+/* w4a16_permute.cu -- act-order for every path of cuda_w4a16: x permuted into packed channel order (the
+ * layout sorts K by group at pack time, docs/layouts/cuda_w4a16.md "Act-order"). */
 #include "w4a16_common.cuh"
 
-extern "C" int mpl_cw4_launch_tc_f16(const mpl_cw4_args *a, void *stream);
-extern "C" int mpl_cw4_launch_tc_bf16(const mpl_cw4_args *a, void *stream);
-
-extern "C" int mpl_cw4_launch_tc(const mpl_cw4_args *a, void *stream) {
-    return a->act == 1 ? mpl_cw4_launch_tc_f16(a, stream) : mpl_cw4_launch_tc_bf16(a, stream);
-}
+namespace cuda_w4a16 {
 
 /* xp[i][j] = x[i][perm[j]]: each thread writes 8 consecutive outputs (one 16-byte store; k is a
  * multiple of 8), gathering from the L2-resident row. */
-__global__ void cw4_permute(const uint16_t *__restrict__ x, const int32_t *__restrict__ perm,
-                            uint16_t *__restrict__ xp, int m, int k) {
+__global__ void w4a16_permute(const uint16_t *__restrict__ x, const int32_t *__restrict__ perm,
+                              uint16_t *__restrict__ xp, int m, int k) {
     int pieces = k / 8;
     long long total = (long long)m * pieces;
     for (long long v = blockIdx.x * (long long)blockDim.x + threadIdx.x; v < total;
@@ -26,10 +22,13 @@ __global__ void cw4_permute(const uint16_t *__restrict__ x, const int32_t *__res
     }
 }
 
-extern "C" int mpl_cw4_launch_permute(const void *x, const int32_t *perm, void *xp, int m, int k, void *stream) {
+} // namespace cuda_w4a16
+
+extern "C" int mpl_cuda_w4a16_launch_permute(const void *x, const int32_t *perm, void *xp, int m, int k, void *stream) {
     long long total = (long long)m * (k / 8);
     long long blocks = (total + 255) / 256;
-    if (blocks > 65535) blocks = 65535;
-    cw4_permute<<<(unsigned)blocks, 256, 0, (cudaStream_t)stream>>>((const uint16_t *)x, perm, (uint16_t *)xp, m, k);
+    if (blocks > 65535) blocks = 65535; /* grid-stride beyond: a gather pass gains nothing from more blocks */
+    cuda_w4a16::w4a16_permute<<<(unsigned)blocks, 256, 0, (cudaStream_t)stream>>>((const uint16_t *)x, perm,
+                                                                                  (uint16_t *)xp, m, k);
     return (int)cudaGetLastError();
 }

@@ -1,5 +1,5 @@
 /*
- * w4a16_skinny.cu -- the skinny (decode) path of cuda_w4a16: m <= 16 rows.
+ * w4a16_skinny.cu -- path cuda_w4a16:skinny (decode): m <= 16 rows.
  *
  * Memory-bound: the whole point is to stream the packed weights at the copy bandwidth.
  *  - Each warp streams whole 512-byte blocks (16 rows x 64 channels): every lane copies 16 bytes
@@ -20,10 +20,10 @@
  */
 #include "w4a16_common.cuh"
 
-namespace cw4 {
+namespace cuda_w4a16 {
 
 constexpr int SK_THREADS = 256;
-constexpr int SK_WARPS = 8;  /* warps along K within a block */
+constexpr int SK_WARPS = 8; /* warps along K within a block: 8 x 16 bytes x 32 lanes = 4 KB contiguous per row tile */
 /* Per-warp shape: NW 16-row tiles per warp (4: 2 KB per chunk, so per-chunk overheads amortize; 2 for
  * layers with few row tiles, where 4 would leave too few blocks) and a ring of the same 75 KB per block
  * either way (NW 4: 3 chunks = 6 KB in flight per warp; NW 2: 7 chunks = 7 KB). */
@@ -32,21 +32,65 @@ struct SkShape {
     static constexpr int NW = NW_;
     static constexpr int STAGES = NW_ == 4 ? 4 : 8;
     /* one ring stage: weights (NW x 512 B) | scales (NW x 32 B) | scales_lo (NW x 32 B) | zeros (NW x 16 B) */
-    static constexpr int OFF_S = NW * 512, OFF_L = OFF_S + NW * 32, OFF_Z = OFF_L + NW * 32;
+    static constexpr int OFF_S = NW * MPL_CUDA_W4A16_BLOCK_BYTES, OFF_L = OFF_S + NW * 32, OFF_Z = OFF_L + NW * 32;
     static constexpr int STAGE = OFF_Z + NW * 16;
     static constexpr int SMEM = SK_WARPS * STAGES * STAGE;
     static_assert(STAGE % 16 == 0, "stage alignment");
+    static_assert(MPL_CUDA_W4A16_N_ALIGN % (NW * MPL_CUDA_W4A16_NT) == 0, "a block's row tiles stay inside n_pad");
 };
+
+/*
+ * One k16 step j of the offset form for N row tiles sharing the x fragments xf (MT tiles of 8 tokens):
+ * cg[i] += (OFF + code) x from word j of tile i's 16 bytes wv[i], and c1 += sum x (an all-ones A fragment).
+ */
+template <class A, int N, int MT>
+__device__ __forceinline__ void offset_step(float cg[N][MT][4], float c1[MT][4], const uint4 wv[N], int j,
+                                            const uint2 xf[MT]) {
+    const uint32_t ones[4] = {A::ONES, A::ONES, A::ONES, A::ONES};
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        const uint32_t w = j == 0 ? wv[i].x : j == 1 ? wv[i].y : j == 2 ? wv[i].z : wv[i].w;
+        uint32_t af[4];
+        A::dequant_off(w, af);
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) A::mma(cg[i][mt], af, xf[mt].x, xf[mt].y);
+    }
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) A::mma(c1[mt], ones, xf[mt].x, xf[mt].y);
+}
+
+/*
+ * The offset form's fold of one row tile: cg holds sum (OFF + code) x over the group's k16 steps, c1 the
+ * same steps' sum x (columns 2t, 2t + 1); (sum (OFF + code) x) - (OFF + zero) sum x = sum (code - zero) x,
+ * then the group scale, into acc for rows g (e 0, 1) and g + 8 (e 2, 3). hi/lo: the two rows' scales
+ * (scale_value), zz: their zero points (low byte row g), cg is reset.
+ */
+template <class A, int MT>
+__device__ __forceinline__ void fold_offset(float acc[MT][4], float cg[MT][4], const float c1[MT][4], uint32_t hi,
+                                            uint32_t lo, uint32_t zz, int fmt) {
+    const float s_g = scale_value(hi & 0xffffu, lo & 0xffffu, fmt);
+    const float s_g8 = scale_value(hi >> 16, lo >> 16, fmt) * A::G8_SCALE;
+    const float o_g = A::off_g(zz & 0xffu), o_g8 = A::off_g8(zz >> 8);
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) {
+        acc[mt][0] = fmaf(s_g, fmaf(-o_g, c1[mt][0], cg[mt][0]), acc[mt][0]);
+        acc[mt][1] = fmaf(s_g, fmaf(-o_g, c1[mt][1], cg[mt][1]), acc[mt][1]);
+        acc[mt][2] = fmaf(s_g8, fmaf(-o_g8, c1[mt][0], cg[mt][2]), acc[mt][2]);
+        acc[mt][3] = fmaf(s_g8, fmaf(-o_g8, c1[mt][1], cg[mt][3]), acc[mt][3]);
+#pragma unroll
+        for (int e = 0; e < 4; e++) cg[mt][e] = 0.0f;
+    }
+}
 
 /* x fragments of one chunk: for each k16 step j and m tile, lane (g, t) holds
  * x[mt*8 + g][c*64 + 16j + 4t .. +3] (zeros past m or k). */
 template <int MT>
-__device__ __forceinline__ void load_x_chunk(const mpl_cw4_args &a, int c, int g, int t, uint2 xf[4][MT]) {
+__device__ __forceinline__ void load_x_chunk(const mpl_cuda_w4a16_args &a, int c, int g, int t, uint2 xf[4][MT]) {
 #pragma unroll
     for (int j = 0; j < 4; j++)
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) {
-            int m = mt * 8 + g, k = c * 64 + 16 * j + 4 * t;
+            int m = mt * 8 + g, k = c * MPL_CUDA_W4A16_KC + 16 * j + 4 * t;
             xf[j][mt] = make_uint2(0u, 0u);
             /* k is a multiple of 4 and K of 8, so k < K means all four are inside. */
             if (m < a.m && k < a.k)
@@ -57,16 +101,17 @@ __device__ __forceinline__ void load_x_chunk(const mpl_cw4_args &a, int c, int g
 /* Copies of chunk c into one ring stage: each lane its own 16 bytes of each block (it alone reads
  * them back), and with CHUNK_GROUP a few lanes the group's scales and zeros for the whole warp. */
 template <int NW, bool ZP, bool CHUNK_GROUP>
-__device__ __forceinline__ void sk_issue(const mpl_cw4_args &a, int nt0, int KC, int c, int lane, unsigned char *st) {
+__device__ __forceinline__ void sk_issue(const mpl_cuda_w4a16_args &a, int nt0, int KC, int c, int lane, unsigned char *st) {
     const uint4 *wq = reinterpret_cast<const uint4 *>(a.qweight);
 #pragma unroll
-    for (int i = 0; i < NW; i++) cp_async16(st + i * 512 + lane * 16, wq + ((size_t)(nt0 + i) * KC + c) * 32 + lane, 16);
+    for (int i = 0; i < NW; i++)
+        cp_async16(st + i * MPL_CUDA_W4A16_BLOCK_BYTES + lane * 16, wq + ((size_t)(nt0 + i) * KC + c) * 32 + lane, 16);
     if (CHUNK_GROUP && lane < 5 * NW) {
         size_t row0 = (size_t)group_of_step(c * 4, a.inv_gs16) * a.n_pad + (size_t)nt0 * 16;
         if (lane < 2 * NW) /* scales: 32 bytes per row tile */
             cp_async16(st + SkShape<NW>::OFF_S + lane * 16, a.scales + row0 + lane * 8, 16);
         else if (lane < 4 * NW) {
-            if (a.scale_fmt == 2) cp_async16(st + SkShape<NW>::OFF_L + (lane - 2 * NW) * 16, a.scales_lo + row0 + (lane - 2 * NW) * 8, 16);
+            if (a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32) cp_async16(st + SkShape<NW>::OFF_L + (lane - 2 * NW) * 16, a.scales_lo + row0 + (lane - 2 * NW) * 8, 16);
         } else if (ZP) /* zeros: 16 bytes per row tile */
             cp_async16(st + SkShape<NW>::OFF_Z + (lane - 4 * NW) * 16, a.zeros + row0 + (lane - 4 * NW) * 16, 16);
     }
@@ -81,11 +126,11 @@ __device__ __forceinline__ void sk_issue(const mpl_cw4_args &a, int nt0, int KC,
  * barrier in the loop, and STAGES - 1 chunks stay in flight while one is computed.
  */
 template <class A, bool ZP, int MT, bool CHUNK_GROUP, int NW>
-__global__ void __launch_bounds__(SK_THREADS, 2) cw4_skinny(const mpl_cw4_args a) {
+__global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a16_args a) {
     using Sh = SkShape<NW>;
     extern __shared__ __align__(16) unsigned char smem[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-    const int KC = a.k_pad >> 6;
+    const int KC = a.k_pad >> MPL_CUDA_W4A16_KC_SHIFT;
     const int S = gridDim.y, split = blockIdx.y;
     const int c_begin = (int)((long long)KC * split / S), c_end = (int)((long long)KC * (split + 1) / S);
     const int nt0 = blockIdx.x * Sh::NW;
@@ -142,7 +187,7 @@ __global__ void __launch_bounds__(SK_THREADS, 2) cw4_skinny(const mpl_cw4_args a
             load_x_chunk<MT>(a, c, g, t, xf);
         uint4 wv[Sh::NW];
 #pragma unroll
-        for (int i = 0; i < Sh::NW; i++) wv[i] = *reinterpret_cast<const uint4 *>(st + i * 512 + lane * 16);
+        for (int i = 0; i < Sh::NW; i++) wv[i] = *reinterpret_cast<const uint4 *>(st + i * MPL_CUDA_W4A16_BLOCK_BYTES + lane * 16);
 #pragma unroll
         for (int j = 0; j < 4; j++) {
             const int grp = CHUNK_GROUP ? 0 : group_of_step(c * 4 + j, a.inv_gs16);
@@ -157,12 +202,12 @@ __global__ void __launch_bounds__(SK_THREADS, 2) cw4_skinny(const mpl_cw4_args a
                     uint32_t hi, lo = 0u, zz = 0x0808u;
                     if (CHUNK_GROUP) {
                         hi = *reinterpret_cast<const uint32_t *>(st + Sh::OFF_S + i * 32 + 4 * g);
-                        if (a.scale_fmt == 2) lo = *reinterpret_cast<const uint32_t *>(st + Sh::OFF_L + i * 32 + 4 * g);
+                        if (a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32) lo = *reinterpret_cast<const uint32_t *>(st + Sh::OFF_L + i * 32 + 4 * g);
                         if (ZP) zz = *reinterpret_cast<const uint16_t *>(st + Sh::OFF_Z + i * 16 + 2 * g);
                     } else {
                         size_t at = ((size_t)grp * a.n_pad + (size_t)(nt0 + i) * 16) / 2 + g;
                         hi = __ldg(sc32 + at);
-                        if (a.scale_fmt == 2) lo = __ldg(sl32 + at);
+                        if (a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32) lo = __ldg(sl32 + at);
                         if (ZP) zz = __ldg(z16 + at);
                     }
                     fold_offset<A, MT>(acc[i], cg[i], c1, hi, lo, zz, a.scale_fmt);
@@ -230,19 +275,19 @@ __global__ void __launch_bounds__(SK_THREADS, 2) cw4_skinny(const mpl_cw4_args a
 }
 
 template <class A, bool ZP, int MT, bool CG, int NW>
-static cudaError_t launch_one(const mpl_cw4_args *a, cudaStream_t stream, int ksplit) {
-    int ntiles = (a->n + 15) / 16;
-    static std::atomic<unsigned long long> opted{0};
-    cudaError_t e = opt_in_smem(cw4_skinny<A, ZP, MT, CG, NW>, SkShape<NW>::SMEM, opted);
+static cudaError_t launch_one(const mpl_cuda_w4a16_args *a, cudaStream_t stream, int ksplit) {
+    int ntiles = (a->n + MPL_CUDA_W4A16_NT - 1) / MPL_CUDA_W4A16_NT;
+    static KernelSetup setup;
+    cudaError_t e = setup_kernel(w4a16_skinny<A, ZP, MT, CG, NW>, a->device, SK_THREADS, SkShape<NW>::SMEM, setup, nullptr);
     if (e != cudaSuccess) return e;
-    return launch_ksplit(cw4_skinny<A, ZP, MT, CG, NW>, (unsigned)((ntiles + NW - 1) / NW), ksplit, SK_THREADS,
+    return launch_ksplit(w4a16_skinny<A, ZP, MT, CG, NW>, (unsigned)((ntiles + NW - 1) / NW), ksplit, SK_THREADS,
                          SkShape<NW>::SMEM, stream, *a);
 }
 
 template <class A, int NW>
-static cudaError_t launch_act(const mpl_cw4_args *a, cudaStream_t stream, int ksplit) {
+static cudaError_t launch_act(const mpl_cuda_w4a16_args *a, cudaStream_t stream, int ksplit) {
     bool zp = a->zeros != nullptr;
-    bool cg = a->gs16 % 4 == 0; /* one group per chunk (also: one group overall, gs16 huge) */
+    bool cg = a->gs16 % 4 == 0; /* one group per chunk (also with one group: MPL_CUDA_W4A16_ONE_GROUP) */
     bool two = a->m > 8;
     if (zp) {
         if (two) return cg ? launch_one<A, true, 2, true, NW>(a, stream, ksplit) : launch_one<A, true, 2, false, NW>(a, stream, ksplit);
@@ -252,7 +297,7 @@ static cudaError_t launch_act(const mpl_cw4_args *a, cudaStream_t stream, int ks
     return cg ? launch_one<A, false, 1, true, NW>(a, stream, ksplit) : launch_one<A, false, 1, false, NW>(a, stream, ksplit);
 }
 
-} // namespace cw4
+} // namespace cuda_w4a16
 
 /*
  * Row tiles per warp: 4, unless that leaves fewer blocks than 3/4 of the SMs (layers with N below
@@ -263,10 +308,10 @@ static cudaError_t launch_act(const mpl_cw4_args *a, cudaStream_t stream, int ks
  * by the largest factor that keeps blocks * split within one wave (at most 8, the portable
  * cluster size, and at least 8 chunks -- one per warp -- per split). Clusters need sm_90.
  */
-extern "C" int mpl_cw4_launch_skinny(const mpl_cw4_args *a, void *stream) {
-    int KC = a->k_pad / 64, ntiles = (a->n + 15) / 16;
+extern "C" int mpl_cuda_w4a16_launch_skinny(const mpl_cuda_w4a16_args *a, void *stream) {
+    int KC = a->k_pad / MPL_CUDA_W4A16_KC, ntiles = (a->n + MPL_CUDA_W4A16_NT - 1) / MPL_CUDA_W4A16_NT;
     int nw = 4 * ((ntiles + 3) / 4) < 3 * a->sms ? 2 : 4;
-    if (a->skinny_nw == 2 || a->skinny_nw == 4) nw = a->skinny_nw; /* MPL_CUDA_W4A16_SKINNY_NW */
+    if (a->skinny_nw == 2 || a->skinny_nw == 4) nw = a->skinny_nw; /* tuning (mpl_cuda_w4a16_tuning) */
     int blocks = (ntiles + nw - 1) / nw;
     int ksplit = a->ksplit;
     if (ksplit <= 0) {
@@ -279,9 +324,10 @@ extern "C" int mpl_cw4_launch_skinny(const mpl_cw4_args *a, void *stream) {
     if (ksplit < 1 || a->cc < 90) ksplit = 1;
     cudaStream_t s = (cudaStream_t)stream;
     cudaError_t e;
-    if (a->act == 1)
-        e = nw == 2 ? cw4::launch_act<cw4::ActF16, 2>(a, s, ksplit) : cw4::launch_act<cw4::ActF16, 4>(a, s, ksplit);
+    using namespace cuda_w4a16;
+    if (a->act == MPL_CUDA_W4A16_ACT_F16)
+        e = nw == 2 ? launch_act<ActF16, 2>(a, s, ksplit) : launch_act<ActF16, 4>(a, s, ksplit);
     else
-        e = nw == 2 ? cw4::launch_act<cw4::ActBF16, 2>(a, s, ksplit) : cw4::launch_act<cw4::ActBF16, 4>(a, s, ksplit);
+        e = nw == 2 ? launch_act<ActBF16, 2>(a, s, ksplit) : launch_act<ActBF16, 4>(a, s, ksplit);
     return (int)e;
 }

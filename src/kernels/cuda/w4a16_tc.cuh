@@ -1,6 +1,6 @@
 /*
- * w4a16_tc.cuh -- the tensor-core (prefill) path of cuda_w4a16: a tiled GEMM over the same
- * packed buffer, instantiated once per activation type in w4a16_tc_f16.cu / w4a16_tc_bf16.cu.
+ * w4a16_tc.cuh -- path cuda_w4a16:tc (mma.sync tiles, any m, compute capability 8.0+): a tiled GEMM over
+ * the same packed buffer, instantiated once per activation type in w4a16_tc_f16.cu / w4a16_tc_bf16.cu.
  *
  *  - Block tile BN rows of N x BM rows of M, one 64-channel chunk per pipeline stage. A stage
  *    holds the chunk's weights (BN/16 blocks of 512 B, copied as they lie in memory), its x
@@ -12,7 +12,8 @@
  *    The x fragment of lane (g, t) is 8 contiguous bytes thanks to the layout's column order,
  *    so a plain 8-byte shared load does what ldmatrix would (docs/layouts/cuda_w4a16.md).
  *  - Group scales are applied in fp32 to each group's partial sums (exact integer weights in
- *    the MMA); the partial-sum registers double the accumulators, hence one block per SM.
+ *    the MMA); the partial-sum registers double the accumulators, hence one block per SM for tiles of
+ *    more than 8 MMA tiles per warp, two below (TcMinBlocks).
  *  - Tiles are rasterised in bands of 8 row tiles of M so that concurrently running blocks
  *    share weights and x through L2. Split-K (when there are too few tiles for a wave) goes
  *    through a cluster and distributed shared memory, in a fixed order.
@@ -20,15 +21,16 @@
 #ifndef MPL_CUDA_W4A16_TC_CUH
 #define MPL_CUDA_W4A16_TC_CUH
 
-#include <atomic>
-
 #include "w4a16_common.cuh"
 
-namespace cw4 {
+namespace cuda_w4a16 {
 
 constexpr int TC_THREADS = 256;
 constexpr int TC_XS = 160; /* shared bytes per x row: 128 of data + 32 so 8 rows hit 8 bank groups */
-constexpr int TC_MAX_DEV = 64;
+/* Pipeline depth of every tile: 4 chunks in flight behind the one computed, 58-115 KB of shared memory per
+ * block (within sm_80's 163 KB). v1 design value, not swept since; the 4-stage 128 x 128 tiles it was once
+ * compared with lost at every large m (bench/cuda/NOTES.md v2) and are gone (git tag exp/cuda-stream-v7). */
+constexpr int TC_STAGES = 5;
 
 template <int BM, int BN, int WN, int WM, int STAGES>
 struct TcShape {
@@ -42,6 +44,7 @@ struct TcShape {
     static constexpr int C_BYTES = BM * (BN + 4) * 4; /* fp32 output tile for the epilogue */
     static constexpr int SMEM = STAGES * STAGE > C_BYTES ? STAGES * STAGE : C_BYTES;
     static_assert(NT * WN * 16 == BN && MTW * WM * 8 == BM && WN * WM == TC_THREADS / 32, "warp layout");
+    static_assert(MPL_CUDA_W4A16_N_ALIGN % BN == 0, "a tile's rows of N stay inside n_pad (no bounds checks)");
 };
 
 /* Blocks per SM the launch bounds ask for: two when a warp holds at most 8 MMA tiles (accumulators
@@ -55,7 +58,7 @@ struct TcMinBlocks {
 /* nslot: 1 when every chunk lies in one group (scales/zeros once per chunk), else 4. */
 template <class A, bool ZP, int BM, int BN, int WN, int WM, int STAGES>
 __global__ void __launch_bounds__(TC_THREADS, TcMinBlocks<BM, BN, WN, WM>::value)
-    cw4_tc(const mpl_cw4_args a, int tiles_m, int tiles_n, int nslot) {
+    w4a16_tc(const mpl_cuda_w4a16_args a, int tiles_m, int tiles_n, int nslot) {
     using Sh = TcShape<BM, BN, WN, WM, STAGES>;
     constexpr int NT = Sh::NT, MTW = Sh::MTW;
     extern __shared__ __align__(16) unsigned char smem[];
@@ -66,7 +69,7 @@ __global__ void __launch_bounds__(TC_THREADS, TcMinBlocks<BM, BN, WN, WM>::value
     const int2 mn = raster_tile(tile, tiles_m, tiles_n);
     const int m0 = mn.x * BM, n0 = mn.y * BN;
 
-    const int KC = a.k_pad >> 6;
+    const int KC = a.k_pad >> MPL_CUDA_W4A16_KC_SHIFT;
     const int S = gridDim.y, split = blockIdx.y;
     const int c_begin = (int)((long long)KC * split / S), c_end = (int)((long long)KC * (split + 1) / S);
     const uint4 *wq = reinterpret_cast<const uint4 *>(a.qweight);
@@ -109,7 +112,7 @@ __global__ void __launch_bounds__(TC_THREADS, TcMinBlocks<BM, BN, WN, WM>::value
             int s = tid / (BN / 8), q = tid % (BN / 8);
             size_t at = (size_t)group_of_step(c * 4 + s, a.inv_gs16) * a.n_pad + n0 + q * 8;
             cp_async16(ss + s * BN * 2 + q * 16, a.scales + at, 16);
-            if (a.scale_fmt == 2) cp_async16(ss + Sh::S_BYTES + s * BN * 2 + q * 16, a.scales_lo + at, 16);
+            if (a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32) cp_async16(ss + Sh::S_BYTES + s * BN * 2 + q * 16, a.scales_lo + at, 16);
             if (ZP && q < BN / 16) {
                 size_t zt = (size_t)group_of_step(c * 4 + s, a.inv_gs16) * a.n_pad + n0 + q * 16;
                 cp_async16(ss + 2 * Sh::S_BYTES + s * BN + q * 16, a.zeros + zt, 16);
@@ -175,7 +178,7 @@ __global__ void __launch_bounds__(TC_THREADS, TcMinBlocks<BM, BN, WN, WM>::value
                 for (int i = 0; i < NT; i++) {
                     int off = slot * BN * 2 + (wn * NT + i) * 32 + 4 * g; /* word g: rows (g, g+8) */
                     uint32_t hi = *reinterpret_cast<const uint32_t *>(ss + off);
-                    uint32_t lo = a.scale_fmt == 2 ? *reinterpret_cast<const uint32_t *>(ss + Sh::S_BYTES + off) : 0u;
+                    uint32_t lo = a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32 ? *reinterpret_cast<const uint32_t *>(ss + Sh::S_BYTES + off) : 0u;
                     float s_g = scale_value(hi & 0xffffu, lo & 0xffffu, a.scale_fmt);
                     float s_g8 = scale_value(hi >> 16, lo >> 16, a.scale_fmt);
 #pragma unroll
@@ -214,7 +217,8 @@ __global__ void __launch_bounds__(TC_THREADS, TcMinBlocks<BM, BN, WN, WM>::value
 /*
  * Split-K choice: with T tiles and `slots` resident blocks, a split s gives waves of
  * ceil(T*s/slots); pick the s (<= 8, >= 4 chunks each) with the best filled fraction of the
- * last wave, a small penalty per extra split (each costs a cluster reduction).
+ * last wave, less 0.03 per extra split: each costs a cluster reduction of the tile, so a split must fill
+ * the waves at least 3 points better to be taken (a tie-breaker set in v1, not swept).
  */
 static inline int tc_choose_ksplit(int tiles, int slots, int kc) {
     if (tiles >= 4 * slots) return 1;
@@ -229,27 +233,17 @@ static inline int tc_choose_ksplit(int tiles, int slots, int kc) {
     return best;
 }
 
-template <class A, bool ZP, int BM, int BN, int WN, int WM, int STAGES>
-static cudaError_t tc_launch(const mpl_cw4_args *a, cudaStream_t stream) {
-    using Sh = TcShape<BM, BN, WN, WM, STAGES>;
-    auto kern = cw4_tc<A, ZP, BM, BN, WN, WM, STAGES>;
-    /* Per device: the shared-memory opt-in and the occupancy, set/computed once. */
-    static std::atomic<int> occ_cache[TC_MAX_DEV];
-    int dev = 0;
-    cudaError_t e = cudaGetDevice(&dev);
+template <class A, bool ZP, int BM, int BN, int WN, int WM>
+static cudaError_t tc_launch(const mpl_cuda_w4a16_args *a, cudaStream_t stream) {
+    using Sh = TcShape<BM, BN, WN, WM, TC_STAGES>;
+    auto kern = w4a16_tc<A, ZP, BM, BN, WN, WM, TC_STAGES>;
+    static KernelSetup setup;
+    int occ = 0;
+    cudaError_t e = setup_kernel(kern, a->device, TC_THREADS, Sh::SMEM, setup, &occ);
     if (e != cudaSuccess) return e;
-    int occ = dev < TC_MAX_DEV ? occ_cache[dev].load(std::memory_order_relaxed) : 0;
-    if (occ == 0) {
-        e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, Sh::SMEM);
-        if (e != cudaSuccess) return e;
-        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kern, TC_THREADS, Sh::SMEM);
-        if (e != cudaSuccess) return e;
-        if (occ < 1) return cudaErrorInvalidConfiguration;
-        if (dev < TC_MAX_DEV) occ_cache[dev].store(occ, std::memory_order_relaxed);
-    }
     int tiles_m = (a->m - 1) / BM + 1, tiles_n = (a->n + BN - 1) / BN; /* m >= 1 (layer.c returns before m = 0) */
     if ((long long)tiles_m * tiles_n > 0x7fffffffLL) return cudaErrorInvalidConfiguration; /* grid x limit */
-    int tiles = tiles_m * tiles_n, kc = a->k_pad / 64;
+    int tiles = tiles_m * tiles_n, kc = a->k_pad / MPL_CUDA_W4A16_KC;
     int ksplit = a->ksplit > 0 ? a->ksplit : tc_choose_ksplit(tiles, a->sms * occ, kc);
     if (ksplit > 8) ksplit = 8;
     if (ksplit > kc) ksplit = kc;
@@ -258,31 +252,27 @@ static cudaError_t tc_launch(const mpl_cw4_args *a, cudaStream_t stream) {
     return launch_ksplit(kern, (unsigned)tiles, ksplit, TC_THREADS, Sh::SMEM, stream, *a, tiles_m, tiles_n, nslot);
 }
 
-/* Tile shapes by M: small M keeps 256 rows of N per block so x is re-read from L2 at most
- * 4M/256 times the weight bytes; large M uses square 128 x 128 tiles (4 x 2 warps). */
+/*
+ * Tile (BM tokens x BN rows of N, warps WN x WM) by m, measured on the H200 (bench/cuda/NOTES.md):
+ *   m <= 32: 256 rows of N per block, so x is re-read from L2 at most 4 m / 256 times the weight bytes;
+ *   m = 33..64: 128 x 64 tiles, one row tile per warp, two blocks per SM (v5: 70B down 202.8 vs 225.3 us
+ *     with 256 x 64; m = 16/32 much worse with 128-row tiles, 201 vs 112 us on 70B gate_up m = 16);
+ *   m > 64: 256 x 64 (v2: beat both 128 x 128 layouts at every large m, 286 vs 269 / 244 TFLOP/s on 70B o,
+ *     m = 4096; those were removed, git tag exp/cuda-stream-v7).
+ */
 template <class A, bool ZP>
-static cudaError_t tc_dispatch_zp(const mpl_cw4_args *a, cudaStream_t s) {
-    /* variant 3 (m <= 64; the default, -1, for m = 33..64): 128 rows of N per block, one row tile
-     * per warp, two blocks per SM (twice the tiles, half the registers of 256 x 64) */
-    if ((a->tc_variant == 3 || (a->tc_variant < 0 && a->m > 32)) && a->m <= 64) {
-        if (a->m <= 32) return tc_launch<A, ZP, 32, 128, 8, 1, 5>(a, s);
-        return tc_launch<A, ZP, 64, 128, 8, 1, 5>(a, s);
-    }
-    if (a->m <= 16) return tc_launch<A, ZP, 16, 256, 8, 1, 5>(a, s);
-    if (a->m <= 32) return tc_launch<A, ZP, 32, 256, 8, 1, 5>(a, s);
-    if (a->m <= 64) return tc_launch<A, ZP, 64, 256, 8, 1, 5>(a, s);
-    /* measured on the H200 (bench/cuda/NOTES.md, run 2): 256x64 tiles beat both 128x128 layouts at
-     * every large M (286 vs 269 / 244 TFLOP/s on 70B o, M = 4096) */
-    if (a->tc_variant == 1) return tc_launch<A, ZP, 128, 128, 2, 4, 4>(a, s);
-    if (a->tc_variant == 2) return tc_launch<A, ZP, 128, 128, 4, 2, 4>(a, s);
-    return tc_launch<A, ZP, 64, 256, 8, 1, 5>(a, s);
+static cudaError_t tc_dispatch_zp(const mpl_cuda_w4a16_args *a, cudaStream_t s) {
+    if (a->m <= 16) return tc_launch<A, ZP, 16, 256, 8, 1>(a, s);
+    if (a->m <= 32) return tc_launch<A, ZP, 32, 256, 8, 1>(a, s);
+    if (a->m <= 64) return tc_launch<A, ZP, 64, 128, 8, 1>(a, s);
+    return tc_launch<A, ZP, 64, 256, 8, 1>(a, s);
 }
 
 template <class A>
-static cudaError_t tc_dispatch(const mpl_cw4_args *a, cudaStream_t s) {
+static cudaError_t tc_dispatch(const mpl_cuda_w4a16_args *a, cudaStream_t s) {
     return a->zeros ? tc_dispatch_zp<A, true>(a, s) : tc_dispatch_zp<A, false>(a, s);
 }
 
-} // namespace cw4
+} // namespace cuda_w4a16
 
 #endif

@@ -1,12 +1,12 @@
 /*
- * w4a16_wg.cu -- the warpgroup (wgmma, sm_90a) path of cuda_w4a16: a tiled GEMM over the same
- * packed buffer as the skinny and mma.sync paths. Compiled for sm_90a only (CMakeLists.txt); the
- * descriptor uses it on compute capability 9.0 devices.
+ * w4a16_wg.cu -- path cuda_w4a16:wg (warpgroup wgmma, sm_90a): a tiled GEMM over the same packed buffer as
+ * the skinny and mma.sync paths. Compiled for sm_90a only (CMakeLists.txt); its path row runs it on compute
+ * capability 9.0 only (min_cc = max_cc = 90).
  *
  * "Swap AB" as everywhere in this kernel: y^T = W x^T, so the weights are wgmma's A operand
  * (64 rows of N per instruction, from registers) and x is B (the tokens are wgmma's N).
  *
- *  - x is first rearranged by cw4_xtile into the exact shared-memory image of each B tile
+ *  - x is first rearranged by w4a16_xtile into the exact shared-memory image of each B tile
  *    (BT tokens x 64 channels, 128-byte rows, 128-byte swizzle: 16-byte unit u of row r at
  *    u ^ (r % 8), and the layout's column order inside a k16 step: channel pair 2t at MMA pair t,
  *    pair 2t+1 at pair t+4), zero-padded past M and K. Every stage is then three or four bulk
@@ -14,16 +14,16 @@
  *    R/16 weight tiles as ONE 2D tensor copy (tensor map over the packed weights: rows of 16-row
  *    tiles, KC 512-byte chunks each), the group scales (and zeros). Few, large requests: with one
  *    512-byte request per weight tile the copy engine's outstanding requests, not DRAM, set the pace.
- *  - Block: NWG consumer warpgroups (2 by default; 4 with MPL_CUDA_W4A16_WG_EXP=8) + one producer
- *    warpgroup whose first thread fills a STAGES-deep ring (per 64-channel chunk: the x tile, the
- *    weights as one 2D tensor copy, the group scales and zeros), each stage completing on its
+ *  - Block: WG_NWG = 2 consumer warpgroups + one producer warpgroup whose first thread fills a
+ *    STAGES-deep ring (per 64-channel chunk: the x tile, the weights as one 2D tensor copy, the
+ *    group scales and zeros), each stage completing on its
  *    "full" mbarrier; consumer warps release a stage on its "empty" mbarrier once the wgmmas that
  *    read it are complete. setmaxnreg moves the producer's registers to the consumers (WgRegs).
- *  - Consumer warpgroup h owns MW sub-tiles of 64 rows of N (R = 64 NWG MW = 256 rows per block);
+ *  - Consumer warpgroup h owns WG_MW = 2 sub-tiles of 64 rows of N (R = 64 WG_NWG WG_MW = 256 rows per block);
  *    warp q of it holds rows 16q .. 16q+15 of each: one 16-row tile of the packed layout, whose
  *    per-lane 16-byte piece of a 64-channel chunk is the register-A fragment of four k16 steps.
- *  - FOLD (group size a multiple of 64, or one group; BT <= 32): the wgmmas sum exact integer
- *    weights (code - zero) times x per group into accg0 / accg1 (by group parity); a group's
+ *  - FOLD (mpl_cuda_w4a16_wg_exact: group size a multiple of 64, or one group; m <= 32): the wgmmas sum
+ *    exact integer weights (code - zero) times x per group into accg0 / accg1 (by group parity); a group's
  *    sums are scaled in fp32 and added to acc one chunk later, when its wgmmas are complete:
  *    the same arithmetic as the tc and skinny paths. Otherwise each weight is dequantized to
  *    round16((code - zero) * scale) -- the dq path's rounded weight, bit for bit (a zero weight's
@@ -43,15 +43,22 @@
 #include "w4a16_common.cuh"
 #include "w4a16_wg_mma.cuh"
 
-namespace cw4 {
+namespace cuda_w4a16 {
 
-/* NWG consumer warpgroups + the producer warpgroup (one thread of it works). Registers per thread:
+/* Block shape: WG_NWG consumer warpgroups of WG_MW 64-row sub-tiles each = 256 rows of N, the weight tensor
+ * map's box (16 row tiles). The one alternative measured, four warpgroups of one sub-tile, was 2-4% faster at
+ * m <= 32 (where tc runs by default) and 2-7% slower at m = 64 (bench/cuda/NOTES.md v6): removed, git tag
+ * exp/cuda-stream-v7. */
+constexpr int WG_NWG = 2, WG_MW = 2;
+
+/* WG_NWG consumer warpgroups + the producer warpgroup (one thread of it works). Registers per thread:
  * ENTRY = 65536 / threads at entry; the producer gives most of its share to the consumers
- * (setmaxnreg: 128 PRODUCER + 128 NWG CONSUMER <= ENTRY x threads), and both return to ENTRY for the epilogue. */
-template <int NWG>
+ * (setmaxnreg: 128 PRODUCER + 128 WG_NWG CONSUMER <= ENTRY x threads), and both return to ENTRY for the epilogue. */
 struct WgRegs {
-    static constexpr int CONSUMERS = NWG * 128, THREADS = CONSUMERS + 128;
+    static constexpr int CONSUMERS = WG_NWG * 128, THREADS = CONSUMERS + 128;
     static constexpr int ENTRY = 65536 / THREADS / 8 * 8;
+    /* the producer thread only computes copy addresses: 40, as CUTLASS's warp-specialized sm90 GEMMs
+     * (LoadRegisterRequirement), leaves the consumers 232 each */
     static constexpr int PRODUCER = 40;
     /* setmaxnreg.inc waits until the block's own pool (ENTRY x THREADS, fixed at launch) has the registers:
      * a request beyond it never returns */
@@ -59,9 +66,9 @@ struct WgRegs {
     static_assert(128 * PRODUCER + CONSUMERS * CONSUMER <= ENTRY * THREADS && CONSUMER >= ENTRY, "register split");
 };
 
-template <int BT, int R_, int STAGES>
+template <int BT, int STAGES>
 struct WgShape {
-    static constexpr int R = R_;              /* rows of N per block */
+    static constexpr int R = WG_NWG * WG_MW * 64; /* rows of N per block */
     static constexpr int B_BYTES = BT * 128;  /* x tile (swizzled), a multiple of 1024 */
     static constexpr int W_BYTES = R * 32;    /* R / 16 blocks of 512 bytes */
     static constexpr int S_BYTES = 4 * R * 2; /* four slots (k16 steps) of R 16-bit scales */
@@ -72,6 +79,7 @@ struct WgShape {
     /* 1024 alignment slack + 1024 for the mbarriers + the ring (the epilogue tile reuses it) */
     static constexpr int SMEM = 2048 + (STAGES * STAGE > C_BYTES ? STAGES * STAGE : C_BYTES);
     static_assert(BT % 8 == 0 && STAGES >= 2 && STAGES <= 64, "tile");
+    static_assert(MPL_CUDA_W4A16_N_ALIGN % R == 0, "a block's rows of N stay inside n_pad (no bounds checks)");
 };
 
 /* mbarriers and 1D bulk copies: w4a16_common.cuh */
@@ -103,7 +111,7 @@ enum { SC_F32 = 0, SC_S16 = 1, SC_SPLIT = 2 };
 
 __device__ __forceinline__ uint32_t fma16x2(int act, uint32_t a, uint32_t b, uint32_t c) {
     uint32_t r;
-    if (act == 1)
+    if (act == MPL_CUDA_W4A16_ACT_F16)
         asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
     else
         asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
@@ -135,13 +143,13 @@ __device__ __forceinline__ void split_f16_scale(uint32_t h, uint32_t &hi2, uint3
     lo2 = lb * 0x10001u;
 }
 
-template <class A, bool ZP, bool FOLD, int SC, int BT, int NWG, int MW, int STAGES>
-__global__ void __launch_bounds__(WgRegs<NWG>::THREADS, 1)
-    cw4_wg(const mpl_cw4_args a, const __grid_constant__ CUtensorMap wmap, const unsigned char *__restrict__ xt,
-           int tiles_m, int tiles_n, int nslot) {
-    using Sh = WgShape<BT, NWG * MW * 64, STAGES>;
-    using Rg = WgRegs<NWG>;
-    constexpr int R = Sh::R;
+template <class A, bool ZP, bool FOLD, int SC, int BT, int STAGES>
+__global__ void __launch_bounds__(WgRegs::THREADS, 1)
+    w4a16_wg(const mpl_cuda_w4a16_args a, const __grid_constant__ CUtensorMap wmap, const unsigned char *__restrict__ xt,
+             int tiles_m, int tiles_n, int nslot) {
+    using Sh = WgShape<BT, STAGES>;
+    using Rg = WgRegs;
+    constexpr int R = Sh::R, MW = WG_MW;
     extern __shared__ unsigned char smem_raw[];
     const uint32_t raw = smem_addr(smem_raw), base = (raw + 1023u) & ~1023u;
     unsigned char *smem = smem_raw + (base - raw) + 1024; /* the ring; mbarriers just below */
@@ -154,7 +162,7 @@ __global__ void __launch_bounds__(WgRegs<NWG>::THREADS, 1)
     const int2 mn = raster_tile(tile, tiles_m, tiles_n);
     const int mt = mn.x, m0 = mt * BT, n0 = mn.y * R;
 
-    const int KC = a.k_pad >> 6;
+    const int KC = a.k_pad >> MPL_CUDA_W4A16_KC_SHIFT;
     const int S = gridDim.y, split = blockIdx.y;
     const int c_begin = (int)((long long)KC * split / S), c_end = (int)((long long)KC * (split + 1) / S);
 
@@ -179,7 +187,8 @@ __global__ void __launch_bounds__(WgRegs<NWG>::THREADS, 1)
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(Rg::PRODUCER));
         if (warp == Rg::CONSUMERS / 32 && lane == 0) {
             const unsigned char *xsrc = xt + (size_t)mt * KC * Sh::B_BYTES;
-            const uint32_t bytes = Sh::B_BYTES + Sh::W_BYTES + nslot * R * 2 * (a.scale_fmt == 2 ? 2 : 1) + (ZP ? nslot * R : 0);
+            const uint32_t bytes =
+                Sh::B_BYTES + Sh::W_BYTES + nslot * R * 2 * (a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32 ? 2 : 1) + (ZP ? nslot * R : 0);
             int s = 0, use = 0;
             for (int c = c_begin; c < c_end; c++) {
                 if (use > 0) mbar_wait(empty_bar(s), (uint32_t)(use - 1) & 1u);
@@ -191,7 +200,7 @@ __global__ void __launch_bounds__(WgRegs<NWG>::THREADS, 1)
                 for (int q = 0; q < nslot; q++) {
                     size_t at = (size_t)group_of_step(c * 4 + q, a.inv_gs16) * a.n_pad + n0;
                     bulk_g2s(ss + q * R * 2, a.scales + at, R * 2, fb);
-                    if (a.scale_fmt == 2) bulk_g2s(ss + Sh::S_BYTES + q * R * 2, a.scales_lo + at, R * 2, fb);
+                    if (a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32) bulk_g2s(ss + Sh::S_BYTES + q * R * 2, a.scales_lo + at, R * 2, fb);
                     if (ZP) bulk_g2s(ss + 2 * Sh::S_BYTES + q * R, a.zeros + at, R, fb);
                 }
                 if (++s == STAGES) s = 0, use++;
@@ -217,7 +226,7 @@ __global__ void __launch_bounds__(WgRegs<NWG>::THREADS, 1)
                 for (int s = 0; s < MW; s++) {
                     const int off = ((wgi * MW + s) * 4 + wq) * 32 + 4 * g; /* slot 0, word g: rows (g, g+8) */
                     uint32_t hi = *reinterpret_cast<const uint32_t *>(ss + off);
-                    uint32_t lo = a.scale_fmt == 2 ? *reinterpret_cast<const uint32_t *>(ss + Sh::S_BYTES + off) : 0u;
+                    uint32_t lo = a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32 ? *reinterpret_cast<const uint32_t *>(ss + Sh::S_BYTES + off) : 0u;
                     float s_g = scale_value(hi & 0xffffu, lo & 0xffffu, a.scale_fmt);
                     float s_g8 = scale_value(hi >> 16, lo >> 16, a.scale_fmt);
 #pragma unroll
@@ -268,12 +277,13 @@ __global__ void __launch_bounds__(WgRegs<NWG>::THREADS, 1)
                             uint32_t h_g, l_g, h_g8, l_g8;
                             split_f16_scale(hi & 0xffffu, h_g, l_g);
                             split_f16_scale(hi >> 16, h_g8, l_g8);
-                            cur[s][j][0] = fma16x2(2, q[0], h_g, fma16x2(2, q[0], l_g, 0x80008000u));
-                            cur[s][j][1] = fma16x2(2, q[1], h_g8, fma16x2(2, q[1], l_g8, 0x80008000u));
-                            cur[s][j][2] = fma16x2(2, q[2], h_g, fma16x2(2, q[2], l_g, 0x80008000u));
-                            cur[s][j][3] = fma16x2(2, q[3], h_g8, fma16x2(2, q[3], l_g8, 0x80008000u));
+                            constexpr int BF16 = MPL_CUDA_W4A16_ACT_BF16;
+                            cur[s][j][0] = fma16x2(BF16, q[0], h_g, fma16x2(BF16, q[0], l_g, 0x80008000u));
+                            cur[s][j][1] = fma16x2(BF16, q[1], h_g8, fma16x2(BF16, q[1], l_g8, 0x80008000u));
+                            cur[s][j][2] = fma16x2(BF16, q[2], h_g, fma16x2(BF16, q[2], l_g, 0x80008000u));
+                            cur[s][j][3] = fma16x2(BF16, q[3], h_g8, fma16x2(BF16, q[3], l_g8, 0x80008000u));
                         } else {
-                            uint32_t lo = a.scale_fmt == 2 ? *reinterpret_cast<const uint32_t *>(ss + Sh::S_BYTES + off) : 0u;
+                            uint32_t lo = a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32 ? *reinterpret_cast<const uint32_t *>(ss + Sh::S_BYTES + off) : 0u;
                             float s_g = scale_value(hi & 0xffffu, lo & 0xffffu, a.scale_fmt);
                             float s_g8 = scale_value(hi >> 16, lo >> 16, a.scale_fmt);
                             cur[s][j][0] = mul32<A>(q[0], s_g);
@@ -367,7 +377,7 @@ __global__ void __launch_bounds__(WgRegs<NWG>::THREADS, 1)
  * 16-byte unit u ^ (r % 8), whose 4-byte pair p (p = 4 (u ^ (r % 8)) + i) is MMA pair p % 8 of k16
  * step p / 8, i.e. channels 16 (p / 8) + 2 sigma(p % 8) + (0, 1), sigma = (0 2 4 6 1 3 5 7).
  */
-__global__ void cw4_xtile(const uint32_t *__restrict__ x, uint4 *__restrict__ xt, int m, int k, int kc, int bt,
+__global__ void w4a16_xtile(const uint32_t *__restrict__ x, uint4 *__restrict__ xt, int m, int k, int kc, int bt,
                           long long units) {
     for (long long u = blockIdx.x * (long long)blockDim.x + threadIdx.x; u < units; u += (long long)gridDim.x * blockDim.x) {
         long long tile = u / (bt * 8);
@@ -387,17 +397,17 @@ __global__ void cw4_xtile(const uint32_t *__restrict__ x, uint4 *__restrict__ xt
 /* Token tile by M (bench/cuda/NOTES.md, v6). */
 static inline int wg_bt(int m) { return m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : 128; }
 
-template <class A, bool ZP, bool FOLD, int SC, int BT, int NWG, int MW, int STAGES>
-static cudaError_t wg_launch(const mpl_cw4_args *a, const CUtensorMap *wmap, const void *xt, cudaStream_t stream) {
-    using Sh = WgShape<BT, NWG * MW * 64, STAGES>;
+template <class A, bool ZP, bool FOLD, int SC, int BT, int STAGES>
+static cudaError_t wg_launch(const mpl_cuda_w4a16_args *a, const CUtensorMap *wmap, const void *xt, cudaStream_t stream) {
+    using Sh = WgShape<BT, STAGES>;
     static_assert(Sh::R == 256, "the weight tensor map's box is 16 tiles");
-    auto kern = cw4_wg<A, ZP, FOLD, SC, BT, NWG, MW, STAGES>;
-    static std::atomic<unsigned long long> opted{0};
-    cudaError_t e = opt_in_smem(kern, Sh::SMEM, opted);
+    auto kern = w4a16_wg<A, ZP, FOLD, SC, BT, STAGES>;
+    static KernelSetup setup;
+    cudaError_t e = setup_kernel(kern, a->device, WgRegs::THREADS, Sh::SMEM, setup, nullptr);
     if (e != cudaSuccess) return e;
     int tiles_m = (a->m - 1) / BT + 1, tiles_n = (a->n + Sh::R - 1) / Sh::R; /* m >= 1 */
     if ((long long)tiles_m * tiles_n > 0x7fffffffLL) return cudaErrorInvalidConfiguration; /* grid x limit */
-    int tiles = tiles_m * tiles_n, kc = a->k_pad / 64;
+    int tiles = tiles_m * tiles_n, kc = a->k_pad / MPL_CUDA_W4A16_KC;
     /* Split-K (a cluster along K): measured (bench/cuda/NOTES.md, v6), powers of two only (a cluster of 5
      * ran at half speed: clusters must fit a GPC): 4 below 32 tiles, 2 below 1024, else 1. */
     int ksplit = a->ksplit > 0 ? a->ksplit : tiles < 32 ? 4 : tiles < 1024 ? 2 : 1;
@@ -406,49 +416,55 @@ static cudaError_t wg_launch(const mpl_cw4_args *a, const CUtensorMap *wmap, con
     if (ksplit > kc) ksplit = kc;
     if (ksplit < 1) ksplit = 1;
     int nslot = a->gs16 % 4 == 0 ? 1 : 4;
-    return launch_ksplit(kern, (unsigned)tiles, ksplit, WgRegs<NWG>::THREADS, Sh::SMEM, stream, *a, *wmap,
+    return launch_ksplit(kern, (unsigned)tiles, ksplit, WgRegs::THREADS, Sh::SMEM, stream, *a, *wmap,
                          (const unsigned char *)xt, tiles_m, tiles_n, nslot);
 }
 
+/*
+ * Ring depth by token tile: stage bytes are BT x 128 (x) + 13 KB (weights, scales, zeros), so 12 x 15 KB
+ * (BT 16), 10 x 17 KB (32), 8 x 21 KB (64) keep ~170-180 KB in flight per SM, within the 227 KB a block may
+ * opt in to; 5 x 29 KB at BT 128, where each chunk's wgmmas take longest, so fewer chunks cover the copy
+ * latency. v6 design values (bench/cuda/NOTES.md), not swept one by one.
+ */
 template <class A, bool ZP, bool FOLD, int SC>
-static cudaError_t wg_dispatch4(const mpl_cw4_args *a, const CUtensorMap *wmap, const void *xt, cudaStream_t s) {
-    const bool four = a->wg_exp & 8; /* experiment: four consumer warpgroups of one 64-row sub-tile each */
+static cudaError_t wg_dispatch_bt(const mpl_cuda_w4a16_args *a, const CUtensorMap *wmap, const void *xt, cudaStream_t s) {
     switch (wg_bt(a->m)) {
-    case 16: return four ? wg_launch<A, ZP, FOLD, SC, 16, 4, 1, 12>(a, wmap, xt, s) : wg_launch<A, ZP, FOLD, SC, 16, 2, 2, 12>(a, wmap, xt, s);
-    case 32: return four ? wg_launch<A, ZP, FOLD, SC, 32, 4, 1, 10>(a, wmap, xt, s) : wg_launch<A, ZP, FOLD, SC, 32, 2, 2, 10>(a, wmap, xt, s);
-    case 64: return four ? wg_launch<A, ZP, false, SC, 64, 4, 1, 8>(a, wmap, xt, s) : wg_launch<A, ZP, false, SC, 64, 2, 2, 8>(a, wmap, xt, s);
-    default: return wg_launch<A, ZP, false, SC, 128, 2, 2, 5>(a, wmap, xt, s);
+    case 16: return wg_launch<A, ZP, FOLD, SC, 16, 12>(a, wmap, xt, s);
+    case 32: return wg_launch<A, ZP, FOLD, SC, 32, 10>(a, wmap, xt, s);
+    case 64: return wg_launch<A, ZP, false, SC, 64, 8>(a, wmap, xt, s);
+    default: return wg_launch<A, ZP, false, SC, 128, 5>(a, wmap, xt, s);
     }
 }
 
+/* The dequantization form: FOLD (exact group sums) where mpl_cuda_w4a16_wg_exact holds, else rounded weights
+ * with the cheapest exact-product form for the scale format (S16, SPLIT, F32: file comment). */
 template <class A, bool ZP>
-static cudaError_t wg_dispatch_zp(const mpl_cw4_args *a, const CUtensorMap *wmap, const void *xt, cudaStream_t s) {
-    const bool fold = a->gs16 % 4 == 0 && a->m <= 32 && !(a->wg_exp & 4);
-    const int own = A::id == 1 ? 0 : 1; /* scales stored in the activation's own type */
-    if (fold) return wg_dispatch4<A, ZP, true, SC_F32>(a, wmap, xt, s);
-    if (a->scale_fmt == own) return wg_dispatch4<A, ZP, false, SC_S16>(a, wmap, xt, s);
-    if constexpr (A::id == 2) /* bf16 activations, f16 scales: the common GPTQ / AWQ case for bf16 models */
-        if (a->scale_fmt == 0) return wg_dispatch4<A, ZP, false, SC_SPLIT>(a, wmap, xt, s);
-    return wg_dispatch4<A, ZP, false, SC_F32>(a, wmap, xt, s);
+static cudaError_t wg_dispatch_zp(const mpl_cuda_w4a16_args *a, const CUtensorMap *wmap, const void *xt, cudaStream_t s) {
+    const int own = A::id == MPL_CUDA_W4A16_ACT_F16 ? MPL_CUDA_W4A16_SCALE_F16 : MPL_CUDA_W4A16_SCALE_BF16;
+    if (mpl_cuda_w4a16_wg_exact(a->m, a->gs16)) return wg_dispatch_bt<A, ZP, true, SC_F32>(a, wmap, xt, s);
+    if (a->scale_fmt == own) return wg_dispatch_bt<A, ZP, false, SC_S16>(a, wmap, xt, s);
+    if constexpr (A::id == MPL_CUDA_W4A16_ACT_BF16) /* bf16 activations, f16 scales: the common GPTQ / AWQ case for bf16 models */
+        if (a->scale_fmt == MPL_CUDA_W4A16_SCALE_F16) return wg_dispatch_bt<A, ZP, false, SC_SPLIT>(a, wmap, xt, s);
+    return wg_dispatch_bt<A, ZP, false, SC_F32>(a, wmap, xt, s);
 }
 
 template <class A>
-static cudaError_t wg_dispatch(const mpl_cw4_args *a, const CUtensorMap *wmap, const void *xt, cudaStream_t s) {
+static cudaError_t wg_dispatch(const mpl_cuda_w4a16_args *a, const CUtensorMap *wmap, const void *xt, cudaStream_t s) {
     return a->zeros ? wg_dispatch_zp<A, true>(a, wmap, xt, s) : wg_dispatch_zp<A, false>(a, wmap, xt, s);
 }
 
-} // namespace cw4
+} // namespace cuda_w4a16
 
-extern "C" size_t mpl_cw4_wg_scratch_bytes(const mpl_cw4_args *a) {
-    int bt = cw4::wg_bt(a->m);
+extern "C" size_t mpl_cuda_w4a16_wg_scratch_bytes(const mpl_cuda_w4a16_args *a) {
+    int bt = cuda_w4a16::wg_bt(a->m);
     size_t tiles_m = ((size_t)a->m + (size_t)bt - 1) / (size_t)bt;
-    return tiles_m * (size_t)(a->k_pad / 64) * (size_t)bt * 128;
+    return tiles_m * (size_t)(a->k_pad / MPL_CUDA_W4A16_KC) * (size_t)bt * 128;
 }
 
 /* The weight tensor map: a 2D array of 32-bit words, dim 0 = KC * 128 words (one row of 16-row
  * tiles: KC chunks of 512 bytes), dim 1 = n_pad / 16 rows; box = one chunk (128 words) of R / 16 = 16
- * rows (R = 256 for every tile of wg_dispatch4). Encoded once per layer, at pack time. */
-extern "C" int mpl_cw4_wg_weight_map(const uint32_t *qweight, int k_pad, int n_pad, void *map) {
+ * rows (R = 256 for every tile). Encoded once per layer, at pack time. */
+extern "C" int mpl_cuda_w4a16_wg_weight_map(const uint32_t *qweight, int k_pad, int n_pad, void *map) {
     static PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
     static std::once_flag once;
     std::call_once(once, [] {
@@ -459,10 +475,10 @@ extern "C" int mpl_cw4_wg_weight_map(const uint32_t *qweight, int k_pad, int n_p
             encode = (PFN_cuTensorMapEncodeTiled_v12000)fn;
     });
     if (!encode) return (int)cudaErrorNotSupported;
-    static_assert(sizeof(CUtensorMap) == MPL_CW4_WG_MAP_BYTES, "tensor map size");
-    const int kc = k_pad / 64;
-    cuuint64_t dims[2] = {(cuuint64_t)kc * 128, (cuuint64_t)(n_pad / 16)};
-    cuuint64_t strides[1] = {(cuuint64_t)kc * 512};
+    static_assert(sizeof(CUtensorMap) == MPL_CUDA_W4A16_WG_MAP_BYTES, "tensor map size");
+    const int kc = k_pad / MPL_CUDA_W4A16_KC;
+    cuuint64_t dims[2] = {(cuuint64_t)kc * 128, (cuuint64_t)(n_pad / MPL_CUDA_W4A16_NT)};
+    cuuint64_t strides[1] = {(cuuint64_t)kc * MPL_CUDA_W4A16_BLOCK_BYTES};
     cuuint32_t box[2] = {128, 16}, estr[2] = {1, 1};
     CUtensorMap m; /* aligned here; the caller's bytes need not be */
     CUresult r = encode(&m, CU_TENSOR_MAP_DATA_TYPE_UINT32, 2, (void *)qweight, dims, strides, box, estr,
@@ -473,18 +489,19 @@ extern "C" int mpl_cw4_wg_weight_map(const uint32_t *qweight, int k_pad, int n_p
     return 0;
 }
 
-extern "C" int mpl_cw4_launch_wg(const mpl_cw4_args *a, void *xt, void *stream) {
+extern "C" int mpl_cuda_w4a16_launch_wg(const mpl_cuda_w4a16_args *a, void *xt, void *stream) {
     if (a->cc != 90) return (int)cudaErrorNoKernelImageForDevice; /* sm_90a code only */
     if (!a->wg_map) return (int)cudaErrorNotSupported;
     cudaStream_t s = (cudaStream_t)stream;
     CUtensorMap wmap;
     memcpy(&wmap, a->wg_map, sizeof wmap);
-    int bt = cw4::wg_bt(a->m), kc = a->k_pad / 64;
+    int bt = cuda_w4a16::wg_bt(a->m), kc = a->k_pad / MPL_CUDA_W4A16_KC;
     long long units = (long long)((a->m - 1) / bt + 1) * kc * bt * 8;
     long long blocks = (units + 255) / 256;
-    if (blocks > 4096) blocks = 4096;
-    cw4::cw4_xtile<<<(unsigned)blocks, 256, 0, s>>>((const uint32_t *)a->x, (uint4 *)xt, a->m, a->k, kc, bt, units);
+    if (blocks > 4096) blocks = 4096; /* grid-stride beyond ~31 blocks per SM: a copy pass gains nothing more */
+    cuda_w4a16::w4a16_xtile<<<(unsigned)blocks, 256, 0, s>>>((const uint32_t *)a->x, (uint4 *)xt, a->m, a->k, kc, bt, units);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return (int)e;
-    return (int)(a->act == 1 ? cw4::wg_dispatch<cw4::ActF16>(a, &wmap, xt, s) : cw4::wg_dispatch<cw4::ActBF16>(a, &wmap, xt, s));
+    return (int)(a->act == MPL_CUDA_W4A16_ACT_F16 ? cuda_w4a16::wg_dispatch<cuda_w4a16::ActF16>(a, &wmap, xt, s)
+                                                  : cuda_w4a16::wg_dispatch<cuda_w4a16::ActBF16>(a, &wmap, xt, s));
 }
