@@ -304,8 +304,8 @@ static void cpu_fn(void *ctx, int tid, int nt) {
     (void)nt;
     cpu_job *j = ctx;
     /* busy for ~1 ms so a worker cannot finish before the OS has placed it */
-    volatile double x = 0;
-    for (int i = 0; i < 200000; i++) x += i;
+    for (volatile int i = 0; i < 200000; i = i + 1) {
+    }
     atomic_store(&j->cpu[tid], sched_getcpu());
 }
 
