@@ -114,9 +114,11 @@ typedef enum mpl_mode {
  * W4A16 semantics: y = bias[n] + sum_g scale[n,g] * (sum_{k in g} x[k]*w[k]),
  *   fp32 accumulation, output rounded once to the activation type
  *   (round to nearest even). Exception, stated per call by
- *   mpl_layer_weight_rounding: large-M CUDA paths may instead multiply weights
- *   rounded once to the activation type, round(w * scale), as cuBLAS-based
- *   and Marlin-style kernels do.
+ *   mpl_layer_weight_rounding: CUDA tensor-core paths (cuda_w4a16:skinny-rounded
+ *   with bf16 scales, :wg above 32 rows or with groups that split a 64-channel
+ *   chunk, :dq) may instead multiply weights rounded once to the activation
+ *   type, round(w * scale), accumulating in fp32, as cuBLAS-based and
+ *   Marlin-style kernels do. CPU kernels always keep the exact contract.
  */
 typedef struct mpl_config {
     int64_t k, n;
@@ -256,7 +258,7 @@ MPL_API size_t mpl_layer_weight_bytes(const mpl_layer *layer);
  * scaled weights w^ = round((code - zero) * scale) (one rounding to the activation type, so
  * |w^ - w s| <= u |w s|, plus 2^-25 absolute per weight for f16 subnormals) instead of summing
  * exact integer weights and scaling in fp32 as the reference does; 0 when exact (every CPU kernel;
- * cuda_w4a16's skinny and mma.sync paths). Error bounds add u * sum |x w s| per output.
+ * cuda_w4a16's skinny and tc paths, skinny-rounded with f16 or f32 scales). Error bounds add u * sum |x w s| per output.
  */
 MPL_API double mpl_layer_weight_rounding(const mpl_layer *layer, int64_t m);
 

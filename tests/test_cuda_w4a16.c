@@ -275,19 +275,22 @@ static void fake_gpus(int devices, int cc) {
 }
 
 /* The path the table picks by default for m rows, stated independently of src/ (cuda_w4a16.c's rows). */
-static const char *expected_default(int64_t m, int64_t k, int cc) {
-    if (m <= 8 || (m <= 16 && k >= 8192)) return "cuda_w4a16:skinny";
+static const char *expected_default(int64_t m, int64_t k, int cc, mpl_act act, int zp) {
+    /* skinny-rounded comes first with skinny's range and takes bf16 without zero points */
+    if (m <= 8 || (m <= 16 && k >= 8192)) return act == MPL_ACT_BF16 && !zp ? "cuda_w4a16:skinny-rounded" : "cuda_w4a16:skinny";
     if (cc == 90 && m >= 33 && m <= 512) return "cuda_w4a16:wg";
     if (m >= 161) return "cuda_w4a16:dq";
     return "cuda_w4a16:tc";
 }
 
 /* mpl_layer_weight_rounding for a path (mplinear.h): dq rounds every weight once to the activation type; wg
- * too unless it keeps exact group sums (m <= 32 and every 64-channel chunk inside one group); the others
- * sum exact integer weights. */
-static double expected_rounding(const char *path, int64_t m, int64_t gs, int64_t k, mpl_act act) {
+ * too unless it keeps exact group sums (m <= 32 and every 64-channel chunk inside one group); skinny-rounded
+ * (bf16, uint4b8) when every scale is exact in bf16 (the layout then stores bf16 scales; other scale formats
+ * run skinny's exact form); the others sum exact integer weights. */
+static double expected_rounding(const char *path, int64_t m, int64_t gs, int64_t k, mpl_act act, int bf16_scales) {
     const double u = act == MPL_ACT_BF16 ? 0x1.0p-8 : 0x1.0p-11;
     if (!strcmp(path, "cuda_w4a16:dq")) return u;
+    if (!strcmp(path, "cuda_w4a16:skinny-rounded")) return bf16_scales ? u : 0.0;
     if (!strcmp(path, "cuda_w4a16:wg")) return m <= 32 && (gs == -1 || gs == k || gs % 64 == 0) ? 0.0 : u;
     return 0.0;
 }
@@ -308,6 +311,7 @@ static void path_table(void **state) {
         int64_t m_min, m_max, m_limit;
         int min_cc, max_cc;
     } want[] = {
+        {"cuda_w4a16:skinny-rounded", 1, 16, 16, 0, 0}, /* bf16 without zero points: before skinny */
         {"cuda_w4a16:skinny", 1, 16, 16, 0, 0},
         {"cuda_w4a16:wg", 33, 512, MPL_M_ANY, 90, 90},
         {"cuda_w4a16:dq", 161, MPL_M_ANY, MPL_M_ANY, 0, 0},
@@ -351,19 +355,30 @@ static void default_paths(void **state) {
             mpl_config c;
             mpl_config_init(&c, ks[kj], 1024); /* group -1: 8184 (just below skinny's K switch) has no 128-groups */
             for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++) {
-                const char *got = NULL, *want = expected_default(ms[mi], ks[kj], ccs[ci]);
+                const char *got = NULL, *want = expected_default(ms[mi], ks[kj], ccs[ci], c.act, c.zero_points);
                 mpl_status st = mpl_choose_path(&c, &o, ms[mi], &got);
                 if (st != MPL_OK || !got || strcmp(got, want))
                     fail_msg("cc %d k %lld m %lld: %s (%s), want %s", ccs[ci], (long long)ks[kj], (long long)ms[mi],
                              got ? got : "no path", st == MPL_OK ? "ok" : mpl_last_error(), want);
                 checked++;
             }
-            /* skinny's verdict carries the narrowed range: 1..8 below K = 8192, 1..16 from it */
+            /* skinny's verdict carries the narrowed range: 1..8 below K = 8192, 1..16 from it (skinny-rounded: the same) */
             mpl_verdict v;
             assert_int_equal(mpl_check(&c, &o, "cuda_w4a16:skinny", &v), MPL_OK);
             assert_int_equal(v.reason, MPL_REASON_OK);
             assert_int_equal(v.m_min, 1);
             assert_int_equal(v.m_max, ks[kj] >= 8192 ? 16 : 8);
+            assert_int_equal(mpl_check(&c, &o, "cuda_w4a16:skinny-rounded", &v), MPL_OK);
+            assert_int_equal(v.reason, MPL_REASON_OK);
+            assert_int_equal(v.m_max, ks[kj] >= 8192 ? 16 : 8);
+            /* f16 and zero points keep skinny */
+            c.act = MPL_ACT_F16;
+            const char *got16 = NULL;
+            assert_int_equal(mpl_choose_path(&c, &o, 1, &got16), MPL_OK);
+            assert_string_equal(got16, "cuda_w4a16:skinny");
+            assert_int_equal(mpl_check(&c, &o, "cuda_w4a16:skinny-rounded", &v), MPL_OK);
+            assert_int_equal(v.reason, MPL_REASON_ACT_TYPE);
+            c.act = MPL_ACT_BF16;
         }
     }
     printf("cuda_w4a16 default paths: %d (cc, k, m) choices as the table says\n", checked);
@@ -437,8 +452,8 @@ static void path_refusals(void **state) {
     assert_string_equal(got, "cuda_w4a16:dq");
     fake_gpus(1, 80);
     setenv("MPL_DISABLED_KERNELS", "cuda_w4a16:tc", 1);
-    assert_int_equal(mpl_choose_path(&c, &o, 12, &got), MPL_OK); /* no range holds 12: skinny's limit does */
-    assert_string_equal(got, "cuda_w4a16:skinny");
+    assert_int_equal(mpl_choose_path(&c, &o, 12, &got), MPL_OK); /* no range holds 12: skinny-rounded's limit does */
+    assert_string_equal(got, "cuda_w4a16:skinny-rounded");
     assert_int_equal(mpl_choose_path(&c, &o, 20, &got), MPL_OK); /* ... and only dq's limit holds 20 */
     assert_string_equal(got, "cuda_w4a16:dq");
     setenv("MPL_DISABLED_KERNELS", "cuda_w4a16:tc,cuda_w4a16:dq", 1);
@@ -603,7 +618,7 @@ static int run_case(const dcase *d, int64_t m, uint64_t seed, const char *path, 
         goto done;
     }
     /* the path that runs: the forced one, or the table's default for (m, K, this device) */
-    const char *runs = path ? path : expected_default(m, d->k, g_cc);
+    const char *runs = path ? path : expected_default(m, d->k, g_cc, d->act, d->zp);
     const char *says = mpl_layer_path(kl, m);
     if (!says || strcmp(says, runs) != 0) {
         fprintf(stderr, "FAIL %s: mpl_layer_path = %s, expected %s%s\n", what, says ? says : "NULL", runs,
@@ -619,7 +634,13 @@ static int run_case(const dcase *d, int64_t m, uint64_t seed, const char *path, 
      * K + 2: products, sums, the bias add). Exact data (power-of-two scales, small integers) stays exact:
      * it is still compared bit for bit. The public query must state the same u.
      */
-    const double u = expected_rounding(runs, m, d->gs, d->k, d->act);
+    int bf16_scales = 1; /* every scale exact in bf16: the layout's scale format for bf16 activations */
+    for (int64_t i = 0; i < c.n * (d->gs == -1 ? 1 : d->k / d->gs); i++) {
+        uint32_t bits;
+        memcpy(&bits, &w.scales[i], 4);
+        if (bits & 0xffffu) bf16_scales = 0;
+    }
+    const double u = expected_rounding(runs, m, d->gs, d->k, d->act, bf16_scales);
     if (mpl_layer_weight_rounding(kl, m) != u) {
         fprintf(stderr, "FAIL %s: mpl_layer_weight_rounding = %g, expected %g for %s\n", what,
                 mpl_layer_weight_rounding(kl, m), u, runs);
@@ -719,9 +740,10 @@ static int run_ms(const dcase *d, const int64_t *ms, int nm, uint64_t seed, int 
     for (int i = 0; i < nm; i++) {
         uint64_t s = tu_case_seed(seed, (uint64_t)(*cases)++);
         bad += !run_case(d, ms[i], s, NULL, 0);
-        const char *def = expected_default(ms[i], d->k, g_cc);
+        const char *def = expected_default(ms[i], d->k, g_cc, d->act, d->zp);
         for (int j = 0; j < g_npaths; j++) {
             if (!g_path_runs[j] || ms[i] > g_path_limit[j] || !strcmp(g_path_name[j], def)) continue;
+            if (!strcmp(g_path_name[j], "cuda_w4a16:skinny-rounded") && (d->act != MPL_ACT_BF16 || d->zp)) continue; /* refused */
             bad += !run_case(d, ms[i], s, g_path_name[j], 0), (*cases)++;
         }
     }
@@ -730,6 +752,7 @@ static int run_ms(const dcase *d, const int64_t *ms, int nm, uint64_t seed, int 
 
 /* path forced when this device runs it */
 static int run_forced(const dcase *d, int64_t m, uint64_t seed, const char *path, int ksplit) {
+    if (!strcmp(path, "cuda_w4a16:skinny-rounded") && (d->act != MPL_ACT_BF16 || d->zp)) return 1; /* refused */
     for (int j = 0; j < g_npaths; j++)
         if (!strcmp(g_path_name[j], path)) return g_path_runs[j] ? run_case(d, m, seed, path, ksplit) : 1;
     fprintf(stderr, "FAIL: no path %s in the table\n", path);
@@ -769,6 +792,10 @@ static int device_matrix_body(void) {
         {520, 8, -1, 1, 0, MPL_ACT_BF16, EX, F16, G, 1},    {4160, 48, 4160, 0, 0, MPL_ACT_BF16, RN, F16, G, 1},
         {960, 72, 32, 0, 1, MPL_ACT_BF16, EX, F16, G, 1},   {1024, 40, 128, 1, 1, MPL_ACT_BF16, RN, BF16, G, 1},
         {1536, 64, 512, 0, 1, MPL_ACT_F16, EX, F16, G, 1},
+        /* skinny-rounded's rounded form: bf16, uint4b8, bf16 scales, random data (chunk groups, two groups per
+         * chunk, act-order) */
+        {1024, 72, 128, 0, 0, MPL_ACT_BF16, RN, BF16, G, 1},  {960, 40, 32, 0, 0, MPL_ACT_BF16, RN, BF16, G, 1},
+        {768, 64, 64, 0, 1, MPL_ACT_BF16, RN, BF16, G, 0},
     };
     for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++)
         bad += run_ms(&groups[i], few_m, (int)(sizeof few_m / sizeof few_m[0]), seed, &cases);
@@ -776,6 +803,7 @@ static int device_matrix_body(void) {
     const dcase wide[] = {
         {1024, 6656, 128, 1, 0, MPL_ACT_BF16, EX, F16, G, 1},
         {768, 6664, 32, 0, 1, MPL_ACT_F16, RN, BF16, G, 1},
+        {8192, 6656, 128, 0, 0, MPL_ACT_BF16, RN, BF16, G, 1},
     };
     const int64_t wide_m[] = {1, 7, 9, 16};
     for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++)
@@ -783,6 +811,8 @@ static int device_matrix_body(void) {
             uint64_t s = tu_case_seed(seed, (uint64_t)cases++);
             bad += !run_forced(&wide[i], wide_m[j], s, "cuda_w4a16:skinny", 0);
             bad += !run_forced(&wide[i], wide_m[j], s, "cuda_w4a16:skinny", 2), cases++;
+            bad += !run_forced(&wide[i], wide_m[j], s, "cuda_w4a16:skinny-rounded", 0), cases++;
+            bad += !run_forced(&wide[i], wide_m[j], s, "cuda_w4a16:skinny-rounded", 2), cases++;
         }
     /* tile edges: tc's tiles by m (256 rows of N to m = 32, 128 rows for 33..64, 256 x 64 above), wg's token
      * tiles (16, 32, 64, 128) and its switch from exact group sums to rounded weights after m = 32 */

@@ -70,6 +70,7 @@ static const shape shapes[] = {
 
 static int g_reps = 10;
 static mpl_act g_act = MPL_ACT_BF16; /* --act: the activation type of our layers (cuBLAS stays bf16) */
+static int g_scales_bf16;             /* --scales bf16: group scales stored as bf16 (default f16, as GPTQ stores them) */
 static cudaStream_t g_stream;
 static cudaEvent_t g_e0, g_e1;
 
@@ -239,12 +240,14 @@ static const sweep_set sweep_sets[] = {
     {"wg ksplit4", "cuda_w4a16:wg", 4, 1, 512},
     {"wg ksplit8", "cuda_w4a16:wg", 8, 1, 512},
     {"skinny", "cuda_w4a16:skinny", 0, 1, 16},
+    {"skinny-rounded", "cuda_w4a16:skinny-rounded", 0, 1, 16},
     {"tc", "cuda_w4a16:tc", 0, 9, 1 << 30},
     {"dq", "cuda_w4a16:dq", 0, 64, 1 << 30},
 };
 #define NSWEEP ((int)(sizeof sweep_sets / sizeof sweep_sets[0]))
 /* the paths the sets force, one set of layers each (index 0: the default choice) */
-static const char *const sweep_paths[] = {NULL, "cuda_w4a16:wg", "cuda_w4a16:skinny", "cuda_w4a16:tc", "cuda_w4a16:dq"};
+static const char *const sweep_paths[] = {NULL,           "cuda_w4a16:wg", "cuda_w4a16:skinny", "cuda_w4a16:skinny-rounded",
+                                          "cuda_w4a16:tc", "cuda_w4a16:dq"};
 #define NSWEEP_PATHS ((int)(sizeof sweep_paths / sizeof sweep_paths[0]))
 static int sweep_path_index(const char *path) {
     for (int i = 1; i < NSWEEP_PATHS; i++)
@@ -265,10 +268,14 @@ static void make_checkpoint(const shape *s, mpl_config *cfg, mpl_checkpoint_tens
     uint16_t *sc = malloc(ng * 2);
     if (!w || !sc) exit(1);
     for (size_t i = 0; i < words; i++) w[i] = (uint32_t)(rng() >> 17);
-    for (size_t i = 0; i < ng; i++) sc[i] = mpl_f32_to_f16(frand(0.002f, 0.02f));
+    for (size_t i = 0; i < ng; i++) {
+        float v = frand(0.002f, 0.02f);
+        sc[i] = g_scales_bf16 ? mpl_f32_to_bf16(v) : mpl_f32_to_f16(v);
+    }
     ck->layout = MPL_LAYOUT_CT;
     ck->weight = (mpl_tensor){.data = w, .dtype = MPL_DTYPE_I32, .ndim = 2, .shape = {s->n, s->k / 8}};
-    ck->scales = (mpl_tensor){.data = sc, .dtype = MPL_DTYPE_F16, .ndim = 2, .shape = {s->n, s->k / GROUP}};
+    ck->scales = (mpl_tensor){.data = sc, .dtype = g_scales_bf16 ? MPL_DTYPE_BF16 : MPL_DTYPE_F16, .ndim = 2,
+                              .shape = {s->n, s->k / GROUP}};
 }
 
 /* Random bf16 in [-1, 1): 16M values made on the host, tiled over the buffer on the device. */
@@ -342,6 +349,8 @@ int main(int argc, char **argv) {
             only = argv[++i];
         else if (!strcmp(argv[i], "--act") && i + 1 < argc) /* our activations (x: the same random bits) */
             g_act = !strcmp(argv[++i], "f16") ? MPL_ACT_F16 : MPL_ACT_BF16;
+        else if (!strcmp(argv[i], "--scales") && i + 1 < argc) /* scale dtype of the checkpoint */
+            g_scales_bf16 = !strcmp(argv[++i], "bf16");
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
             g_reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--crossover"))

@@ -6,7 +6,9 @@
  *
  * Paths, in priority order (the rows below; an apply of m rows runs the first allowed one whose default
  * range holds m, docs/kernel-contract.md), all on the packed layout of docs/layouts/cuda_w4a16.md:
- *   skinny  m 1..16 (1..8 when K < 8192)  streaming GEMV-like kernel, mma.sync, exact group sums
+ *   skinny-rounded  m 1..16 (1..8 when K < 8192), bf16 activations without zero points: the skinny kernel
+ *           with weights rounded once to bf16 when the scales are bf16 (else exact sums, scaled by 2^-6)
+ *   skinny  the same range: f16 activations and zero points; streaming GEMV-like, mma.sync, exact group sums
  *   wg      m 33..512, cc 9.0 only        wgmma tiles, exact group sums only for m <= 32 (else rounded weights)
  *   dq      m >= 161 (>= 513 on cc 9.0)   slabs dequantized to 16-bit weights + cuBLAS: rounded weights
  *   tc      any m (the fallback)           mma.sync tiles, exact group sums
@@ -30,7 +32,24 @@
 
 /* ---------- the path table ---------- */
 
-enum { PATH_SKINNY, PATH_WG, PATH_DQ, PATH_TC, NPATHS };
+enum { PATH_SKINNY_ROUNDED, PATH_SKINNY, PATH_WG, PATH_DQ, PATH_TC, NPATHS };
+
+/* Path skinny-rounded's launcher (w4a16_skinny.cu; declared here until w4a16_launch.h carries it). */
+int mpl_cuda_w4a16_launch_skinny_rounded(const mpl_cuda_w4a16_args *a, void *stream);
+
+/* skinny-rounded rounds each weight once to bf16 (round(w * s), the issue-12 contract): bf16 activations and
+ * uint4b8 only (with zero points, -z s is not exact in bf16 and the form would round twice). */
+static mpl_reason skinny_rounded_can_implement(const mpl_config *c, const mpl_platform *p, char *msg, size_t cap) {
+    (void)p;
+    if (c->act != MPL_ACT_BF16)
+        return mpl_refuse(msg, cap, MPL_REASON_ACT_TYPE,
+                          "activation type %s: cuda_w4a16:skinny-rounded takes bf16 (f16 keeps skinny's offset form)",
+                          mpl_act_name(c->act));
+    if (c->zero_points)
+        return mpl_refuse(msg, cap, MPL_REASON_ZERO_POINTS,
+                          "zero points: cuda_w4a16:skinny-rounded takes uint4b8 only (-zero * scale is not exact in bf16)");
+    return MPL_REASON_OK;
+}
 
 /* Skinny's switch point depends on K: it wins up to m = 8 on every layer, up to 16 only when K is large. */
 static void skinny_m_range(const mpl_config *c, const mpl_platform *p, int64_t *m_min, int64_t *m_max) {
@@ -39,11 +58,23 @@ static void skinny_m_range(const mpl_config *c, const mpl_platform *p, int64_t *
 }
 
 static const mpl_path_desc paths[NPATHS] = {
+    [PATH_SKINNY_ROUNDED] = {
+        .name = "cuda_w4a16:skinny-rounded",
+        .requires = "",
+        /* skinny's range, before it: where both can run (bf16 activations, no zero points) this one does */
+        .m_min = 1, .m_max = MPL_CUDA_W4A16_SKINNY_MAX_M, .m_limit = MPL_CUDA_W4A16_SKINNY_MAX_M,
+        .m_range = skinny_m_range,
+        .why = "H200 v9, bf16 x, bf16 scales (rounded form): 70B down m = 1 35.1 vs 40.8 us (88.7% of copy BW), "
+               "m = 16 47.1 vs 53.1; 70B gate_up m = 1 74.4 vs 77.0, m = 16 107.0 vs 109.4; 8B gate_up m = 1 24.2 "
+               "vs 26.8. f16 scales (exact form): m = 1 75.8 vs 77.0 and 40.1 vs 40.8, m = 16 49.7 vs 53.0 (70B "
+               "down) but 112.3 vs 108.8 (70B gate_up)",
+        .can_implement = skinny_rounded_can_implement,
+    },
     [PATH_SKINNY] = {
         .name = "cuda_w4a16:skinny",
         .requires = "",
         .m_min = 1, .m_max = MPL_CUDA_W4A16_SKINNY_MAX_M, .m_limit = MPL_CUDA_W4A16_SKINNY_MAX_M,
-        .why = "H200 v3: beats tc up to m = 8 on every layer, at m = 9..16 only when K >= 8192 "
+        .why = "f16 activations and zero points (skinny-rounded takes neither); H200 v3: beats tc up to m = 8 on every layer, at m = 9..16 only when K >= 8192 "
                "(70B down m = 16: 51 vs 84 us; K = 4096: tc wins slightly, 8B gate_up 31.7 vs 33.4 us)",
         .m_range = skinny_m_range,
     },
@@ -77,6 +108,7 @@ static const mpl_path_desc paths[NPATHS] = {
  * wg does so unless mpl_cuda_w4a16_wg_exact holds for m. */
 typedef enum { WEIGHTS_EXACT, WEIGHTS_ROUNDED, WEIGHTS_ROUNDED_UNLESS_WG_EXACT } path_weights;
 static const path_weights path_rounding[NPATHS] = {
+    [PATH_SKINNY_ROUNDED] = WEIGHTS_ROUNDED, /* where it runs the rounded form: weight_rounding */
     [PATH_SKINNY] = WEIGHTS_EXACT,
     [PATH_WG] = WEIGHTS_ROUNDED_UNLESS_WG_EXACT,
     [PATH_DQ] = WEIGHTS_ROUNDED,
@@ -288,6 +320,9 @@ static double weight_rounding(const void *pp, int64_t m, int path) {
     const packed_layer *p = pp;
     if (path < 0 || path >= NPATHS) return 0.0;
     const path_weights pw = path_rounding[path];
+    /* skinny-rounded runs the rounded form only on bf16 scales (every scale exact in bf16, so s 2^113 is the
+     * fma's exact multiplier); other scale formats run skinny's exact form */
+    if (path == PATH_SKINNY_ROUNDED) return p->meta.scale_fmt == MPL_CUDA_W4A16_SCALE_BF16 ? 0x1.0p-8 : 0.0;
     const bool rounds = pw == WEIGHTS_ROUNDED || (pw == WEIGHTS_ROUNDED_UNLESS_WG_EXACT && !mpl_cuda_w4a16_wg_exact(m, p->gs16));
     return rounds ? (p->cfg.act == MPL_ACT_BF16 ? 0x1.0p-8 : 0x1.0p-11) : 0.0;
 }
@@ -507,6 +542,9 @@ static mpl_status run_path(const packed_layer *p, int path, int m, const void *x
     };
     int e;
     switch (path) {
+    case PATH_SKINNY_ROUNDED:
+        e = mpl_cuda_w4a16_launch_skinny_rounded(&a, stream);
+        return e ? cuda_fail((cudaError_t)e, p->device, "launching the cuda_w4a16:skinny-rounded kernel") : MPL_OK;
     case PATH_SKINNY:
         e = mpl_cuda_w4a16_launch_skinny(&a, stream);
         return e ? cuda_fail((cudaError_t)e, p->device, "launching the cuda_w4a16:skinny kernel") : MPL_OK;

@@ -8,7 +8,8 @@
  * k16 MMA step therefore sums exact products in fp32; the group scale is applied in fp32
  * to those partial sums ("fold"), never to the weights. See docs/layouts/cuda_w4a16.md.
  * The skinny path uses the offset form (dequant_off: the MMA sums exact (OFF + code) * x, the fold
- * subtracts (OFF + zero) * sum(x)); the dq path (w4a16_dq.cu) and the wg path outside its exact form do
+ * subtracts (OFF + zero) * sum(x)); skinny-rounded (bf16) the subnormal form (ActBF16::nib_sub), which rounds
+ * w * s once to bf16 on bf16 scales and is exact otherwise; the dq path (w4a16_dq.cu) and the wg path outside its exact form do
  * round weights * scale to 16 bits.
  * Layout constants and activation / scale-format ids: cuda_w4a16_format.h (through w4a16_launch.h).
  */
@@ -119,6 +120,31 @@ struct ActBF16 {
         a[2] = and_or(w >> 8, MASK, MAGIC);
         a[3] = and_or(w >> 12, MASK, MAGIC);
     }
+    /*
+     * Subnormal form (skinny path, bf16): bf16 values with exponent field 0 or 1 are exactly (bits) * 2^-133,
+     * so a nibble anywhere in the low byte of a half is an exact small number without any OR'd constant:
+     * w & 0x000f000f = (q0, q4) 2^-133 and w & 0x00f000f0 = (16 q1, 16 q5) 2^-133, and w >> 8 gives pairs 2
+     * and 3: 1 shift + 4 lop3 per 8 weights (the offset form needs 3 shifts: a nibble must sit in bits 0-3
+     * under a normal constant). One fma.bf16x2 per register then brings the value into the normal range:
+     * q 2^-133 * MUL_Q + ADD (registers 0, 2: rows g) and 16 q 2^-133 * MUL_16Q + ADD (1, 3: rows g+8).
+     */
+    static constexpr uint32_t MUL_Q = 0x7F007F00u;   /* 2^127: (q - 8) 2^-6 with ADD = -8 2^-6 */
+    static constexpr uint32_t MUL_16Q = 0x7D007D00u; /* 2^123 */
+    static constexpr float SUB_SCALE = 64.0f;        /* the exact sums come out times 2^-6 */
+    __device__ static __forceinline__ void nib_sub(uint32_t w, uint32_t q[4]) {
+        const uint32_t w8 = w >> 8;
+        q[0] = w & 0x000f000fu;
+        q[1] = w & 0x00f000f0u;
+        q[2] = w8 & 0x000f000fu;
+        q[3] = w8 & 0x00f000f0u;
+    }
+    __device__ static __forceinline__ uint32_t fma2(uint32_t a, uint32_t b, uint32_t c) {
+        uint32_t d;
+        asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+        return d;
+    }
+    /* a * b rounded once (fma with -0: mul.bf16x2 needs sm_90, fma.bf16x2 runs on sm_80) */
+    __device__ static __forceinline__ uint32_t mul2(uint32_t a, uint32_t b) { return fma2(a, b, 0x80008000u); }
     __device__ static __forceinline__ void mma(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
         asm volatile(
             "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "

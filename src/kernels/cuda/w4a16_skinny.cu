@@ -82,6 +82,59 @@ __device__ __forceinline__ void fold_offset(float acc[MT][4], float cg[MT][4], c
     }
 }
 
+/*
+ * Subnormal-form step (bf16, A::nib_sub): N row tiles, word j of each tile's 16 bytes, one fma.bf16x2 per
+ * register with the tile's constants (rows g: mul_q / add_g, rows g+8: mul_16q / add_g8), then the MMA into
+ * d. Exact form (FORM_EXACT): mul = 2^127 / 2^123, add = -8 2^-6, so d sums (code - 8) 2^-6 x exactly and
+ * the fold applies 64 s. Rounded form (FORM_ROUNDED): mul = s 2^(133 - KR) / s 2^(129 - KR), add = -8 s
+ * 2^-KR, so each register is round((code - 8) s) 2^-KR (one rounding) and d is the output times 2^-KR.
+ */
+template <class A, int N, int MT>
+__device__ __forceinline__ void sub_step(float d[N][MT][4], const uint4 wv[N], int j, const uint2 xf[MT],
+                                         const uint32_t mul_q[N], const uint32_t mul_16q[N], const uint32_t add_g[N],
+                                         const uint32_t add_g8[N]) {
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        const uint32_t w = j == 0 ? wv[i].x : j == 1 ? wv[i].y : j == 2 ? wv[i].z : wv[i].w;
+        uint32_t af[4];
+        ActBF16::nib_sub(w, af);
+        af[0] = ActBF16::fma2(af[0], mul_q[i], add_g[i]);
+        af[1] = ActBF16::fma2(af[1], mul_16q[i], add_g8[i]);
+        af[2] = ActBF16::fma2(af[2], mul_q[i], add_g[i]);
+        af[3] = ActBF16::fma2(af[3], mul_16q[i], add_g8[i]);
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) A::mma(d[i][mt], af, xf[mt].x, xf[mt].y);
+    }
+}
+
+/* The exact subnormal form's fold of one row tile: acc += (64 s) cg, cg reset (hi/lo as fold_offset). */
+template <class A, int MT>
+__device__ __forceinline__ void fold_sub(float acc[MT][4], float cg[MT][4], uint32_t hi, uint32_t lo, int fmt) {
+    const float s_g = scale_value(hi & 0xffffu, lo & 0xffffu, fmt) * ActBF16::SUB_SCALE;
+    const float s_g8 = scale_value(hi >> 16, lo >> 16, fmt) * ActBF16::SUB_SCALE;
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) {
+        acc[mt][0] = fmaf(s_g, cg[mt][0], acc[mt][0]);
+        acc[mt][1] = fmaf(s_g, cg[mt][1], acc[mt][1]);
+        acc[mt][2] = fmaf(s_g8, cg[mt][2], acc[mt][2]);
+        acc[mt][3] = fmaf(s_g8, cg[mt][3], acc[mt][3]);
+#pragma unroll
+        for (int e = 0; e < 4; e++) cg[mt][e] = 0.0f;
+    }
+}
+
+/* Rounded form: the bf16 scale pair hi = (s_g, s_g8) -> the tile's fma constants (KR = 20: scales below 2^15
+ * in magnitude keep s 2^113 finite; weights |w s| >= 2^-106 stay normal, so the rounding is round-to-bf16 of
+ * w s exactly). */
+constexpr int KR = 20;
+__device__ __forceinline__ void rounded_consts(uint32_t hi, uint32_t &mq, uint32_t &m16, uint32_t &ag, uint32_t &ag8) {
+    const uint32_t sg = __byte_perm(hi, 0u, 0x1010), sg8 = __byte_perm(hi, 0u, 0x3232);
+    mq = ActBF16::mul2(sg, 0x78007800u);   /* s_g 2^113 */
+    m16 = ActBF16::mul2(sg8, 0x76007600u); /* s_g8 2^109 */
+    ag = ActBF16::mul2(sg, 0xB700B700u);   /* -8 s_g 2^-20 */
+    ag8 = ActBF16::mul2(sg8, 0xB700B700u);
+}
+
 /* x fragments of one chunk: for each k16 step j and m tile, lane (g, t) holds
  * x[mt*8 + g][c*64 + 16j + 4t .. +3] (zeros past m or k). */
 template <int MT>
@@ -125,9 +178,15 @@ __device__ __forceinline__ void sk_issue(const mpl_cuda_w4a16_args &a, int nt0, 
  * Each warp runs its own cp.async ring over its chunks (c = first, first + 8, ...): no block
  * barrier in the loop, and STAGES - 1 chunks stay in flight while one is computed.
  */
-template <class A, bool ZP, int MT, bool CHUNK_GROUP, int NW>
+/* Inner-loop forms (see sub_step): the offset form (f16), the exact subnormal form (bf16), the rounded
+ * subnormal form (bf16, uint4b8, bf16 scales: path cuda_w4a16:skinny-rounded). */
+enum { FORM_OFFSET = 0, FORM_EXACT = 1, FORM_ROUNDED = 2 };
+
+template <class A, bool ZP, int MT, bool CHUNK_GROUP, int NW, int FORM>
 __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a16_args a) {
     using Sh = SkShape<NW>;
+    static_assert(FORM == FORM_OFFSET || A::id == MPL_CUDA_W4A16_ACT_BF16, "subnormal forms: bf16 only");
+    static_assert(FORM == FORM_OFFSET || !ZP, "subnormal forms: uint4b8 only (skinny-rounded refuses zero points)");
     extern __shared__ __align__(16) unsigned char smem[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
     const int KC = a.k_pad >> MPL_CUDA_W4A16_KC_SHIFT;
@@ -155,8 +214,8 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
         if (s < count) sk_issue<NW, ZP, CHUNK_GROUP>(a, nt0, KC, first + s, lane, ring + s * Sh::STAGE);
         cp_async_commit();
     }
-    float cg[Sh::NW][MT][4]; /* the current group's partial sums of (OFF + code) * x */
-    float c1[MT][4];         /* the same steps' sums of x (all-ones A fragment): e 0/2 column 2t, 1/3 column 2t+1 */
+    float cg[Sh::NW][MT][4]; /* the current group's partial sums (offset form: of (OFF + code) * x) */
+    float c1[MT][4];         /* offset form: the same steps' sums of x (all-ones A fragment): e 0/2 column 2t, 1/3 column 2t+1 */
 #pragma unroll
     for (int mt = 0; mt < MT; mt++)
 #pragma unroll
@@ -165,6 +224,10 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
 #pragma unroll
             for (int i = 0; i < Sh::NW; i++) cg[i][mt][e] = 0.0f;
         }
+    /* subnormal forms: the fma constants of each row tile */
+    uint32_t mq[Sh::NW], m16[Sh::NW], ag[Sh::NW], ag8[Sh::NW];
+#pragma unroll
+    for (int i = 0; i < Sh::NW; i++) mq[i] = ActBF16::MUL_Q, m16[i] = ActBF16::MUL_16Q, ag[i] = ag8[i] = 0xBE00BE00u; /* -8 2^-6 */
     uint2 xf[4][MT];
     if (MT == 1) load_x_chunk<MT>(a, first, g, t, xf);
     int rem = a.gs16 - (first * 4) % a.gs16; /* k16 steps until the current group ends */
@@ -188,10 +251,30 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
         uint4 wv[Sh::NW];
 #pragma unroll
         for (int i = 0; i < Sh::NW; i++) wv[i] = *reinterpret_cast<const uint4 *>(st + i * MPL_CUDA_W4A16_BLOCK_BYTES + lane * 16);
+        if (FORM == FORM_ROUNDED && CHUNK_GROUP) {
+#pragma unroll
+            for (int i = 0; i < Sh::NW; i++) {
+                if (FORM == FORM_ROUNDED)
+                    rounded_consts(*reinterpret_cast<const uint32_t *>(st + Sh::OFF_S + i * 32 + 4 * g), mq[i], m16[i], ag[i], ag8[i]);
+            }
+        }
 #pragma unroll
         for (int j = 0; j < 4; j++) {
             const int grp = CHUNK_GROUP ? 0 : group_of_step(c * 4 + j, a.inv_gs16);
-            offset_step<A, Sh::NW, MT>(cg, c1, wv, j, xf[j]);
+            if (FORM == FORM_ROUNDED) {
+                /* no fold: the scales are in the weights */
+                if (!CHUNK_GROUP)
+#pragma unroll
+                    for (int i = 0; i < Sh::NW; i++)
+                        rounded_consts(__ldg(sc32 + ((size_t)grp * a.n_pad + (size_t)(nt0 + i) * 16) / 2 + g), mq[i], m16[i], ag[i], ag8[i]);
+                sub_step<A, Sh::NW, MT>(acc, wv, j, xf[j], mq, m16, ag, ag8);
+                continue;
+            }
+            if (FORM == FORM_EXACT) {
+                sub_step<A, Sh::NW, MT>(cg, wv, j, xf[j], mq, m16, ag, ag8);
+            } else {
+                offset_step<A, Sh::NW, MT>(cg, c1, wv, j, xf[j]);
+            }
             /* Fold the finished partial sums into acc with the group scale where a group
              * ends, and at the end of the warp's run. */
             bool fold = --rem == 0 || (j == 3 && it == count - 1);
@@ -203,19 +286,23 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
                     if (CHUNK_GROUP) {
                         hi = *reinterpret_cast<const uint32_t *>(st + Sh::OFF_S + i * 32 + 4 * g);
                         if (a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32) lo = *reinterpret_cast<const uint32_t *>(st + Sh::OFF_L + i * 32 + 4 * g);
-                        if (ZP) zz = *reinterpret_cast<const uint16_t *>(st + Sh::OFF_Z + i * 16 + 2 * g);
+                        if (ZP && FORM == FORM_OFFSET) zz = *reinterpret_cast<const uint16_t *>(st + Sh::OFF_Z + i * 16 + 2 * g);
                     } else {
                         size_t at = ((size_t)grp * a.n_pad + (size_t)(nt0 + i) * 16) / 2 + g;
                         hi = __ldg(sc32 + at);
                         if (a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32) lo = __ldg(sl32 + at);
-                        if (ZP) zz = __ldg(z16 + at);
+                        if (ZP && FORM == FORM_OFFSET) zz = __ldg(z16 + at);
                     }
-                    fold_offset<A, MT>(acc[i], cg[i], c1, hi, lo, zz, a.scale_fmt);
+                    if (FORM == FORM_EXACT)
+                        fold_sub<A, MT>(acc[i], cg[i], hi, lo, a.scale_fmt);
+                    else
+                        fold_offset<A, MT>(acc[i], cg[i], c1, hi, lo, zz, a.scale_fmt);
                 }
+                if (FORM == FORM_OFFSET)
 #pragma unroll
-                for (int mt = 0; mt < MT; mt++)
+                    for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-                    for (int e = 0; e < 4; e++) c1[mt][e] = 0.0f;
+                        for (int e = 0; e < 4; e++) c1[mt][e] = 0.0f;
             }
         }
         if (MT == 1)
@@ -224,6 +311,13 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++) xf[j][mt] = xn[j][mt];
     }
+    if (FORM == FORM_ROUNDED)
+#pragma unroll
+        for (int i = 0; i < Sh::NW; i++)
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) acc[i][mt][e] *= (float)(1 << KR); /* exact */
     cp_async_wait<0>();
     __syncthreads(); /* every ring drained: the shared memory is reused below */
 
@@ -274,27 +368,34 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
     if (S > 1) cluster_sync(); /* keep this block's shared memory alive while peers read it */
 }
 
-template <class A, bool ZP, int MT, bool CG, int NW>
+template <class A, bool ZP, int MT, bool CG, int NW, int FORM>
 static cudaError_t launch_one(const mpl_cuda_w4a16_args *a, cudaStream_t stream, int ksplit) {
     int ntiles = (a->n + MPL_CUDA_W4A16_NT - 1) / MPL_CUDA_W4A16_NT;
     static KernelSetup setup;
-    cudaError_t e = setup_kernel(w4a16_skinny<A, ZP, MT, CG, NW>, a->device, SK_THREADS, SkShape<NW>::SMEM, setup, nullptr);
+    cudaError_t e = setup_kernel(w4a16_skinny<A, ZP, MT, CG, NW, FORM>, a->device, SK_THREADS, SkShape<NW>::SMEM, setup, nullptr);
     if (e != cudaSuccess) return e;
-    return launch_ksplit(w4a16_skinny<A, ZP, MT, CG, NW>, (unsigned)((ntiles + NW - 1) / NW), ksplit, SK_THREADS,
+    return launch_ksplit(w4a16_skinny<A, ZP, MT, CG, NW, FORM>, (unsigned)((ntiles + NW - 1) / NW), ksplit, SK_THREADS,
                          SkShape<NW>::SMEM, stream, *a);
 }
 
-template <class A, int NW>
-static cudaError_t launch_act(const mpl_cuda_w4a16_args *a, cudaStream_t stream, int ksplit) {
-    bool zp = a->zeros != nullptr;
+template <class A, bool ZP, int NW, int FORM>
+static cudaError_t launch_zp(const mpl_cuda_w4a16_args *a, cudaStream_t stream, int ksplit) {
     bool cg = a->gs16 % 4 == 0; /* one group per chunk (also with one group: MPL_CUDA_W4A16_ONE_GROUP) */
-    bool two = a->m > 8;
-    if (zp) {
-        if (two) return cg ? launch_one<A, true, 2, true, NW>(a, stream, ksplit) : launch_one<A, true, 2, false, NW>(a, stream, ksplit);
-        return cg ? launch_one<A, true, 1, true, NW>(a, stream, ksplit) : launch_one<A, true, 1, false, NW>(a, stream, ksplit);
-    }
-    if (two) return cg ? launch_one<A, false, 2, true, NW>(a, stream, ksplit) : launch_one<A, false, 2, false, NW>(a, stream, ksplit);
-    return cg ? launch_one<A, false, 1, true, NW>(a, stream, ksplit) : launch_one<A, false, 1, false, NW>(a, stream, ksplit);
+    if (a->m > 8) return cg ? launch_one<A, ZP, 2, true, NW, FORM>(a, stream, ksplit) : launch_one<A, ZP, 2, false, NW, FORM>(a, stream, ksplit);
+    return cg ? launch_one<A, ZP, 1, true, NW, FORM>(a, stream, ksplit) : launch_one<A, ZP, 1, false, NW, FORM>(a, stream, ksplit);
+}
+
+/* skinny: the offset form (f16 and bf16, as measured through v8). skinny-rounded (bf16, uint4b8; the path
+ * refuses the rest): the rounded subnormal form on bf16 scales, the exact subnormal form on other scale formats. */
+template <int NW>
+static cudaError_t launch_act(const mpl_cuda_w4a16_args *a, cudaStream_t stream, int ksplit, bool rounded) {
+    const bool zp = a->zeros != nullptr;
+    if (a->act == MPL_CUDA_W4A16_ACT_F16)
+        return zp ? launch_zp<ActF16, true, NW, FORM_OFFSET>(a, stream, ksplit) : launch_zp<ActF16, false, NW, FORM_OFFSET>(a, stream, ksplit);
+    if (rounded && !zp)
+        return a->scale_fmt == MPL_CUDA_W4A16_SCALE_BF16 ? launch_zp<ActBF16, false, NW, FORM_ROUNDED>(a, stream, ksplit)
+                                                         : launch_zp<ActBF16, false, NW, FORM_EXACT>(a, stream, ksplit);
+    return zp ? launch_zp<ActBF16, true, NW, FORM_OFFSET>(a, stream, ksplit) : launch_zp<ActBF16, false, NW, FORM_OFFSET>(a, stream, ksplit);
 }
 
 } // namespace cuda_w4a16
@@ -308,7 +409,7 @@ static cudaError_t launch_act(const mpl_cuda_w4a16_args *a, cudaStream_t stream,
  * by the largest factor that keeps blocks * split within one wave (at most 8, the portable
  * cluster size, and at least 8 chunks -- one per warp -- per split). Clusters need sm_90.
  */
-extern "C" int mpl_cuda_w4a16_launch_skinny(const mpl_cuda_w4a16_args *a, void *stream) {
+static int launch_skinny(const mpl_cuda_w4a16_args *a, void *stream, bool rounded) {
     int KC = a->k_pad / MPL_CUDA_W4A16_KC, ntiles = (a->n + MPL_CUDA_W4A16_NT - 1) / MPL_CUDA_W4A16_NT;
     int nw = 4 * ((ntiles + 3) / 4) < 3 * a->sms ? 2 : 4;
     if (a->skinny_nw == 2 || a->skinny_nw == 4) nw = a->skinny_nw; /* tuning (mpl_cuda_w4a16_tuning) */
@@ -323,11 +424,13 @@ extern "C" int mpl_cuda_w4a16_launch_skinny(const mpl_cuda_w4a16_args *a, void *
     if (ksplit > KC) ksplit = KC;
     if (ksplit < 1 || a->cc < 90) ksplit = 1;
     cudaStream_t s = (cudaStream_t)stream;
-    cudaError_t e;
     using namespace cuda_w4a16;
-    if (a->act == MPL_CUDA_W4A16_ACT_F16)
-        e = nw == 2 ? launch_act<ActF16, 2>(a, s, ksplit) : launch_act<ActF16, 4>(a, s, ksplit);
-    else
-        e = nw == 2 ? launch_act<ActBF16, 2>(a, s, ksplit) : launch_act<ActBF16, 4>(a, s, ksplit);
-    return (int)e;
+    return (int)(nw == 2 ? launch_act<2>(a, s, ksplit, rounded) : launch_act<4>(a, s, ksplit, rounded));
+}
+
+extern "C" int mpl_cuda_w4a16_launch_skinny(const mpl_cuda_w4a16_args *a, void *stream) { return launch_skinny(a, stream, false); }
+
+/* Path cuda_w4a16:skinny-rounded: the rounded form where mpl_cuda_w4a16_skinny_rounds holds, else the exact one. */
+extern "C" int mpl_cuda_w4a16_launch_skinny_rounded(const mpl_cuda_w4a16_args *a, void *stream) {
+    return launch_skinny(a, stream, true);
 }
