@@ -34,8 +34,6 @@
 
 enum { PATH_SKINNY_ROUNDED, PATH_SKINNY, PATH_WG, PATH_DQ, PATH_TC, NPATHS };
 
-/* Path skinny-rounded's launcher (w4a16_skinny.cu; declared here until w4a16_launch.h carries it). */
-int mpl_cuda_w4a16_launch_skinny_rounded(const mpl_cuda_w4a16_args *a, void *stream);
 
 /* skinny-rounded rounds each weight once to bf16 (round(w * s), the issue-12 contract): bf16 activations and
  * uint4b8 only (with zero points, -z s is not exact in bf16 and the form would round twice). */

@@ -4,6 +4,7 @@
  * cudaError_t as an int (0 = cudaSuccess); launches are asynchronous, on the current device.
  *
  * One launcher per path (cuda_w4a16.c's path table says which runs when, and why):
+ *   cuda_w4a16:skinny-rounded  w4a16_skinny.cu     mpl_cuda_w4a16_launch_skinny_rounded  m <= 16, bf16
  *   cuda_w4a16:skinny  w4a16_skinny.cu             mpl_cuda_w4a16_launch_skinny   m <= 16, decode
  *   cuda_w4a16:wg      w4a16_wg.cu (sm_90a only)   mpl_cuda_w4a16_launch_wg       wgmma tiles, cc 9.0
  *   cuda_w4a16:dq      w4a16_dq.cu + cuBLAS        mpl_cuda_w4a16_launch_dq_slab, mpl_cuda_w4a16_launch_dq_bias
@@ -71,6 +72,9 @@ static inline int mpl_cuda_w4a16_wg_exact(int64_t m, int gs16) { return m <= 32 
 
 /* Skinny path: m <= MPL_CUDA_W4A16_SKINNY_MAX_M. */
 int mpl_cuda_w4a16_launch_skinny(const mpl_cuda_w4a16_args *a, void *stream);
+/* Path skinny-rounded (the same kernel, bf16 activations, uint4b8): weights rounded once to bf16 when the
+ * scales are bf16, else exact sums scaled by 2^-6 (w4a16_skinny.cu). */
+int mpl_cuda_w4a16_launch_skinny_rounded(const mpl_cuda_w4a16_args *a, void *stream);
 
 /* Warpgroup (wgmma, sm_90a) tiled path: any m, compute capability 9.0 only (else
  * cudaErrorNoKernelImageForDevice). xt: device scratch of mpl_cuda_w4a16_wg_scratch_bytes(a) bytes (x
