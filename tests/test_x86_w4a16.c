@@ -20,10 +20,11 @@
  *
  * Matrix: weight types (uint4b8, uint4 + zero points, int4) x activations (bf16, f16, f32) x
  * every group size that is a multiple of 16 and divides K=384 (and -1) x act-order; M in
- * {1, 2, 3, 4, 5, 6, 7, 31, 32, 33, 64, 513} (row tiles: decode 4, AVX2 prefill 6, AVX-512
- * prefill 6, AMX 16/32); N tails around the 16/64-channel blocks; K tails (multiples of 8 that
- * are not of 16 or 32, group -1 and 16); split-K decode (fewer 64-channel blocks than
- * threads); tensor-parallel sizes (K = 1408, N = 7392); all three scale dtypes.
+ * {1, 2, 3, 4, 5, 6, 7, 31, 32, 33, 64, 513} (row tiles: decode 4 (AVX2: runs of 4, then 1, 2
+ * or 3), AVX2 prefill 6 in chunks of 96, AVX-512 prefill 6, AMX 16/32); N tails around the
+ * 16/64-channel blocks; K tails (multiples of 8 that are not of 16 or 32, group -1 and 16);
+ * split-K decode (fewer 64-channel blocks than threads); prefill rows past one chunk on 2-3
+ * threads; tensor-parallel sizes (K = 1408, N = 7392); all three scale dtypes.
  * Also: refusal reasons of kernels and paths, the default path for m on faked CPUs (the
  * platform hook fakes a CPU for the chooser only: no kernel code runs on it) and on this host,
  * the chooser's preference and the ISA cap, and pack/unpack round trips.
@@ -241,6 +242,29 @@ static void threads_split_k(void **state) {
     report("threads and split-K");
 }
 
+/* Prefill over several threads with more rows than one row chunk (the avx2 prefill packs x in
+ * chunks of 96 rows, the work items are (chunk, block) pairs claimed by whichever thread is free):
+ * few blocks (the threads share a block's chunks), an N tail, rows one past a chunk and a tile. */
+static void threads_row_chunks(void **state) {
+    (void)state;
+    static const int64_t ns[] = {64, 72, 200};
+    static const int64_t ms[] = {97, 200};
+    for (int threads = 2; threads <= 3; threads++)
+        for (size_t i = 0; i < 3; i++)
+            for (size_t j = 0; j < 2; j++) {
+                mpl_config c;
+                tu_check_opts o;
+                tu_check_opts_init(&o);
+                o.quiet = 1;
+                o.threads = threads;
+                o.data = (i + j) % 2 ? TU_DATA_EXACT : TU_DATA_RANDOM;
+                cfg_set(&c, 256, ns[i], wtypes[(i + j) % 3], acts[(i + threads) % 3], (i + j) % 2 ? 64 : -1, (int)j);
+                if (c.group_size == -1) c.act_order = 0;
+                run_targets(&c, ms[j], &o);
+            }
+    report("threads and row chunks");
+}
+
 /* Tensor-parallel sizes that are not multiples of 128 channels, and the default config. */
 static void odd_tp_shapes(void **state) {
     (void)state;
@@ -429,7 +453,7 @@ static void default_paths(void **state) {
     expect_switch(zen4, MPL_ACT_BF16, dec, 4, "x86_avx512_w4a16:prefill-bf16");
     expect_switch(zen4, MPL_ACT_F32, dec, 8, "x86_avx512_w4a16:prefill-f32");
     expect_switch(icl, MPL_ACT_BF16, dec, 8, "x86_avx512_w4a16:prefill-f32");
-    expect_switch(avx2, MPL_ACT_BF16, "x86_avx2_w4a16:decode", 2, "x86_avx2_w4a16:prefill");
+    expect_switch(avx2, MPL_ACT_BF16, "x86_avx2_w4a16:decode", 8, "x86_avx2_w4a16:prefill");
     mpl_platform_override(NULL);
 
     /* This host: a layer reports the path the chooser plans, for every m. */
@@ -562,7 +586,7 @@ int main(void) {
         cmocka_unit_test(refusals),        cmocka_unit_test(path_refusals), cmocka_unit_test(default_paths),
         cmocka_unit_test(chooser),         cmocka_unit_test(layout_round_trip), cmocka_unit_test(types_groups),
         cmocka_unit_test(m_edges),         cmocka_unit_test(shape_tails),   cmocka_unit_test(threads_split_k),
-        cmocka_unit_test(odd_tp_shapes),
+        cmocka_unit_test(threads_row_chunks), cmocka_unit_test(odd_tp_shapes),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

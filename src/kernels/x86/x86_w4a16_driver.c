@@ -4,6 +4,7 @@
  * chose (a->path, a row of the descriptor's table); the arithmetic lives in the ISA files
  * behind mpl_x86_w4a16_path_impl and mpl_x86_w4a16_ops (see x86_w4a16_driver.h).
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,6 +80,7 @@ static size_t al64(size_t v) { return (v + 63) & ~(size_t)63; }
 
 /* Rows per prefill chunk: x rows of the chunk fill at most half of a 2 MiB L2 (multiple of 32). */
 static int64_t prefill_mchunk(const mpl_x86_w4a16_kernel *kn, const mpl_x86_w4a16_path_impl *pi) {
+    if (pi->mchunk) return pi->mchunk;
     size_t row = pi->xs == MPL_X86_W4A16_XS_F32 ? (size_t)kn->l.k * 4 : (size_t)kn->kp * 2;
     int64_t rows = (int64_t)((1u << 20) / row) / 32 * 32;
     return rows < 32 ? 32 : rows;
@@ -88,10 +90,11 @@ static void plan(const mpl_x86_w4a16_kernel *kn, const mpl_x86_w4a16_path_impl *
                  ws_plan *p) {
     size_t M = (size_t)m, K = (size_t)kn->l.k, T = (size_t)(threads > 0 ? threads : 1);
     size_t Mp = (M + 31) / 32 * 32;
-    const bool decode = pi->gemv != NULL, f32x = pi->xs == MPL_X86_W4A16_XS_F32;
+    const bool decode = pi->gemv != NULL, f32x = pi->xs != MPL_X86_W4A16_XS_BF16;
+    size_t Mx = pi->xs == MPL_X86_W4A16_XS_F32_TILES ? (M + (size_t)pi->mtile - 1) / (size_t)pi->mtile * (size_t)pi->mtile : M;
     size_t off = 0;
     p->xf = off;
-    off += f32x ? al64(M * K * 4) : 0;
+    off += f32x ? al64(Mx * K * 4) : 0;
     p->xb = off;
     off += !f32x ? al64(Mp * (size_t)kn->kp * 2) : 0;
     p->part = off;
@@ -124,7 +127,23 @@ typedef struct {
     ws_plan p;
     int64_t splits;
     int64_t mchunk;
+    atomic_llong next; /* the next unclaimed work item of the running task */
 } xw_job;
+
+/*
+ * Work items are claimed from a shared counter, `per` at a time, rather than split up front:
+ * a worker of the pool can start tens of microseconds after the caller (it sleeps between calls
+ * and the CPUs are shared; measured on a 2-vCPU Zen 3 VM: 32-600 us to wake for a 3 us job),
+ * and a static half would leave the caller waiting that long for it at the end. Items run in
+ * order, so each claim is one contiguous stretch of the packed weights.
+ */
+static bool claim(xw_job *j, int64_t items, int64_t per, int64_t *i0, int64_t *i1) {
+    int64_t i = atomic_fetch_add_explicit(&j->next, per, memory_order_relaxed);
+    if (i >= items) return false;
+    *i0 = i;
+    *i1 = i + per < items ? i + per : items;
+    return true;
+}
 
 static int ncols_of(const mpl_x86_w4a16_kernel *kn, int64_t b) {
     int64_t left = kn->l.n - b * MPL_X86_W4A16_NB;
@@ -141,26 +160,36 @@ static void *y_of(const xw_job *j, int64_t m0, int64_t b) {
     return (char *)j->a->y + ((size_t)m0 * (size_t)j->kn->l.n + (size_t)(b * MPL_X86_W4A16_NB)) * es;
 }
 
+/* Decode claims: whole blocks worth >= 256 KiB of weights (a stretch the prefetchers stream
+ * well, a few per thread), single items when K is split. */
+static int64_t decode_per(const mpl_x86_w4a16_kernel *kn, int64_t splits) {
+    if (splits > 1) return 1;
+    int64_t per = (int64_t)((256u << 10) / (kn->l.block_bytes ? kn->l.block_bytes : 1));
+    return per < 1 ? 1 : per;
+}
+
 static void decode_task(void *ctx, int tid, int nt) {
+    (void)nt;
     xw_job *j = ctx;
     const mpl_x86_w4a16_kernel *kn = j->kn;
     const int64_t NB = MPL_X86_W4A16_NB;
     int64_t M = j->a->m, S = j->splits, K = kn->l.k;
-    int64_t items = kn->l.nblocks * S;
-    int64_t i0 = items * tid / nt, i1 = items * (tid + 1) / nt;
+    int64_t items = kn->l.nblocks * S, per = decode_per(kn, S), i0, i1;
     const float *xf = (const float *)(j->ws + j->p.xf);
     float *c = (float *)(j->ws + j->p.cbuf + (size_t)tid * j->p.cbuf_stride);
-    for (int64_t it = i0; it < i1; it++) {
-        int64_t b = it / S, s = it % S;
-        /* Split points on 64-input boundaries keep whole 4-input chunks and most groups intact. */
-        int64_t k0 = K * s / S / 64 * 64, k1 = s + 1 == S ? K : K * (s + 1) / S / 64 * 64;
-        j->pi->gemv(kn, xf, M, b, k0, k1, c);
-        if (S == 1) {
-            kn->ops->store(kn->cfg.act, c, M, ncols_of(kn, b), bias_of(j, b), y_of(j, 0, b), kn->l.n);
-        } else {
-            float *part = (float *)(j->ws + j->p.part) + (size_t)s * (size_t)M * (size_t)kn->l.np;
-            for (int64_t m = 0; m < M; m++)
-                memcpy(part + (size_t)m * (size_t)kn->l.np + (size_t)(b * NB), c + m * NB, NB * sizeof(float));
+    while (claim(j, items, per, &i0, &i1)) {
+        for (int64_t it = i0; it < i1; it++) {
+            int64_t b = it / S, s = it % S;
+            /* Split points on 64-input boundaries keep whole 4-input chunks and most groups intact. */
+            int64_t k0 = K * s / S / 64 * 64, k1 = s + 1 == S ? K : K * (s + 1) / S / 64 * 64;
+            j->pi->gemv(kn, xf, M, b, k0, k1, c);
+            if (S == 1) {
+                kn->ops->store(kn->cfg.act, c, M, ncols_of(kn, b), bias_of(j, b), y_of(j, 0, b), kn->l.n);
+            } else {
+                float *part = (float *)(j->ws + j->p.part) + (size_t)s * (size_t)M * (size_t)kn->l.np;
+                for (int64_t m = 0; m < M; m++)
+                    memcpy(part + (size_t)m * (size_t)kn->l.np + (size_t)(b * NB), c + m * NB, NB * sizeof(float));
+            }
         }
     }
 }
@@ -184,7 +213,7 @@ static void reduce_task(void *ctx, int tid, int nt) {
 }
 
 static void *xs_of(const xw_job *j) {
-    return j->ws + (j->pi->xs == MPL_X86_W4A16_XS_F32 ? j->p.xf : j->p.xb);
+    return j->ws + (j->pi->xs != MPL_X86_W4A16_XS_BF16 ? j->p.xf : j->p.xb);
 }
 
 static void prep_task(void *ctx, int tid, int nt) {
@@ -194,32 +223,26 @@ static void prep_task(void *ctx, int tid, int nt) {
 }
 
 /*
- * Prefill: threads form a grid of tn block ranges x tm row ranges (rows split only when blocks
- * are fewer than threads). Each thread walks its rows in chunks whose x fits half of L2, and
- * inside a chunk all its blocks, so x is read from L2 once per block instead of streaming the
- * whole of x from L3 for every block (measured: 2x at M=512, K=4096 on AMX).
+ * Prefill: the work items are (row chunk, block) pairs, chunk-major, claimed one at a time (see
+ * claim). Rows go in chunks whose x fits half of L2 (or the path's mchunk) and a chunk's blocks
+ * come before the next chunk's, so each thread reads x of its chunk from L2 for block after
+ * block instead of streaming the whole of x from L3 for every block (measured: 2x at M=512,
+ * K=4096 on AMX). Chunks start at multiples of mchunk (the avx2 prep packs x per chunk).
  */
 static void prefill_task(void *ctx, int tid, int nt) {
+    (void)nt;
     xw_job *j = ctx;
     const mpl_x86_w4a16_kernel *kn = j->kn;
-    int64_t M = j->a->m, nb = kn->l.nblocks;
-    int64_t tn = nb < nt ? nb : nt, tm = nt / tn;
-    if (tid >= tn * tm) return;
-    int64_t bi = tid % tn, mi = tid / tn;
-    int64_t b0 = nb * bi / tn, b1 = nb * (bi + 1) / tn;
-    int64_t tiles = (M + 31) / 32;
-    int64_t r0 = tiles * mi / tm * 32, r1 = tiles * (mi + 1) / tm * 32;
-    if (r1 > M) r1 = M;
+    int64_t M = j->a->m, nb = kn->l.nblocks, chunks = (M + j->mchunk - 1) / j->mchunk, i0, i1;
     const void *xs = xs_of(j);
     float *c = (float *)(j->ws + j->p.cbuf + (size_t)tid * j->p.cbuf_stride);
     void *panel = j->ws + j->p.panel + (size_t)tid * MPL_X86_W4A16_PANEL_BYTES;
     void *scratch = j->ws + j->p.scratch + (size_t)tid * j->p.scratch_stride;
-    for (int64_t m0 = r0; m0 < r1; m0 += j->mchunk) {
-        int64_t m1 = m0 + j->mchunk < r1 ? m0 + j->mchunk : r1;
-        for (int64_t b = b0; b < b1; b++) {
-            j->pi->gemm(kn, xs, m0, m1, b, panel, c, scratch);
-            kn->ops->store(kn->cfg.act, c, m1 - m0, ncols_of(kn, b), bias_of(j, b), y_of(j, m0, b), kn->l.n);
-        }
+    while (claim(j, chunks * nb, 1, &i0, &i1)) {
+        int64_t m0 = i0 / nb * j->mchunk, b = i0 % nb;
+        int64_t m1 = m0 + j->mchunk < M ? m0 + j->mchunk : M;
+        j->pi->gemm(kn, xs, m0, m1, b, panel, c, scratch);
+        kn->ops->store(kn->cfg.act, c, m1 - m0, ncols_of(kn, b), bias_of(j, b), y_of(j, m0, b), kn->l.n);
     }
 }
 
@@ -234,12 +257,14 @@ mpl_status mpl_x86_w4a16_apply(const void *pp, const mpl_apply_args *a) {
     if (j.pi->gemv) {
         j.splits = decode_splits(kn, T);
         j.pi->prep(kn, a->x, 0, a->m, a->m, xs_of(&j));
+        atomic_init(&j.next, 0);
         mpl_parallel_run(T, decode_task, &j);
         if (j.splits > 1) mpl_parallel_run(T, reduce_task, &j);
         return MPL_OK;
     }
     j.mchunk = prefill_mchunk(kn, j.pi);
     mpl_parallel_run(T, prep_task, &j);
+    atomic_init(&j.next, 0);
     mpl_parallel_run(T, prefill_task, &j);
     return MPL_OK;
 }

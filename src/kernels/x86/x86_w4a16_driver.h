@@ -51,9 +51,16 @@ typedef struct mpl_x86_w4a16_ops {
 
 /* x as a path's micro-kernel reads it (sizes the workspace). */
 typedef enum mpl_x86_w4a16_xs {
-    MPL_X86_W4A16_XS_F32 = 0, /* m rows of k floats */
-    MPL_X86_W4A16_XS_BF16 = 1 /* roundup(m, 32) rows of kp bf16 (row-major, or AMX A tiles) */
+    MPL_X86_W4A16_XS_F32 = 0,  /* m rows of k floats */
+    MPL_X86_W4A16_XS_BF16 = 1, /* roundup(m, 32) rows of kp bf16 (row-major, or AMX A tiles) */
+    MPL_X86_W4A16_XS_F32_TILES = 2 /* f32 tiles of mtile rows in chunks of mchunk rows; the path's
+                                      prep says how (roundup(m, mtile) rows of k floats in all) */
 } mpl_x86_w4a16_xs;
+
+/* Rows per x tile and per row chunk of the avx2 prefill (its 6 x 16 micro-kernel, 16 tiles a
+ * chunk; avx2/w4a16_gemm.c, layout of x at prep_tiles in avx2/w4a16_ops.c). */
+#define MPL_X86_W4A16_AVX2_MTILE 6
+#define MPL_X86_W4A16_AVX2_MCHUNK (16 * MPL_X86_W4A16_AVX2_MTILE)
 
 /* How path i of a kernel runs: the descriptor's table, indexed like its paths[]. */
 typedef struct mpl_x86_w4a16_path_impl {
@@ -62,6 +69,10 @@ typedef struct mpl_x86_w4a16_path_impl {
     mpl_x86_w4a16_gemv_fn gemv; /* decode paths (gemm NULL) */
     mpl_x86_w4a16_gemm_fn gemm; /* prefill paths (gemv NULL) */
     size_t scratch_bytes;       /* per thread, prefill paths */
+    int mtile;                  /* prefill: rows per x tile (0: 32); with it, row ranges and chunks
+                                   start on multiples of mchunk */
+    int mchunk;                 /* prefill: rows per chunk (a multiple of mtile; 0: x of the chunk
+                                   fills half of a 2 MiB L2) */
 } mpl_x86_w4a16_path_impl;
 
 struct mpl_x86_w4a16_kernel {
@@ -79,6 +90,9 @@ extern const mpl_x86_w4a16_ops mpl_x86_w4a16_ops_avx2;   /* avx2/w4a16_ops.c */
 extern const mpl_x86_w4a16_ops mpl_x86_w4a16_ops_avx512; /* avx512/w4a16_ops.c */
 void mpl_x86_w4a16_prep_f32_avx2(const mpl_x86_w4a16_kernel *kn, const void *x, int64_t m0, int64_t m1, int64_t m,
                                  void *xs);
+/* x as f32 tiles of MPL_X86_W4A16_AVX2_MTILE rows (MPL_X86_W4A16_XS_F32_TILES). */
+void mpl_x86_w4a16_prep_tiles_avx2(const mpl_x86_w4a16_kernel *kn, const void *x, int64_t m0, int64_t m1, int64_t m,
+                                   void *xs);
 void mpl_x86_w4a16_gemv_avx2(const mpl_x86_w4a16_kernel *kn, const float *xf, int64_t m, int64_t b, int64_t k0,
                              int64_t k1, float *c);
 void mpl_x86_w4a16_gemm_avx2(const mpl_x86_w4a16_kernel *kn, const void *xs, int64_t m0, int64_t m1, int64_t b,

@@ -6,30 +6,102 @@
 
 #include "w4a16_ymm.h"
 
+/* Inputs [i, i+8) of a row (packed input order) as f32. */
+static inline __m256 load8(const mpl_x86_w4a16_kernel *kn, const char *src, int64_t i) {
+    const mpl_act act = kn->cfg.act;
+    if (kn->l.perm) {
+        float t[8];
+        for (int e = 0; e < 8; e++) t[e] = mpl_act_load(act, src, kn->l.perm[i + e]);
+        return _mm256_loadu_ps(t);
+    }
+    if (act == MPL_ACT_F32) return _mm256_loadu_ps((const float *)src + i);
+    __m128i h = _mm_loadu_si128((const __m128i *)(src + 2 * i));
+    if (act == MPL_ACT_BF16) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    return _mm256_cvtph_ps(h);
+}
+
+static inline float load1(const mpl_x86_w4a16_kernel *kn, const char *src, int64_t i) {
+    return mpl_act_load(kn->cfg.act, src, kn->l.perm ? kn->l.perm[i] : i);
+}
+
 void mpl_x86_w4a16_prep_f32_avx2(const mpl_x86_w4a16_kernel *kn, const void *x, int64_t m0, int64_t m1,
                                  int64_t rows, void *xs) {
     (void)rows; /* f32 rows need no padding */
-    float *xf = xs;
     const int64_t K = kn->l.k;
-    const mpl_act act = kn->cfg.act;
-    const size_t es = mpl_act_size(act);
+    const size_t es = mpl_act_size(kn->cfg.act);
     for (int64_t r = m0; r < m1; r++) {
         const char *src = (const char *)x + (size_t)r * (size_t)K * es;
-        float *dst = xf + r * K;
+        float *dst = (float *)xs + r * K;
         int64_t i = 0;
-        if (kn->l.perm) {
-            for (; i < K; i++) dst[i] = mpl_act_load(act, src, kn->l.perm[i]);
-        } else if (act == MPL_ACT_F32) {
-            memcpy(dst, src, (size_t)K * 4);
-        } else if (act == MPL_ACT_BF16) {
-            for (; i + 8 <= K; i += 8)
-                _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(
-                                              _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 2 * i))), 16)));
-            for (; i < K; i++) dst[i] = mpl_act_load(act, src, i);
-        } else {
-            for (; i + 8 <= K; i += 8) _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + 2 * i))));
-            for (; i < K; i++) dst[i] = mpl_act_load(act, src, i);
+        for (; i + 8 <= K; i += 8) _mm256_storeu_ps(dst + i, load8(kn, src, i));
+        for (; i < K; i++) dst[i] = load1(kn, src, i);
+    }
+}
+
+/*
+ * x for the prefill micro-kernel (avx2/w4a16_gemm.c): chunks of MC rows (chunk c at float
+ * c * MC * K); in a chunk of T tiles (ceil(rows / MT)), tile t of group g holds its MT rows
+ * input-major at ((g * T + t) * gs + kk) * MT + r, kk = input - g * gs. So the tiles of one
+ * group follow each other, and the micro-kernel calls over a chunk's tiles read one sequential
+ * stream of gs * MT * T floats. Lanes past m in the last tile are never read (the micro-kernel's
+ * tail sizes), so they are left alone.
+ */
+/* In-register transpose of 8 x 8 floats (row i of v -> column i). */
+static inline void transpose8(__m256 v[8]) {
+    __m256 t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(v[i], v[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(v[i], v[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+    for (int i = 0; i < 4; i++) {
+        v[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+        v[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+    }
+}
+
+void mpl_x86_w4a16_prep_tiles_avx2(const mpl_x86_w4a16_kernel *kn, const void *x, int64_t m0, int64_t m1,
+                                   int64_t m, void *xs) {
+    enum { MT = MPL_X86_W4A16_AVX2_MTILE, MC = MPL_X86_W4A16_AVX2_MCHUNK };
+    const int64_t K = kn->l.k, gs = kn->l.group_size;
+    const size_t es = mpl_act_size(kn->cfg.act);
+    _Static_assert(MT == 6, "the transpose and stores below hold 6 rows of 8");
+    for (int64_t r = m0; r < m1;) {
+        const char *src = (const char *)x + (size_t)r * (size_t)K * es;
+        int64_t c = r / MC, rows = m - c * MC < MC ? m - c * MC : MC, T = (rows + MT - 1) / MT, t = (r - c * MC) / MT;
+        float *dst = (float *)xs + c * MC * K + t * gs * MT + r % MT;
+        if (r % MT == 0 && r + MT <= m1) {
+            /* A whole tile: 8 inputs of its 6 rows per transpose, stored as 8 rows of 6 lanes
+             * (gs is a multiple of 8: K % 8 == 0 and group sizes are multiples of 16). */
+            for (int64_t g0 = 0; g0 < K; g0 += gs, dst += T * gs * MT)
+                for (int64_t i = 0; i < gs; i += 8) {
+                    __m256 v[8];
+                    for (int e = 0; e < MT; e++) v[e] = load8(kn, src + (size_t)e * (size_t)K * es, g0 + i);
+                    v[6] = v[7] = _mm256_setzero_ps();
+                    transpose8(v);
+                    for (int e = 0; e < 8; e++) { /* lanes 0-5 as 16 + 8 bytes (vmaskmovps is slow on Zen) */
+                        _mm_storeu_ps(dst + (i + e) * MT, _mm256_castps256_ps128(v[e]));
+                        _mm_storel_pi((__m64 *)(dst + (i + e) * MT + 4), _mm256_extractf128_ps(v[e], 1));
+                    }
+                }
+            r += MT;
+            continue;
         }
+        for (int64_t g0 = 0; g0 < K; g0 += gs, dst += T * gs * MT) { /* one row of a split tile */
+            int64_t i = 0;
+            for (; i + 8 <= gs; i += 8) {
+                float v[8];
+                _mm256_storeu_ps(v, load8(kn, src, g0 + i));
+                for (int e = 0; e < 8; e++) dst[(i + e) * MT] = v[e];
+            }
+            for (; i < gs; i++) dst[i * MT] = load1(kn, src, g0 + i);
+        }
+        r++;
     }
 }
 

@@ -1,10 +1,21 @@
 /*
- * w4a16_ymm.h -- inline helpers of x86_avx2_w4a16's files (avx2 level): dequantization
- * without a 16-entry permute (AVX2's vpermps reads 3 bits). A channel's dword holds its 4
- * nibbles at bits 0, 4, 8, 12; masking nibble p in place and OR-ing the exponent of
- * 2^(23 - 4p) makes the float 2^(23-4p) + s exactly (the nibble lands on the bits worth 1),
- * and subtracting 2^(23-4p) + 8 (or + zero point) leaves the exact integer weight: 3 uops per
- * 8 weights. Also scale and zero-point loading.
+ * w4a16_ymm.h -- inline helpers of x86_avx2_w4a16's files (avx2 level): in-register
+ * dequantization of the x86_w4a16 layout in 2 uops per 8 weights, scale and zero-point loading.
+ *
+ * Dequantization (AVX2 has no 16-entry permute: vpermps reads 3 bits). A 32-byte chunk holds
+ * 16 channels x 4 inputs, one 16-bit word per channel with its nibbles at bits 0, 4, 8, 12
+ * (inputs j0, j0+2, j0+1, j0+3; docs/layouts/x86_w4a16.md). vpunpck{l,h}wd of the chunk with
+ * the constant word 0x4F00 gives one dword per channel, the nibbles in the low half and 0x4F in
+ * the top byte (2 shuffles per 64 weights). 0x4F covers the exponent bytes 0x4B, 0x49, 0x47,
+ * 0x45 of 2^23, 2^19, 2^15, 2^11, so ONE vpand with the mask of nibble p keeps that nibble in
+ * place under the exponent of 2^(23-4p): the float is exactly 2^(23-4p) + s (the nibble lands on
+ * the mantissa bits worth 1). One vsubps of 2^(23-4p) + zero then leaves the exact integer s - z.
+ * Per 8 weights: vpand + vsubps (+ 1/4 shuffle), then one FMA per row.
+ *
+ * Channel order after the unpack: the low dword vector of chunk v holds channels 16v + {0-3,
+ * 8-11}, the high one 16v + {4-7, 12-15} (the unpacks work per 128-bit lane); xw_unpermute
+ * restores 16v + 0..7 and 16v + 8..15 (two vperm2f128) before anything leaves the registers in
+ * channel order.
  */
 #ifndef MPL_X86_W4A16_YMM_H
 #define MPL_X86_W4A16_YMM_H
@@ -15,20 +26,32 @@
 
 #define XW_INLINE static inline __attribute__((always_inline))
 
-/* Input (of a chunk's 4) held by nibble position p (bits 4p..4p+3): 0, 2, 1, 3. */
+/* Input (of a 4-input step) held by nibble position p (bits 4p..4p+3): 0, 2, 1, 3. */
 XW_INLINE int xw_koff(int p) { return ((p & 1) << 1) | (p >> 1); }
 
-XW_INLINE __m256i nib_mask(int p) { return _mm256_set1_epi32(0xF << (4 * p)); }
-XW_INLINE __m256i nib_magic(int p) { return _mm256_set1_epi32((150 - 4 * p) << 23); }
-XW_INLINE float nib_base(int p) { return (float)(1 << (23 - 4 * p)); }
+/* The high word of every unpacked dword: the union of the 4 exponent bytes below. */
+XW_INLINE __m256i xw_hi_word(void) { return _mm256_set1_epi16(0x4F00); }
+/* Exponent byte of 2^(23-4p) (biased 150-4p, sign 0, bit 23 clear) and nibble p's bits. */
+XW_INLINE __m256i xw_mask(int p) { return _mm256_set1_epi32((int)((0x4Bu - 2u * (unsigned)p) << 24 | 0xFu << (4 * p))); }
+/* 2^(23-4p): the float's value with nibble 0. */
+XW_INLINE float xw_base(int p) { return (float)(1 << (23 - 4 * p)); }
 
-/* Exact float (stored) + 2^(23-4p) of nibble p of each dword. */
-XW_INLINE __m256 nib_float(__m256i d, int p) {
-    return _mm256_castsi256_ps(_mm256_or_si256(_mm256_and_si256(d, nib_mask(p)), nib_magic(p)));
+/* The two dword vectors of a 32-byte chunk (channels {0-3,8-11} and {4-7,12-15}). */
+XW_INLINE __m256i xw_unpack_lo(__m256i chunk) { return _mm256_unpacklo_epi16(chunk, xw_hi_word()); }
+XW_INLINE __m256i xw_unpack_hi(__m256i chunk) { return _mm256_unpackhi_epi16(chunk, xw_hi_word()); }
+
+/* Exactly 2^(23-4p) + stored nibble p, per lane. */
+XW_INLINE __m256 xw_biased(__m256i d, __m256i mask) { return _mm256_castsi256_ps(_mm256_and_si256(d, mask)); }
+
+/* Unpacked (lo, hi) order <-> channel order: {0-3,8-11},{4-7,12-15} <-> {0-7},{8-15}. The map
+ * is its own inverse. */
+XW_INLINE void xw_unpermute(__m256 lo, __m256 hi, __m256 *c0, __m256 *c1) {
+    *c0 = _mm256_permute2f128_ps(lo, hi, 0x20);
+    *c1 = _mm256_permute2f128_ps(lo, hi, 0x31);
 }
 
-/* The 8 scales of half-vector h (channels 8h..8h+7) of a group, as f32. */
-XW_INLINE __m256 load_scales(const mpl_x86_w4a16_layout *l, const uint8_t *grp, int h) {
+/* The 8 scales of channels 8h..8h+7 of a group, as f32. */
+XW_INLINE __m256 xw_load_scales(const mpl_x86_w4a16_layout *l, const uint8_t *grp, int h) {
     if (l->scale_fmt == MPL_X86_W4A16_SCALE_F32) return _mm256_load_ps((const float *)grp + 8 * h);
     __m128i s = _mm_load_si128((const __m128i *)(grp + 16 * h));
     if (l->scale_fmt == MPL_X86_W4A16_SCALE_BF16)
@@ -36,15 +59,20 @@ XW_INLINE __m256 load_scales(const mpl_x86_w4a16_layout *l, const uint8_t *grp, 
     return _mm256_cvtph_ps(s);
 }
 
-XW_INLINE __m256 load_zeros(const mpl_x86_w4a16_layout *l, const uint8_t *grp, int h) {
+/* Zero points of channels 8h..8h+7 as f32 (8 for the types without zero points). */
+XW_INLINE __m256 xw_load_zeros(const mpl_x86_w4a16_layout *l, const uint8_t *grp, int h) {
     if (!l->zero_points) return _mm256_set1_ps(8.0f);
     __m128i z = _mm_loadl_epi64((const __m128i *)(grp + l->scale_bytes + 8 * (size_t)h));
     return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(z));
 }
 
-/* Channels 8h..8h+7 of a 128-byte step live in bytes 16h..16h+15 (2 bytes per channel). */
-XW_INLINE __m256i load_dwords(const uint8_t *wp, int h) {
-    return _mm256_cvtepu16_epi32(_mm_load_si128((const __m128i *)(wp + 16 * h)));
+/* What vsubps takes away from the biased float of nibble p for the 16 channels of chunk v, in
+ * unpacked order: sub[0] for the lo vector, sub[1] for the hi one (2^(23-4p) + zero, exact). */
+XW_INLINE void xw_subtrahends(const mpl_x86_w4a16_layout *l, const uint8_t *grp, int v, int p, __m256 sub[2]) {
+    __m256 z0 = xw_load_zeros(l, grp, 2 * v), z1 = xw_load_zeros(l, grp, 2 * v + 1), zl, zh;
+    xw_unpermute(z0, z1, &zl, &zh);
+    sub[0] = _mm256_add_ps(zl, _mm256_set1_ps(xw_base(p)));
+    sub[1] = _mm256_add_ps(zh, _mm256_set1_ps(xw_base(p)));
 }
 
 #endif
