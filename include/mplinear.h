@@ -204,7 +204,8 @@ MPL_API void mpl_checkpoint_tensors_free(mpl_checkpoint_tensors *t);
 
 typedef enum mpl_device {
     MPL_DEVICE_CPU = 0,
-    MPL_DEVICE_CUDA = 1
+    MPL_DEVICE_CUDA = 1,
+    MPL_DEVICE_VULKAN = 2 /* the optional Vulkan module (MPLINEAR_VULKAN): vulkan_w4a16 */
 } mpl_device;
 
 typedef struct mpl_options {
@@ -214,6 +215,9 @@ typedef struct mpl_options {
     mpl_device device;  /* which backend's kernels to consider */
     int cuda_device;    /* CUDA device ordinal the layer lives on (0 = the first); the chooser checks
                            that device's compute capability; MPL_ERR_NO_HARDWARE when absent */
+    int vulkan_device;  /* Vulkan physical device index (mpl_vulkan_device_get) the layer lives on (0 = the first) */
+    const char *vulkan_device_name; /* when non-empty: the first Vulkan device whose name contains this text
+                                       (case-insensitive) instead of vulkan_device; none matching: NO_HARDWARE */
 } mpl_options;
 
 MPL_API void mpl_options_init(mpl_options *o);
@@ -261,6 +265,89 @@ MPL_API size_t mpl_layer_weight_bytes(const mpl_layer *layer);
  * cuda_w4a16's skinny and tc paths, skinny-rounded with f16 or f32 scales). Error bounds add u * sum |x w s| per output.
  */
 MPL_API double mpl_layer_weight_rounding(const mpl_layer *layer, int64_t m);
+
+/* ---- Tensor parallelism: one layer sharded over ranks (docs/tensor-parallel.md) ---- */
+
+/*
+ * Column-parallel splits N: rank r of R holds output channels [r*N/R, (r+1)*N/R) and computes
+ * those outputs of y (gathered, or kept sharded by the next layer). Row-parallel splits K: rank r
+ * holds input channels [r*K/R, (r+1)*K/R), takes that slice of x and computes a partial y over all
+ * N; the partials are summed (an all-reduce). Every rank holds exactly its slice of the weights,
+ * scales, zero points and g_idx. The rules (every refusal is MPL_ERR_INVALID_ARGUMENT, the message
+ * naming the rule and the values):
+ *   - 1 <= ranks <= MPL_TP_MAX_RANKS, 0 <= rank < ranks; every rank holds the same share, so N
+ *     (column) or K (row) must be a multiple of ranks.
+ *   - No shard boundary inside a packed int32 word: row-parallel k/R a multiple of 32/bits
+ *     (weights packed along K); column-parallel n/R a multiple of 32/bits with layout awq (weights
+ *     packed along N) and with zero points (zeros packed along N in gptq, gptq-v2, ct).
+ *   - Row-parallel without act-order: a group may not straddle ranks (k/R a multiple of group_size),
+ *     unless the layer has one group over K (group_size -1 or = K): then every rank keeps the
+ *     per-channel scales and its config says group_size -1.
+ *   - Row-parallel with act-order: any k/R the rules above allow; each rank keeps the g_idx entries
+ *     of its K slice and the scales and zeros of the groups they name (renumbered in ascending order).
+ *     Unless each named group then holds exactly group_size of the rank's channels, only kernels that
+ *     take irregular act-order groups (ref) can run the shard.
+ *   - The shard must be a valid config (mpl_config_validate) of the layout (ct-int: int4; awq: no
+ *     act-order), with k, n = the slice and full_k, full_n = the whole layer.
+ */
+#define MPL_TP_MAX_RANKS 1024
+
+typedef enum mpl_tp_mode {
+    MPL_TP_COLUMN = 1, /* N split: outputs sharded */
+    MPL_TP_ROW = 2     /* K split: partial outputs summed */
+} mpl_tp_mode;
+
+typedef struct mpl_shard {
+    mpl_tp_mode mode;
+    int rank, ranks;
+} mpl_shard;
+
+/* "column" / "row"; parse: MPL_ERR_INVALID_ARGUMENT if unknown. */
+MPL_API const char *mpl_tp_mode_name(mpl_tp_mode m);
+MPL_API mpl_status mpl_tp_mode_parse(const char *s, mpl_tp_mode *out);
+
+/*
+ * The config of rank sh->rank's shard of the whole layer `full` (full_k, full_n of `full` must be 0
+ * or equal to k, n) stored in `layout`, after every rule above that needs no tensor data; *offset
+ * (may be NULL) gets the first channel of the slice (output channel for column, input channel for
+ * row). An act-order row shard's config may have a k that group_size does not divide (its groups
+ * are the whole layer's): such a config describes a shard, it is not a layer mpl_layer_create
+ * decodes.
+ */
+MPL_API mpl_status mpl_shard_config(const mpl_config *full, mpl_layout layout, const mpl_shard *sh, mpl_config *out,
+                                    int64_t *offset);
+
+/*
+ * mpl_layer_create for one rank: ckpt holds the WHOLE layer (as mpl_layer_create takes it for
+ * `full`); the layer holds exactly rank sh->rank's slice, and mpl_layer_config gives the shard's
+ * config (mpl_shard_config). Decodes the whole checkpoint once per call (create time only).
+ * apply then takes x [m x k/R] (row) or [m x K] (column), bias [n/R] (column: the rank's slice;
+ * row: see mpl_tp_apply_host) and writes y [m x n] of the shard.
+ */
+MPL_API mpl_status mpl_layer_create_shard(const mpl_config *full, const mpl_checkpoint_tensors *ckpt,
+                                          const mpl_shard *sh, const mpl_options *opt, mpl_layer **out);
+
+/*
+ * Every rank's layer at once, decoding the checkpoint once: layers[r] (ranks entries) as
+ * mpl_layer_create_shard gives it for rank r. opts: ranks entries, rank r's options (its kernel,
+ * threads, device, cuda_device), or NULL for defaults. On failure every layers[r] is NULL and the
+ * message names the rank.
+ */
+MPL_API mpl_status mpl_layer_create_shards(const mpl_config *full, const mpl_checkpoint_tensors *ckpt, mpl_tp_mode mode,
+                                           int ranks, const mpl_options *opts, mpl_layer **layers);
+
+/*
+ * The host stand-in for a tensor-parallel apply: layers[r] is rank r's shard (ranks of them, all
+ * of one layer in `mode`); x [m x K], bias [N] or NULL, y [m x N] in the activation type, as the
+ * unsharded layer's apply takes them. Column: rank r computes y[:, its slice] with bias[its slice].
+ * Row: rank r applies its layer to x[:, its K slice] (rank 0 with the bias, the others without, as
+ * vLLM's RowParallelLinear does), giving a partial in the activation type; the R partials are
+ * converted to fp32 and summed in rank order on the host, then rounded once to the activation type
+ * (an all-reduce in fp32). Run one rank after another on the calling thread (each apply uses its
+ * layer's threads). Allocates its temporaries per call (a test and CI tool, not a hot path).
+ */
+MPL_API mpl_status mpl_tp_apply_host(mpl_layer *const *layers, int ranks, mpl_tp_mode mode, int64_t m, const void *x,
+                                     const void *bias, void *y);
 
 /* ---- Kernel registry and chooser ---- */
 
@@ -388,6 +475,28 @@ MPL_API mpl_status mpl_platform_get(mpl_platform_info *out);
 /* Writes "avx2 fma f16c avx512f ..." for an ISA mask. */
 MPL_API void mpl_isa_string(uint32_t isa, char *buf, size_t cap);
 
+/* ---- Vulkan devices (the optional Vulkan module; lavapipe and NVIDIA measured, RADV/ANV written for) ---- */
+
+typedef struct mpl_vulkan_device_info {
+    char name[256];         /* VkPhysicalDeviceProperties.deviceName */
+    char driver[256];       /* driverName and driverInfo (VkPhysicalDeviceDriverProperties) */
+    char type[16];          /* "discrete", "integrated", "virtual", "cpu" or "other" */
+    uint32_t api_version, vendor_id, device_id;
+    int subgroup_size;
+    int subgroup_arithmetic; /* subgroup arithmetic operations in compute shaders */
+    int shader_float16, storage_16bit;
+    uint64_t max_storage_buffer_range;
+    char coopmat[512];      /* VK_KHR_cooperative_matrix shapes, "MxNxK A*B+C->R scope" ...; "" when absent */
+    int usable;             /* meets vulkan_w4a16's floor (Vulkan 1.1, subgroup arithmetic, a compute queue) */
+    char note[128];         /* why not, when !usable */
+} mpl_vulkan_device_info;
+
+/* Vulkan physical devices the loader reports (0 when the module is not built, libvulkan.so.1 is absent or no
+ * driver (ICD) answers; note then says which, when note is not NULL). Enumerated once per process. */
+MPL_API int mpl_vulkan_devices(char *note, size_t cap);
+/* Device i (0..mpl_vulkan_devices()-1). MPL_ERR_INVALID_ARGUMENT outside. */
+MPL_API mpl_status mpl_vulkan_device_get(int i, mpl_vulkan_device_info *out);
+
 /* ---- fp16/bf16 helpers (round to nearest even) ---- */
 MPL_API uint16_t mpl_f32_to_f16(float f);
 MPL_API float mpl_f16_to_f32(uint16_t h);
@@ -430,8 +539,17 @@ MPL_API void mpl_model_close(mpl_model *m); /* NULL-safe */
 MPL_API const char *mpl_model_quant_method(const mpl_model *m);
 /* The checkpoint's activation type: torch_dtype, else the scales' float type. */
 MPL_API mpl_act mpl_model_act(const mpl_model *m);
-/* Layers in natural name order (layers.2 before layers.10). */
+/*
+ * Layers in the order a forward pass runs them: by block index (the first all-digit component
+ * of the name: model.layers.<i>, encoder.layer.<i>), then, when config.json's architectures
+ * (or model_type) names a known family (Llama/Mistral/Qwen/Gemma/Phi-3/DeepSeek-style, BERT,
+ * GPT-NeoX, Falcon, GPT-2, OPT), that family's projection order (q, k, v, o, gate, up, down;
+ * each expert's projections together); else the order of model.safetensors.index.json; else
+ * natural name order (layers.2 before layers.10). Layers outside numbered blocks come last.
+ */
 MPL_API int mpl_model_layer_count(const mpl_model *m);
+/* The rule the layers are ordered by, as a sentence (valid while the model is open). */
+MPL_API const char *mpl_model_layer_order(const mpl_model *m);
 MPL_API mpl_status mpl_model_layer_get(const mpl_model *m, int i, mpl_model_layer_info *out);
 /* Index of the layer with exactly this name; MPL_ERR_INVALID_ARGUMENT if none. */
 MPL_API mpl_status mpl_model_find_layer(const mpl_model *m, const char *name, int *index);
@@ -442,6 +560,15 @@ MPL_API mpl_status mpl_model_find_layer(const mpl_model *m, const char *name, in
  */
 MPL_API mpl_status mpl_model_layer_create(const mpl_model *m, int i, const mpl_options *opt, mpl_act act,
                                   mpl_layer **out);
+/*
+ * The kernel mpl_model_layer_create(m, i, opt, act) would run, without decoding or packing:
+ * the same checks and choice (the config, the weight values create range-checks -- g_idx at
+ * open, int-quantized int4 values here -- and act-order groups of unequal size, which only
+ * the reference kernel runs). *chosen gets the kernel name, or NULL with the status create
+ * would return (MPL_ERR_UNSUPPORTED: no kernel implements it, with every reason).
+ */
+MPL_API mpl_status mpl_model_layer_choose(const mpl_model *m, int i, const mpl_options *opt, mpl_act act,
+                                          const char **chosen);
 /*
  * Writes layer i's bias (n values) converted to act (0 = the model's) into
  * out, ready for mpl_layer_apply. MPL_ERR_INVALID_ARGUMENT if it has none.

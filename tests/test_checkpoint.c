@@ -183,9 +183,10 @@ static void ct_mixed(void **state) {
     assert_int_equal(mpl_model_find_layer(m, "model.layers.0.mlp.down_proj", &i), MPL_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(mpl_last_error(), "model.layers.0.mlp.down_proj"));
     assert_int_equal(mpl_model_find_layer(m, "lm_head", &i), MPL_ERR_INVALID_ARGUMENT);
-    /* Natural order: mlp before self_attn, and layer names sorted. */
+    /* Forward order (LlamaForCausalLM): attention's q_proj first, the MLP after it (issue 17). */
     assert_int_equal(mpl_model_layer_get(m, 0, &info), MPL_OK);
-    assert_string_equal(info.name, "model.layers.0.mlp.gate_proj");
+    assert_string_equal(info.name, "model.layers.0.self_attn.q_proj");
+    assert_non_null(strstr(mpl_model_layer_order(m), "llama"));
     mpl_model_close(m);
 }
 

@@ -10,6 +10,11 @@
  *    tests/support computed from the codes.
  *  - every bad input the CLI must refuse: exit code in 1..127, exactly one line on stderr
  *    naming the problem, no output file (and no temporary file) left behind.
+ *  - issue 17: --output to a symlink, /dev/null, a link to stdout, a named pipe (with and without a
+ *    reader), a directory, a dangling link: only regular files are ever replaced, nothing changes type;
+ *    --input from a named pipe (full, truncated, no writer: bounded), /dev/stdin, a directory; with the
+ *    model module: inspect and bench --checkpoint in forward order, progress only on a terminal
+ *    (a pseudo-terminal here) and not with --quiet, a bad g_idx refused alike by inspect and apply.
  *  - --help on every subcommand, info, verify (ref and the chosen kernel), bench --json
  *    (parsed; required keys), demo on a small layer, the checkpoint placeholders.
  *
@@ -20,6 +25,7 @@
  * then the output is rounded once to the activation type: half an ulp of |y| + that bound.
  * The CLI writes Y as float32, which holds every f16/bf16/f32 value exactly.
  */
+#define _XOPEN_SOURCE 700 /* posix_openpt, grantpt, unlockpt, ptsname (the progress test) */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -33,6 +39,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -993,7 +1000,7 @@ static void test_verify(void **state) {
     for (int i = 0; i < mpl_kernel_count(); i++) {
         mpl_kernel_info ki;
         mpl_kernel_get(i, &ki);
-        const char *device = strcmp(ki.backend, "cuda") == 0 ? "cuda" : "cpu";
+        const char *device = ki.backend; /* "cpu", "cuda" or "vulkan": the --device names */
         for (int j = 0; j < ki.paths; j++) {
             mpl_path_info pi;
             mpl_path_get(i, j, &pi);
@@ -1136,6 +1143,447 @@ static void test_checkpoint_placeholders(void **state) {
     }
 }
 
+/* ---------- issue 17: outputs never replace what is not ours, inputs never hang ---------- */
+
+/* Runs mplinear with stdin from in_fd and stderr into err_fd (each when >= 0; else as run_args). */
+static int run_args_fds(const char *const *args, int in_fd, int err_fd) {
+    const char *argv[128];
+    int n = 0;
+    argv[n++] = g_bin;
+    for (int i = 0; args[i] && n < 126; i++) argv[n++] = args[i];
+    argv[n] = NULL;
+    char o[4200], e[4200];
+    snprintf(o, sizeof o, "%s", path_in("stdout.txt"));
+    snprintf(e, sizeof e, "%s", path_in("stderr.txt"));
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fo = open(o, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fe = err_fd >= 0 ? err_fd : open(e, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fo < 0 || fe < 0) _exit(125);
+        if (in_fd >= 0) dup2(in_fd, 0);
+        dup2(fo, 1);
+        dup2(fe, 2);
+        execv(g_bin, (char *const *)argv);
+        _exit(126);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    read_file(o, g_out, sizeof g_out);
+    g_err[0] = 0;
+    if (err_fd < 0) read_file(e, g_err, sizeof g_err);
+    remove(o);
+    remove(e);
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+static unsigned char *read_all(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    unsigned char *b = malloc(1 << 20);
+    assert_non_null(b);
+    *len = fread(b, 1, 1 << 20, f);
+    fclose(f);
+    return b;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The base layer's Y written to a regular file: what every other output kind must receive. */
+static unsigned char *base_reference(size_t *len) {
+    char ref[4200];
+    snprintf(ref, sizeof ref, "%s", path_in("y_ref.npy"));
+    int rc = run_apply_kv(NULL, 0, ref);
+    if (rc) show("reference", rc);
+    assert_int_equal(rc, 0);
+    unsigned char *b = read_all(ref, len);
+    assert_non_null(b);
+    remove(ref);
+    return b;
+}
+
+static void expect_same_file(const char *path, const unsigned char *ref, size_t ref_len) {
+    size_t l = 0;
+    unsigned char *b = read_all(path, &l);
+    if (!b || l != ref_len || memcmp(b, ref, l) != 0) fail_msg("%s does not hold the reference output", path);
+    free(b);
+}
+
+static void expect_no_temporaries(void) {
+    DIR *d = opendir(g_dir);
+    assert_non_null(d);
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strstr(e->d_name, ".tmp")) fail_msg("temporary file %s/%s left behind", g_dir, e->d_name);
+    closedir(d);
+}
+
+/* A child that reads the named pipe to its end into dst (at most 30 s: it never outlives a broken test). */
+static pid_t fifo_reader(const char *fifo, const char *dst) {
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        alarm(30);
+        int in = open(fifo, O_RDONLY), out = open(dst, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (in < 0 || out < 0) _exit(1);
+        char buf[4096];
+        ssize_t r;
+        while ((r = read(in, buf, sizeof buf)) > 0)
+            if (write(out, buf, (size_t)r) != r) _exit(1);
+        _exit(0);
+    }
+    return pid;
+}
+
+/* A child that writes n bytes of src into the named pipe, then closes it (at most 30 s). */
+static pid_t fifo_writer(const char *fifo, const unsigned char *src, size_t n) {
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        alarm(30);
+        int out = open(fifo, O_WRONLY);
+        if (out < 0) _exit(1);
+        for (size_t u = 0; u < n;) {
+            ssize_t w = write(out, src + u, n - u);
+            if (w <= 0) _exit(1);
+            u += (size_t)w;
+        }
+        _exit(0);
+    }
+    return pid;
+}
+
+static void wait_child(pid_t pid) {
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+}
+
+/* Item 1: --output renames only over a regular file (or nothing); links, devices and pipes keep their type. */
+static void test_output_kinds(void **state) {
+    (void)state;
+    size_t ref_len;
+    unsigned char *ref = base_reference(&ref_len);
+    struct stat sb;
+    char target[4200], link[4200], buf[4200];
+    int rc;
+    /* A symbolic link to a regular file: the file gets Y (keeping its mode), the link stays a link. */
+    snprintf(target, sizeof target, "%s", path_in("y_target.npy"));
+    snprintf(link, sizeof link, "%s", path_in("y_link.npy"));
+    write_bytes(target, "old", 3);
+    assert_int_equal(chmod(target, 0640), 0);
+    assert_int_equal(symlink(target, link), 0);
+    rc = run_apply_kv(NULL, 0, link);
+    if (rc) show("output symlink", rc);
+    assert_int_equal(rc, 0);
+    assert_int_equal(lstat(link, &sb), 0);
+    assert_true(S_ISLNK(sb.st_mode));
+    ssize_t nl = readlink(link, buf, sizeof buf - 1);
+    assert_true(nl > 0);
+    buf[nl] = 0;
+    assert_string_equal(buf, target);
+    expect_same_file(target, ref, ref_len);
+    assert_int_equal(stat(target, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0640);
+    remove(link);
+    remove(target);
+    /* /dev/null through a link in the temp folder (as /dev/stdout is a link): written through, the link
+     * kept. Never /dev/null itself: a tool with the old bug, run as root, would replace it. */
+    assert_int_equal(symlink("/dev/null", link), 0);
+    rc = run_apply_kv(NULL, 0, link);
+    if (rc) show("output link to /dev/null", rc);
+    assert_int_equal(rc, 0);
+    assert_int_equal(stat("/dev/null", &sb), 0);
+    assert_true(S_ISCHR(sb.st_mode));
+    assert_int_equal(lstat(link, &sb), 0);
+    assert_true(S_ISLNK(sb.st_mode));
+    remove(link);
+    /* A link to this process's stdout (what /dev/stdout is, made in the temp folder so nothing of the
+     * system is at stake): Y lands on stdout, the summary line moves to stderr, the link stays. */
+    if (access("/proc/self/fd/1", F_OK) == 0) {
+        assert_int_equal(symlink("/proc/self/fd/1", link), 0);
+        rc = run_apply_kv(NULL, 0, link);
+        if (rc) show("output link to stdout", rc);
+        assert_int_equal(rc, 0);
+        assert_memory_equal(g_out, "\x93NUMPY", 6);
+        assert_non_null(strstr(g_err, "wrote "));
+        assert_int_equal(lstat(link, &sb), 0);
+        assert_true(S_ISLNK(sb.st_mode));
+        remove(link);
+    }
+    /* A named pipe with a reader: the reader gets exactly Y; the pipe stays a pipe. */
+    char fifo[4200], got[4200];
+    snprintf(fifo, sizeof fifo, "%s", path_in("y_fifo"));
+    snprintf(got, sizeof got, "%s", path_in("y_from_fifo.npy"));
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    pid_t reader = fifo_reader(fifo, got);
+    rc = run_apply_kv(NULL, 0, fifo);
+    wait_child(reader);
+    if (rc) show("output fifo", rc);
+    assert_int_equal(rc, 0);
+    expect_same_file(got, ref, ref_len);
+    assert_int_equal(lstat(fifo, &sb), 0);
+    assert_true(S_ISFIFO(sb.st_mode));
+    remove(got);
+    /* A named pipe nobody reads: a bounded wait, then an I/O error; the pipe stays. */
+    {
+        const kv ov[] = {{"--stream-timeout", "1"}};
+        double t0 = now_s();
+        rc = run_apply_kv(ov, 1, fifo);
+        double dt = now_s() - t0;
+        if (rc != 6 || !one_error_line("no reader")) show("output fifo without reader", rc);
+        assert_int_equal(rc, 6);
+        assert_true(one_error_line("no reader"));
+        assert_true(dt < 20);
+        assert_int_equal(lstat(fifo, &sb), 0);
+        assert_true(S_ISFIFO(sb.st_mode));
+    }
+    remove(fifo);
+    /* A directory and a dangling link: refused, left as they are. */
+    rc = run_apply_kv(NULL, 0, g_dir);
+    assert_int_equal(rc, 6);
+    assert_true(one_error_line("is a directory"));
+    assert_int_equal(symlink(path_in("no_such_target.npy"), link), 0);
+    rc = run_apply_kv(NULL, 0, link);
+    assert_int_equal(rc, 6);
+    assert_true(one_error_line("does not exist"));
+    assert_int_equal(lstat(link, &sb), 0);
+    assert_true(S_ISLNK(sb.st_mode));
+    assert_false(file_exists(path_in("no_such_target.npy")));
+    remove(link);
+    expect_no_temporaries();
+    free(ref);
+}
+
+/* Item 2: inputs from named pipes and /dev/stdin are read as streams, with a bound on every wait. */
+static void test_input_streams(void **state) {
+    (void)state;
+    size_t ref_len, x_len;
+    unsigned char *ref = base_reference(&ref_len);
+    char xpath[4200], fifo[4200], out[4200];
+    snprintf(xpath, sizeof xpath, "%s", path_in("base_x.npy"));
+    snprintf(fifo, sizeof fifo, "%s", path_in("x_fifo"));
+    snprintf(out, sizeof out, "%s", path_in("y_stream.npy"));
+    unsigned char *x = read_all(xpath, &x_len);
+    assert_non_null(x);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    int rc;
+    /* A writer on the pipe: same Y as from the file. */
+    {
+        pid_t w = fifo_writer(fifo, x, x_len);
+        const kv ov[] = {{"--input", fifo}};
+        rc = run_apply_kv(ov, 1, out);
+        wait_child(w);
+        if (rc) show("input fifo", rc);
+        assert_int_equal(rc, 0);
+        expect_same_file(out, ref, ref_len);
+        remove(out);
+    }
+    /* A writer that stops half way: truncated, named as such. */
+    {
+        pid_t w = fifo_writer(fifo, x, x_len / 2);
+        const kv ov[] = {{"--input", fifo}};
+        rc = run_apply_kv(ov, 1, out);
+        wait_child(w);
+        if (rc != 3 || !one_error_line("truncated")) show("input fifo truncated", rc);
+        assert_int_equal(rc, 3);
+        assert_true(one_error_line("truncated"));
+        assert_false(file_exists(out));
+    }
+    /* No writer at all: before, open() waited forever; now a bounded wait and an I/O error. */
+    {
+        const kv ov[] = {{"--input", fifo}, {"--stream-timeout", "1"}};
+        double t0 = now_s();
+        rc = run_apply_kv(ov, 2, out);
+        double dt = now_s() - t0;
+        if (rc != 6 || !one_error_line("no data")) show("input fifo without writer", rc);
+        assert_int_equal(rc, 6);
+        assert_true(one_error_line("no data"));
+        assert_true(dt < 20);
+        assert_false(file_exists(out));
+    }
+    remove(fifo);
+    /* /dev/stdin fed by a pipe (x is small enough to sit in the pipe's buffer before the run). */
+    {
+        int p[2];
+        assert_int_equal(pipe(p), 0);
+        assert_true(x_len < 65536);
+        assert_int_equal(write(p[1], x, x_len), (ssize_t)x_len);
+        close(p[1]);
+        const char *args[64];
+        int na = 0;
+        args[na++] = "apply";
+        for (int i = 0; i < g_nbase; i++) {
+            args[na++] = g_base[i].flag;
+            args[na++] = strcmp(g_base[i].flag, "--input") == 0 ? "/dev/stdin" : g_base[i].value;
+        }
+        args[na++] = "--output";
+        args[na++] = out;
+        args[na] = NULL;
+        rc = run_args_fds(args, p[0], -1);
+        close(p[0]);
+        if (rc) show("input /dev/stdin", rc);
+        assert_int_equal(rc, 0);
+        expect_same_file(out, ref, ref_len);
+        remove(out);
+    }
+    /* A directory is no input. */
+    {
+        const kv ov[] = {{"--input", g_dir}};
+        rc = run_apply_kv(ov, 1, out);
+        assert_int_equal(rc, 6);
+        assert_true(one_error_line("directory"));
+    }
+    expect_no_temporaries();
+    free(x);
+    free(ref);
+}
+
+#if MPL_TEST_MODEL_BUILT
+static const char *fixture(const char *name) {
+    static char p[4200];
+    const char *f = getenv("MPL_TEST_FIXTURES");
+    snprintf(p, sizeof p, "%s/%s", f && *f ? f : "tests/fixtures", name);
+    return p;
+}
+
+/* Positions of the names in text, which must be increasing. */
+static void expect_in_order(const char *text, const char *const *names, int n) {
+    const char *prev = text;
+    for (int i = 0; i < n; i++) {
+        const char *p = strstr(text, names[i]);
+        if (!p || p < prev) fail_msg("'%s' is missing or out of forward order in:\n%s", names[i], text);
+        prev = p;
+    }
+}
+
+/* Runs bench --checkpoint with stderr a pseudo-terminal; what it showed there lands in g_err. */
+static int run_with_pty_stderr(const char *const *args) {
+    int master = posix_openpt(O_RDWR | O_NOCTTY);
+    if (master < 0 || grantpt(master) != 0 || unlockpt(master) != 0) return -1;
+    const char *sn = ptsname(master);
+    int slave = sn ? open(sn, O_RDWR | O_NOCTTY) : -1;
+    if (slave < 0) {
+        close(master);
+        return -1;
+    }
+    int rc = run_args_fds(args, -1, slave);
+    close(slave);
+    size_t u = 0;
+    /* The child has exited: what it wrote sits in the master's buffer (read until EIO / nothing left). */
+    int fl = fcntl(master, F_GETFL);
+    fcntl(master, F_SETFL, fl | O_NONBLOCK);
+    for (;;) {
+        ssize_t r = read(master, g_err + u, sizeof g_err - 1 - u);
+        if (r <= 0) break;
+        u += (size_t)r;
+    }
+    g_err[u] = 0;
+    close(master);
+    return rc;
+}
+
+/* Items 3-5: inspect validates as apply does, layers in forward order, progress only on a terminal. */
+static void test_checkpoint_hardening(void **state) {
+    (void)state;
+    const char *dir = fixture("ct-w4a16-asym");
+    const char *fwd[] = {"model.layers.0.self_attn.q_proj", "model.layers.0.self_attn.k_proj",
+                         "model.layers.0.self_attn.v_proj", "model.layers.0.self_attn.o_proj",
+                         "model.layers.0.mlp.gate_proj",    "model.layers.0.mlp.up_proj",
+                         "model.layers.0.mlp.down_proj"};
+    int rc = RUN("inspect", dir);
+    if (rc) show("inspect", rc);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(g_out, "# layers in forward order"));
+    expect_in_order(g_out, fwd, 7);
+    /* bench with stderr a file: the table in forward order, and nothing at all on stderr */
+    rc = RUN("bench", "--checkpoint", dir, "--reps", "1");
+    if (rc) show("bench --checkpoint", rc);
+    assert_int_equal(rc, 0);
+    assert_string_equal(g_err, "");
+    assert_non_null(strstr(g_out, "# layers in forward order"));
+    expect_in_order(g_out, fwd, 7);
+    rc = RUN("bench", "--checkpoint", dir, "--reps", "1", "--json");
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(g_out, "\"order\": \"forward order"));
+    /* stderr a terminal: a progress line for packing and timing; --quiet: none */
+    rc = run_with_pty_stderr((const char *const[]){"bench", "--checkpoint", dir, "--reps", "2", NULL});
+    if (rc == -1) {
+        print_message("SKIP progress on a terminal: no pseudo-terminal here\n");
+    } else {
+        if (rc) show("bench on a terminal", rc);
+        assert_int_equal(rc, 0);
+        if (!strstr(g_err, "packing: 7/7 layers") || !strstr(g_err, "timing: ")) show("bench on a terminal", rc);
+        assert_non_null(strstr(g_err, "packing: 7/7 layers"));
+        assert_non_null(strstr(g_err, "timing: "));
+        rc = run_with_pty_stderr((const char *const[]){"bench", "--checkpoint", dir, "--reps", "2", "--quiet", NULL});
+        assert_int_equal(rc, 0);
+        assert_null(strstr(g_err, "packing"));
+    }
+    /* A g_idx value apply refuses: inspect (which said OK before) and apply now fail alike. */
+    const char *src = fixture("gptq-g32-actorder");
+    static const char *const files[] = {"config.json", "quantize_config.json", "model.safetensors"};
+    char ck[4200];
+    snprintf(ck, sizeof ck, "%s", path_in("ck_bad_gidx.safetensors.d"));
+    assert_int_equal(mkdir(ck, 0700), 0);
+    char dst[3][4300];
+    for (int i = 0; i < 3; i++) {
+        char from[4300];
+        snprintf(from, sizeof from, "%s/%s", src, files[i]);
+        snprintf(dst[i], sizeof dst[i], "%s/%s", ck, files[i]);
+        size_t l;
+        unsigned char *b = read_all(from, &l);
+        assert_non_null(b);
+        if (i == 2) {
+            /* model.layers.0.self_attn.k_proj.g_idx[3] = -1, found through the header */
+            uint64_t hl = 0;
+            for (int j = 0; j < 8; j++) hl |= (uint64_t)b[j] << (8 * j);
+            char *h = calloc(1, (size_t)hl + 1);
+            memcpy(h, b + 8, (size_t)hl);
+            const char *e = strstr(h, "\"model.layers.0.self_attn.k_proj.g_idx\"");
+            assert_non_null(e);
+            const char *d = strstr(e, "data_offsets");
+            assert_non_null(d);
+            unsigned long long begin = 0;
+            assert_int_equal(sscanf(d, "data_offsets\":[%llu", &begin), 1);
+            int32_t bad = -1;
+            memcpy(b + 8 + hl + begin + 3 * 4, &bad, 4);
+            free(h);
+        }
+        write_bytes(dst[i], b, l);
+        free(b);
+    }
+    rc = RUN("inspect", ck);
+    if (rc != 3 || !one_error_line("g_idx[3] = -1")) show("inspect bad g_idx", rc);
+    assert_int_equal(rc, 3);
+    assert_true(one_error_line("g_idx[3] = -1"));
+    char inspect_err[2048];
+    snprintf(inspect_err, sizeof inspect_err, "%s", strstr(g_err, "error: "));
+    char out[4200];
+    snprintf(out, sizeof out, "%s", path_in("y_bad_gidx.npy"));
+    float x[64];
+    for (int i = 0; i < 64; i++) x[i] = 0.5f;
+    write_npy(path_in("x64.npy"), MPL_DTYPE_F32, 1, (int64_t[]){64}, x);
+    rc = RUN("apply", "--checkpoint", ck, "--layer", "model.layers.0.self_attn.k_proj", "--input", path_in("x64.npy"),
+             "--output", out);
+    assert_int_equal(rc, 3);
+    assert_true(one_error_line("g_idx[3] = -1"));
+    assert_string_equal(strstr(g_err, "error: "), inspect_err); /* the very same verdict */
+    assert_false(file_exists(out));
+    for (int i = 0; i < 3; i++) remove(dst[i]);
+    rmdir(ck);
+    remove(path_in("x64.npy"));
+}
+#endif
+
 /* ---------- setup ---------- */
 
 static int setup(void **state) {
@@ -1191,6 +1639,11 @@ int main(void) {
         cmocka_unit_test(test_bench_json),
         cmocka_unit_test(test_demo_small),
         cmocka_unit_test(test_checkpoint_placeholders),
+        cmocka_unit_test(test_output_kinds),
+        cmocka_unit_test(test_input_streams),
+#if MPL_TEST_MODEL_BUILT
+        cmocka_unit_test(test_checkpoint_hardening),
+#endif
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

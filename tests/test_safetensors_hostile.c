@@ -2,8 +2,12 @@
  * test_safetensors_hostile.c -- malformed safetensors files, configs and
  * checkpoint folders: each must give a clear error (status, file and problem
  * named), never a crash or a read outside the file (run under ASan too).
+ * Issue 17: named pipes in place of any file the folder is read from (refused at once, never
+ * waited on), g_idx values checked at open (so inspect's verdict is apply's; groups of unequal
+ * size choose the reference kernel in both), and the forward layer order with the rule it used.
  */
 #include <fcntl.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -488,6 +492,264 @@ static void config_parser(void **state) {
     mpl_hf_config_free(&c);
 }
 
+/* ---- issue 17: named pipes never hang an open; g_idx checked at open; forward layer order ---- */
+
+static void alarm_fired(int sig) {
+    (void)sig;
+    static const char msg[] = "test_safetensors_hostile: an open blocked on a named pipe for 20 s\n";
+    if (write(2, msg, sizeof msg - 1) < 0) _exit(2);
+    _exit(1);
+}
+
+static void make_fifo(const char *name) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", tmpdir, name);
+    unlink(p);
+    assert_int_equal(mkfifo(p, 0600), 0);
+}
+
+/* Every file the model module reads may be a named pipe nobody writes to: open must refuse it at once
+ * (before the fix, open() on the pipe waited for a writer forever). */
+static void folder_fifos(void **state) {
+    (void)state;
+    signal(SIGALRM, alarm_fired);
+    alarm(20);
+    size_t n;
+    uint8_t *b = gptq_image(&n, "F16", "[8,8]");
+    write_text("config.json", gptq_config);
+    make_fifo("model.safetensors");
+    expect_open(MPL_ERR_IO, "model.safetensors", "named pipe");
+    remove_file("model.safetensors");
+    write_file("model.safetensors", b, n);
+    expect_open(MPL_OK, NULL, NULL);
+    make_fifo("config.json");
+    expect_open(MPL_ERR_IO, "config.json", "not a regular file");
+    remove_file("config.json");
+    /* config.json without quantization_config: quantize_config.json beside it is read, and may be a pipe */
+    write_text("config.json", "{\"torch_dtype\":\"float16\"}");
+    make_fifo("quantize_config.json");
+    expect_open(MPL_ERR_IO, "quantize_config.json", "not a regular file");
+    remove_file("quantize_config.json");
+    write_text("config.json", gptq_config);
+    make_fifo("model.safetensors.index.json");
+    expect_open(MPL_ERR_IO, "model.safetensors.index.json", "not a regular file");
+    remove_file("model.safetensors.index.json");
+    /* a shard named by the index that is a pipe */
+    remove_file("model.safetensors");
+    make_fifo("model-00001-of-00001.safetensors");
+    write_text("model.safetensors.index.json",
+               "{\"weight_map\":{\"m.l.qweight\":\"model-00001-of-00001.safetensors\"}}");
+    expect_open(MPL_ERR_IO, "model-00001-of-00001.safetensors", "named pipe");
+    remove_file("model.safetensors.index.json");
+    remove_file("model-00001-of-00001.safetensors");
+    alarm(0);
+    signal(SIGALRM, SIG_DFL);
+    free(b);
+}
+
+/*
+ * A GPTQ image with one small layer (k 64, n 8, group 32: qweight [8,8], f16 scales 1.0 [2,8],
+ * qzeros [2,1]) per name, in the order given, plus g_idx [64] (int32, or int64 when wide) when
+ * gidx is not NULL.
+ */
+static uint8_t *layers_image(const char *const *names, int count, const int64_t *gidx, int wide, size_t *n) {
+    size_t gbytes = gidx ? (wide ? 512 : 256) : 0, per = 296 + gbytes;
+    char *h = malloc(4096 + (size_t)count * 512);
+    size_t u = (size_t)sprintf(h, "{");
+    for (int i = 0; i < count; i++) {
+        size_t o = (size_t)i * per;
+        u += (size_t)sprintf(h + u,
+                             "%s\"%s.qweight\":{\"dtype\":\"I32\",\"shape\":[8,8],\"data_offsets\":[%zu,%zu]},"
+                             "\"%s.scales\":{\"dtype\":\"F16\",\"shape\":[2,8],\"data_offsets\":[%zu,%zu]},"
+                             "\"%s.qzeros\":{\"dtype\":\"I32\",\"shape\":[2,1],\"data_offsets\":[%zu,%zu]}",
+                             i ? "," : "", names[i], o, o + 256, names[i], o + 256, o + 288, names[i], o + 288, o + 296);
+        if (gidx)
+            u += (size_t)sprintf(h + u, ",\"%s.g_idx\":{\"dtype\":\"%s\",\"shape\":[64],\"data_offsets\":[%zu,%zu]}",
+                                 names[i], wide ? "I64" : "I32", o + 296, o + 296 + gbytes);
+    }
+    sprintf(h + u, "}");
+    uint8_t *b = image(h, per * (size_t)count, n);
+    size_t d = *n - per * (size_t)count;
+    for (int i = 0; i < count; i++) {
+        uint8_t *L = b + d + (size_t)i * per;
+        for (int j = 0; j < 16; j++) L[256 + 2 * j] = 0x00, L[256 + 2 * j + 1] = 0x3c;
+        for (int j = 0; gidx && j < 64; j++) {
+            if (wide) {
+                memcpy(L + 296 + 8 * j, &gidx[j], 8);
+            } else {
+                int32_t v = (int32_t)gidx[j];
+                memcpy(L + 296 + 4 * j, &v, 4);
+            }
+        }
+    }
+    free(h);
+    return b;
+}
+
+static const char *gptq_actorder_config =
+    "{\"torch_dtype\":\"float16\",\"quantization_config\":{\"quant_method\":\"gptq\",\"bits\":4,\"group_size\":32,"
+    "\"desc_act\":true,\"sym\":true}}";
+
+/* mpl_model_layer_choose (what inspect prints) must name the kernel create runs, or fail as create does. */
+static void expect_choose_matches_create(int i) {
+    mpl_model *m;
+    assert_int_equal(mpl_model_open(tmpdir, &m), MPL_OK);
+    const char *chosen = NULL;
+    assert_int_equal(mpl_model_layer_choose(m, i, NULL, 0, &chosen), MPL_OK);
+    mpl_layer *l = NULL;
+    assert_int_equal(mpl_model_layer_create(m, i, NULL, 0, &l), MPL_OK);
+    assert_string_equal(chosen, mpl_layer_kernel(l));
+    mpl_layer_destroy(l);
+    mpl_model_close(m);
+}
+
+/* inspect said OK for g_idx values apply refused (issue 17, item 3): now open refuses them. */
+static void folder_g_idx(void **state) {
+    (void)state;
+    const char *name[] = {"model.layers.0.mlp.down_proj"};
+    int64_t g[64];
+    size_t n;
+    write_text("config.json", gptq_actorder_config);
+    for (int wide = 0; wide < 2; wide++) {
+        /* valid and uniform (32 channels per group, shuffled) */
+        for (int j = 0; j < 64; j++) g[j] = (j * 37 % 64) / 32;
+        uint8_t *b = layers_image(name, 1, g, wide, &n);
+        write_file("model.safetensors", b, n);
+        free(b);
+        expect_open(MPL_OK, NULL, NULL);
+        expect_choose_matches_create(0);
+        /* negative */
+        g[5] = -1;
+        b = layers_image(name, 1, g, wide, &n);
+        write_file("model.safetensors", b, n);
+        free(b);
+        expect_open(MPL_ERR_FORMAT, "g_idx[5] = -1", "must be in 0..1");
+        /* past the last group */
+        g[5] = 0;
+        g[63] = 2;
+        b = layers_image(name, 1, g, wide, &n);
+        write_file("model.safetensors", b, n);
+        free(b);
+        expect_open(MPL_ERR_FORMAT, "g_idx[63] = 2", "model.layers.0.mlp.down_proj.g_idx");
+        /* groups of unequal size (63 + 1): valid, but only the reference kernel runs it, and inspect must say so */
+        for (int j = 0; j < 64; j++) g[j] = j == 63;
+        b = layers_image(name, 1, g, wide, &n);
+        write_file("model.safetensors", b, n);
+        free(b);
+        expect_open(MPL_OK, NULL, NULL);
+        expect_choose_matches_create(0);
+        mpl_model *m;
+        assert_int_equal(mpl_model_open(tmpdir, &m), MPL_OK);
+        const char *chosen = NULL;
+        assert_int_equal(mpl_model_layer_choose(m, 0, NULL, 0, &chosen), MPL_OK);
+        assert_string_equal(chosen, "ref");
+        mpl_model_close(m);
+    }
+    remove_file("model.safetensors");
+}
+
+static void expect_order(const char *const *want, int count, const char *rule) {
+    mpl_model *m;
+    assert_int_equal(mpl_model_open(tmpdir, &m), MPL_OK);
+    assert_int_equal(mpl_model_layer_count(m), count);
+    for (int i = 0; i < count; i++) {
+        mpl_model_layer_info li;
+        assert_int_equal(mpl_model_layer_get(m, i, &li), MPL_OK);
+        if (strcmp(li.name, want[i]) != 0)
+            fail_msg("layer %d is '%s', want '%s' (rule: %s)", i, li.name, want[i], mpl_model_layer_order(m));
+    }
+    if (!strstr(mpl_model_layer_order(m), rule))
+        fail_msg("order rule '%s' lacks '%s'", mpl_model_layer_order(m), rule);
+    mpl_model_close(m);
+}
+
+/* "Model order" was alphabetical (issue 17, item 4): now the forward pass's. */
+static void folder_layer_order(void **state) {
+    (void)state;
+    size_t n;
+    /* Stored alphabetically, as safetensors and the index usually are. */
+    const char *llama[] = {"lm_head",
+                           "model.layers.10.mlp.down_proj",
+                           "model.layers.10.self_attn.q_proj",
+                           "model.layers.2.mlp.down_proj",
+                           "model.layers.2.mlp.gate_proj",
+                           "model.layers.2.mlp.up_proj",
+                           "model.layers.2.self_attn.k_proj",
+                           "model.layers.2.self_attn.o_proj",
+                           "model.layers.2.self_attn.q_proj",
+                           "model.layers.2.self_attn.v_proj"};
+    const char *llama_fwd[] = {"model.layers.2.self_attn.q_proj",  "model.layers.2.self_attn.k_proj",
+                               "model.layers.2.self_attn.v_proj",  "model.layers.2.self_attn.o_proj",
+                               "model.layers.2.mlp.gate_proj",     "model.layers.2.mlp.up_proj",
+                               "model.layers.2.mlp.down_proj",     "model.layers.10.self_attn.q_proj",
+                               "model.layers.10.mlp.down_proj",    "lm_head"};
+    uint8_t *b = layers_image(llama, 10, NULL, 0, &n);
+    write_file("model.safetensors", b, n);
+    free(b);
+    write_text("config.json", "{\"architectures\":[\"LlamaForCausalLM\"],\"model_type\":\"llama\",\"torch_dtype\":"
+                              "\"float16\",\"quantization_config\":{\"quant_method\":\"gptq\",\"bits\":4,"
+                              "\"group_size\":32,\"desc_act\":false,\"sym\":true}}");
+    expect_order(llama_fwd, 10, "LlamaForCausalLM");
+    /* model_type alone names the family too */
+    write_text("config.json", "{\"model_type\":\"qwen2\",\"torch_dtype\":\"float16\",\"quantization_config\":{"
+                              "\"quant_method\":\"gptq\",\"bits\":4,\"group_size\":32,\"desc_act\":false,\"sym\":true}}");
+    expect_order(llama_fwd, 10, "model_type 'qwen2'");
+    /* Mixtral experts: each expert's w1, w3, w2 together, experts in index order, attention first */
+    const char *moe[] = {"model.layers.0.block_sparse_moe.experts.1.w1", "model.layers.0.block_sparse_moe.experts.0.w2",
+                         "model.layers.0.block_sparse_moe.experts.0.w3", "model.layers.0.block_sparse_moe.experts.0.w1",
+                         "model.layers.0.self_attn.o_proj"};
+    const char *moe_fwd[] = {"model.layers.0.self_attn.o_proj", "model.layers.0.block_sparse_moe.experts.0.w1",
+                             "model.layers.0.block_sparse_moe.experts.0.w3",
+                             "model.layers.0.block_sparse_moe.experts.0.w2",
+                             "model.layers.0.block_sparse_moe.experts.1.w1"};
+    b = layers_image(moe, 5, NULL, 0, &n);
+    write_file("model.safetensors", b, n);
+    free(b);
+    write_text("config.json", "{\"architectures\":[\"MixtralForCausalLM\"],\"torch_dtype\":\"float16\","
+                              "\"quantization_config\":{\"quant_method\":\"gptq\",\"bits\":4,\"group_size\":32,"
+                              "\"desc_act\":false,\"sym\":true}}");
+    expect_order(moe_fwd, 5, "llama family");
+    /* BERT: attention.output.dense before intermediate.dense before output.dense */
+    const char *bert[] = {"encoder.layer.0.attention.output.dense", "encoder.layer.0.attention.self.key",
+                          "encoder.layer.0.attention.self.query", "encoder.layer.0.intermediate.dense",
+                          "encoder.layer.0.output.dense"};
+    const char *bert_fwd[] = {"encoder.layer.0.attention.self.query", "encoder.layer.0.attention.self.key",
+                              "encoder.layer.0.attention.output.dense", "encoder.layer.0.intermediate.dense",
+                              "encoder.layer.0.output.dense"};
+    b = layers_image(bert, 5, NULL, 0, &n);
+    write_file("model.safetensors", b, n);
+    free(b);
+    write_text("config.json", "{\"architectures\":[\"BertModel\"],\"torch_dtype\":\"float16\",\"quantization_config\":"
+                              "{\"quant_method\":\"gptq\",\"bits\":4,\"group_size\":32,\"desc_act\":false,\"sym\":true}}");
+    expect_order(bert_fwd, 5, "bert family");
+    /* Unknown architecture: the index's order within a block (block index still first) */
+    remove_file("model.safetensors");
+    const char *odd[] = {"net.blocks.1.zeta", "net.blocks.0.beta", "net.blocks.0.alpha"};
+    b = layers_image(odd, 3, NULL, 0, &n);
+    write_file("model-00001-of-00001.safetensors", b, n);
+    free(b);
+    char idx[2048];
+    size_t u = (size_t)snprintf(idx, sizeof idx, "{\"weight_map\":{");
+    const char *in_index[] = {"net.blocks.1.zeta", "net.blocks.0.beta", "net.blocks.0.alpha"};
+    for (int i = 0; i < 3; i++)
+        u += (size_t)snprintf(idx + u, sizeof idx - u,
+                              "%s\"%s.qweight\":\"model-00001-of-00001.safetensors\",\"%s.scales\":\"model-00001-of-"
+                              "00001.safetensors\",\"%s.qzeros\":\"model-00001-of-00001.safetensors\"",
+                              i ? "," : "", in_index[i], in_index[i], in_index[i]);
+    snprintf(idx + u, sizeof idx - u, "}}");
+    write_text("model.safetensors.index.json", idx);
+    write_text("config.json", "{\"architectures\":[\"NovelForCausalLM\"],\"torch_dtype\":\"float16\","
+                              "\"quantization_config\":{\"quant_method\":\"gptq\",\"bits\":4,\"group_size\":32,"
+                              "\"desc_act\":false,\"sym\":true}}");
+    const char *odd_idx[] = {"net.blocks.0.beta", "net.blocks.0.alpha", "net.blocks.1.zeta"};
+    expect_order(odd_idx, 3, "model.safetensors.index.json");
+    /* Neither: natural name order */
+    remove_file("model.safetensors.index.json");
+    const char *odd_nat[] = {"net.blocks.0.alpha", "net.blocks.0.beta", "net.blocks.1.zeta"};
+    expect_order(odd_nat, 3, "natural name order");
+    remove_file("model-00001-of-00001.safetensors");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(valid_file),
@@ -499,6 +761,9 @@ int main(void) {
         cmocka_unit_test(folder_baseline),
         cmocka_unit_test(folder_configs),
         cmocka_unit_test(folder_shards),
+        cmocka_unit_test(folder_fifos),
+        cmocka_unit_test(folder_g_idx),
+        cmocka_unit_test(folder_layer_order),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }

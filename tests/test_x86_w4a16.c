@@ -222,6 +222,29 @@ static void shape_tails(void **state) {
     report("N and K tails");
 }
 
+/* Decode over runs of blocks (the avx512 decode takes 4 blocks at one row, 2 at two rows): N of
+ * 4, 5, 7 and 8 blocks (whole runs and every remainder), every weight type and scale dtype. */
+static void decode_runs(void **state) {
+    (void)state;
+    static const int64_t ns[] = {256, 257, 449, 512};
+    static const mpl_dtype sdt[] = {MPL_DTYPE_BF16, MPL_DTYPE_F16, MPL_DTYPE_F32};
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
+        for (size_t w = 0; w < 3; w++)
+            for (size_t d = 0; d < 3; d++) {
+                mpl_config c;
+                tu_check_opts o;
+                tu_check_opts_init(&o);
+                o.quiet = 1;
+                o.threads = 1 + (int)((i + d) % 2);
+                o.scale_dtype = sdt[d];
+                o.data = (w + d) % 2 ? TU_DATA_EXACT : TU_DATA_RANDOM;
+                o.bias = (int)(i % 2);
+                cfg_set(&c, 256, ns[i], wtypes[w], acts[(i + w) % 3], d == 2 ? -1 : 64, 0);
+                run_targets(&c, 1 + (int64_t)((i + w + d) % 3), &o);
+            }
+    report("decode runs of blocks");
+}
+
 /* Split-K decode (fewer 64-channel blocks than threads, or not a multiple), threads 1..3. */
 static void threads_split_k(void **state) {
     (void)state;
@@ -585,8 +608,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(refusals),        cmocka_unit_test(path_refusals), cmocka_unit_test(default_paths),
         cmocka_unit_test(chooser),         cmocka_unit_test(layout_round_trip), cmocka_unit_test(types_groups),
-        cmocka_unit_test(m_edges),         cmocka_unit_test(shape_tails),   cmocka_unit_test(threads_split_k),
-        cmocka_unit_test(threads_row_chunks), cmocka_unit_test(odd_tp_shapes),
+        cmocka_unit_test(m_edges),         cmocka_unit_test(shape_tails),   cmocka_unit_test(decode_runs),
+        cmocka_unit_test(threads_split_k), cmocka_unit_test(threads_row_chunks), cmocka_unit_test(odd_tp_shapes),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -3,8 +3,11 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
+#include "npy.h"
 
 int cli_exit_for(mpl_status st) {
     switch (st) {
@@ -71,6 +74,72 @@ const char *cli_value(cli_opt *opts, int nopts, const char *name) {
 int cli_has(cli_opt *opts, int nopts, const char *name) {
     cli_opt *o = cli_find(opts, nopts, name);
     return o && o->present;
+}
+
+static double progress_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void cli_progress_start(cli_progress *p, int quiet, const char *what, const char *items, int64_t total,
+                        double work_total, const char *unit) {
+    memset(p, 0, sizeof *p);
+    p->on = !quiet && isatty(STDERR_FILENO);
+    p->what = what;
+    p->items = items;
+    p->unit = unit;
+    p->total = total;
+    p->work_total = work_total;
+    p->t0 = p->last = progress_now();
+    if (p->on) {
+        fprintf(stderr, "\r%s: 0/%lld %s\033[K", what, (long long)total, items);
+        fflush(stderr);
+    }
+}
+
+void cli_progress_step(cli_progress *p, int64_t done, double work_done) {
+    if (!p->on) return;
+    double t = progress_now();
+    if (t - p->last < 0.2 && done < p->total) return; /* 5 updates a second are enough to watch */
+    p->last = t;
+    double el = t - p->t0, rate = el > 0 ? work_done / el : 0;
+    fprintf(stderr, "\r%s: %lld/%lld %s", p->what, (long long)done, (long long)p->total, p->items);
+    if (rate > 0) {
+        double eta = (p->work_total - work_done) / rate;
+        const char *pfx = rate >= 1e9 ? "G" : rate >= 1e6 ? "M" : rate >= 1e3 ? "k" : "";
+        double r = rate >= 1e9 ? rate / 1e9 : rate >= 1e6 ? rate / 1e6 : rate >= 1e3 ? rate / 1e3 : rate;
+        fprintf(stderr, ", %.3g %s%s/s, ETA %lld:%02lld", r, pfx, p->unit, (long long)(eta / 60),
+                (long long)eta % 60);
+    }
+    fprintf(stderr, "\033[K");
+    fflush(stderr);
+}
+
+void cli_progress_end(cli_progress *p, int64_t done) {
+    if (!p->on) return;
+    fprintf(stderr, "\r%s: %lld/%lld %s in %.1f s\033[K\n", p->what, (long long)done, (long long)p->total, p->items,
+            progress_now() - p->t0);
+    fflush(stderr);
+    p->on = 0;
+}
+
+void cli_progress_clear(cli_progress *p) {
+    if (!p->on) return;
+    fprintf(stderr, "\r\033[K");
+    fflush(stderr);
+    p->on = 0;
+}
+
+int cli_stream_timeout(const char *cmd, cli_opt *opts, int nopts, int *ms) {
+    *ms = NPY_STREAM_TIMEOUT_MS;
+    const char *t = cli_value(opts, nopts, "stream-timeout");
+    if (!t) return 0;
+    int64_t v;
+    int rc = cli_int(cmd, "stream-timeout", t, 1, 86400, &v);
+    if (rc) return rc;
+    *ms = (int)(v * 1000);
+    return 0;
 }
 
 int cli_argv_has(int argc, char **argv, const char *name) {
@@ -212,7 +281,7 @@ void cli_print_config_help(FILE *f, int64_t def_m, const char *def_k, const char
             "  --zp                per-group zero points (implied for uint4 and uint8)\n"
             "  --act-order         g_idx gives each input channel's group\n"
             "  --w4a8              quantize activations to int8 per row (W4A8 mode)\n"
-            "  --device D          cpu (default) or cuda\n"
+            "  --device D          cpu (default), cuda, or vulkan[:INDEX|:NAME] (a Vulkan device, mplinear info)\n"
             "  --kernel NAME       force a kernel (see mplinear info); default: the chooser's pick\n"
             "  --threads N         CPU threads for apply; 0 = all cores (default)\n",
             (long long)def_m, def_k ? "; default " : " (required)", def_k ? def_k : "", "",
@@ -271,8 +340,19 @@ int cli_setup_from_opts(const char *cmd, cli_opt *opts, int nopts, int64_t def_m
             s->opt.device = MPL_DEVICE_CPU;
         else if (strcmp(t, "cuda") == 0)
             s->opt.device = MPL_DEVICE_CUDA;
-        else {
-            cli_error(cmd, "--device '%s': must be cpu or cuda", t);
+        else if (strncmp(t, "vulkan", 6) == 0 && (t[6] == 0 || (t[6] == ':' && t[7]))) {
+            /* vulkan, vulkan:INDEX or vulkan:NAME (part of the device name, as mplinear info lists them) */
+            s->opt.device = MPL_DEVICE_VULKAN;
+            const char *spec = t[6] ? t + 7 : "0";
+            if (strspn(spec, "0123456789") == strlen(spec)) {
+                int64_t idx;
+                if (cli_int(cmd, "device vulkan:", spec, 0, 1023, &idx)) return CLI_EXIT_USAGE;
+                s->opt.vulkan_device = (int)idx;
+            } else {
+                s->opt.vulkan_device_name = spec;
+            }
+        } else {
+            cli_error(cmd, "--device '%s': must be cpu, cuda, vulkan, vulkan:INDEX or vulkan:NAME", t);
             return CLI_EXIT_USAGE;
         }
     }

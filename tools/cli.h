@@ -83,6 +83,40 @@ int cli_has(cli_opt *opts, int nopts, const char *name);
 int cli_int(const char *cmd, const char *flag, const char *s, int64_t lo, int64_t hi, int64_t *out);
 /* Parses a byte count with an optional K/M/G/T suffix (powers of 1024). */
 int cli_bytes(const char *cmd, const char *flag, const char *s, uint64_t *out);
+/*
+ * --stream-timeout SECONDS (apply): how long a named pipe or stream given as an input or the
+ * output may keep the tool waiting (for a writer or reader, for data or for room), default
+ * NPY_STREAM_TIMEOUT_MS. Fills *ms; 0 or CLI_EXIT_USAGE after printing the error.
+ */
+int cli_stream_timeout(const char *cmd, cli_opt *opts, int nopts, int *ms);
+/* Help text for the I/O rules of .npy inputs and outputs (apply and apply --checkpoint). */
+#define CLI_STREAM_HELP                                                                                              \
+    "Inputs may be regular files or streams (a named pipe, /dev/stdin fed by a pipe, <(...)); a terminal\n"        \
+    "is refused. Output: a regular file (or a new path) is replaced through a temporary file renamed at\n"      \
+    "the end; a symbolic link's target is replaced and the link kept; a named pipe or character device\n"      \
+    "(/dev/stdout, /dev/null) is written through; anything else is refused. --stream-timeout S (default\n"   \
+    "60): the longest wait for a pipe's writer, reader or data before failing.\n"
+
+/*
+ * A progress line for long work, on stderr only when stderr is a terminal (and the caller did
+ * not get --quiet): "<what>: <done>/<total> <items>, <rate> <unit>/s, ETA <m:ss>", rewritten in
+ * place at most every 0.2 s, then a final line with the elapsed time. When stderr is not a
+ * terminal (a file, a pipe, CI logs) nothing at all is printed. work: the amount of work each
+ * item stands for (weights), so the rate and ETA follow the big items, not the item count.
+ */
+typedef struct cli_progress {
+    int on;
+    const char *what, *items, *unit;
+    int64_t total;
+    double work_total, t0, last;
+} cli_progress;
+void cli_progress_start(cli_progress *p, int quiet, const char *what, const char *items, int64_t total,
+                        double work_total, const char *unit);
+void cli_progress_step(cli_progress *p, int64_t done, double work_done);
+void cli_progress_end(cli_progress *p, int64_t done);
+/* Erases the line (before an error message takes its place). */
+void cli_progress_clear(cli_progress *p);
+
 /* Does argv[1..] contain "--name" or "--name=..."? (for dispatch before parsing) */
 int cli_argv_has(int argc, char **argv, const char *name);
 

@@ -18,6 +18,7 @@ static void help(void) {
     printf("Usage: mplinear apply --layout L --weight W.npy --scales S.npy [--zeros Z.npy] [--g-idx G.npy]\n"
            "                      [--bias B.npy] --group-size G --wtype T --act A [--w4a8]\n"
            "                      --input X.npy --output Y.npy [--kernel NAME] [--threads N] [--device cpu|cuda]\n"
+           "                      [--stream-timeout S]\n"
            "       mplinear apply --checkpoint DIR --layer NAME ...   (checkpoint directories; see its --help)\n"
            "\n"
            "Tensors are .npy files in the checkpoint's own shapes and dtypes (pf = 8 values per int32 for\n"
@@ -34,6 +35,7 @@ static void help(void) {
            "x and bias are rounded to the activation type --act; Y is written as float32 [M, N].\n"
            "K and N are derived from --weight; --k/--n/--m, if given, must agree.\n"
            "--zp and --act-order are implied by --zeros and --g-idx.\n"
+           CLI_STREAM_HELP
            "The last line on stderr names the kernel that ran. Exit codes: see mplinear --help.\n");
 }
 
@@ -43,9 +45,9 @@ typedef struct {
     int loaded;
 } input_file;
 
-static int load(const char *cmd, input_file *f) {
+static int load(const char *cmd, input_file *f, int timeout_ms) {
     char err[1024];
-    mpl_status st = npy_read(f->path, &f->a, err, sizeof err);
+    mpl_status st = npy_read_timeout(f->path, &f->a, timeout_ms, err, sizeof err);
     if (st != MPL_OK) {
         cli_error(cmd, "--%s %s", f->flag, err);
         return cli_exit_for(st);
@@ -144,9 +146,9 @@ int cli_apply(int argc, char **argv) {
     const char *cmd = "apply";
     cli_opt opts[] = {CLI_CONFIG_OPTS,       {"layout", 1, 0, 0}, {"weight", 1, 0, 0}, {"scales", 1, 0, 0},
                       {"zeros", 1, 0, 0},    {"g-idx", 1, 0, 0},  {"bias", 1, 0, 0},   {"input", 1, 0, 0},
-                      {"output", 1, 0, 0}};
+                      {"output", 1, 0, 0},   {"stream-timeout", 1, 0, 0}};
     int nopts = (int)(sizeof opts / sizeof opts[0]);
-    int help_flag, rc;
+    int help_flag, rc, timeout_ms;
     if ((rc = cli_parse(cmd, argc, argv, opts, nopts, NULL, 0, NULL, &help_flag))) return rc;
     if (help_flag) {
         help();
@@ -163,6 +165,7 @@ int cli_apply(int argc, char **argv) {
         cli_error(cmd, "--layout: %s", mpl_last_error());
         return CLI_EXIT_USAGE;
     }
+    if ((rc = cli_stream_timeout(cmd, opts, nopts, &timeout_ms))) return rc;
     /* Types, group size and options first (k, n placeholders until the weight is read). */
     cli_setup s;
     if ((rc = cli_setup_from_opts(cmd, opts, nopts, 1, 1, 1, &s))) return rc;
@@ -177,6 +180,7 @@ int cli_apply(int argc, char **argv) {
     float *yf = NULL;
     mpl_layer *layer = NULL;
     mpl_config *c = &s.cfg;
+    int to_stdout = 0;
     c->zero_points = fz.path != NULL;
     c->act_order = fg.path != NULL;
     if (cli_has(opts, nopts, "zp") && !fz.path) {
@@ -209,7 +213,7 @@ int cli_apply(int argc, char **argv) {
     int bits = (c->wtype == MPL_WTYPE_UINT8B128 || c->wtype == MPL_WTYPE_UINT8) ? 8 : 4;
     int64_t pf = 32 / bits;
     /* 1. The weight: its shape gives K and N. */
-    if ((rc = load(cmd, &fw))) goto out;
+    if ((rc = load(cmd, &fw, timeout_ms))) goto out;
     {
         char sh[256];
         npy_shape_string(fw.a.ndim, fw.a.shape, sh, sizeof sh);
@@ -278,22 +282,22 @@ int cli_apply(int argc, char **argv) {
     static const mpl_dtype idx_types[] = {MPL_DTYPE_I32, MPL_DTYPE_I64};
     const char *float_names = "float16, bfloat16 ('<u2') or float32";
     /* 2. Scales, zeros, g_idx, bias, x: each checked against K, N, G. */
-    if ((rc = load(cmd, &fs)) ||
+    if ((rc = load(cmd, &fs, timeout_ms)) ||
         (rc = check(cmd, &fs, float_types, 3, float_names, ng ? N : G, ng ? G : N, ng, what)))
         goto out;
     if (fz.path) {
         int64_t z0 = layout == MPL_LAYOUT_CT ? Np : G;
         int64_t z1 = layout == MPL_LAYOUT_CT ? G : layout == MPL_LAYOUT_AWQ ? N / pf : Np;
-        if ((rc = load(cmd, &fz)) || (rc = check(cmd, &fz, i32, 1, "int32", z0, z1, layout == MPL_LAYOUT_CT, what)))
+        if ((rc = load(cmd, &fz, timeout_ms)) || (rc = check(cmd, &fz, i32, 1, "int32", z0, z1, layout == MPL_LAYOUT_CT, what)))
             goto out;
     }
     if (fg.path) {
-        if ((rc = load(cmd, &fg)) || (rc = check(cmd, &fg, idx_types, 2, "int32 or int64", K, -1, 0, what))) goto out;
+        if ((rc = load(cmd, &fg, timeout_ms)) || (rc = check(cmd, &fg, idx_types, 2, "int32 or int64", K, -1, 0, what))) goto out;
     }
     if (fb.path) {
-        if ((rc = load(cmd, &fb)) || (rc = check(cmd, &fb, float_types, 3, float_names, N, -1, 0, what))) goto out;
+        if ((rc = load(cmd, &fb, timeout_ms)) || (rc = check(cmd, &fb, float_types, 3, float_names, N, -1, 0, what))) goto out;
     }
-    if ((rc = load(cmd, &fx))) goto out;
+    if ((rc = load(cmd, &fx, timeout_ms))) goto out;
     int64_t M;
     {
         char sh[256];
@@ -364,14 +368,16 @@ int cli_apply(int argc, char **argv) {
     {
         char err[1024];
         int64_t shape[2] = {M, N};
-        st = npy_write_atomic(outpath, MPL_DTYPE_F32, 2, shape, yf, err, sizeof err);
+        to_stdout = npy_is_stdout(outpath);
+        st = npy_write_output(outpath, MPL_DTYPE_F32, 2, shape, yf, timeout_ms, err, sizeof err);
         if (st != MPL_OK) {
             cli_error(cmd, "--output %s", err);
             rc = cli_exit_for(st);
             goto out;
         }
     }
-    printf("wrote %s: [%lld, %lld] float32 (%s %s, K = %lld, group %lld%s%s%s)\n", outpath, (long long)M, (long long)N,
+    /* With --output /dev/stdout the array is on stdout: the summary goes to stderr. */
+    fprintf(to_stdout ? stderr : stdout, "wrote %s: [%lld, %lld] float32 (%s %s, K = %lld, group %lld%s%s%s)\n", outpath, (long long)M, (long long)N,
            mpl_layout_name(layout), mpl_wtype_name(c->wtype), (long long)K, (long long)c->group_size,
            c->zero_points ? ", zp" : "", c->act_order ? ", act-order" : "", c->mode == MPL_MODE_W4A8 ? ", w4a8" : "");
     fflush(stdout);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "tp_cli.h"
 
 #ifdef MPL_HAVE_CUDA
 /* Device buffers and events for timing CUDA layers on device pointers (the public API takes them as void *). */
@@ -40,13 +41,14 @@ static void help(void) {
            "and reports the median seconds per apply, GB/s of weight traffic (weight bytes / second)\n"
            "and GFLOP/s (2*M*N*K / second). Byte counts take K/M/G suffixes (powers of 1024).\n"
            "With --device cuda (CUDA builds): x and y live on the GPU, the cache to exceed is the GPU's\n"
-           "L2, and each sample is one pass over all copies launched back to back between CUDA events.\n"
+           "L2, and each sample is one CUDA-graph replay of the applies of all copies (>= 8 calls).\n"
            "\n");
     cli_print_config_help(stdout, 1, NULL, NULL);
     printf("  --reps R            timed applies (default 20); the median is reported\n"
            "  --json              print one JSON object per line: kernel, m, k, n, threads, seconds,\n"
            "                      weight_bytes, gbps, gflops, wtype, act, group_size, zp, act_order, w4a8,\n"
            "                      device, copies, cold_bytes, llc_bytes, capped, reps\n");
+    cli_tp_print_help(stdout);
 }
 
 /* Parses sysfs cache sizes such as "491520K". */
@@ -109,36 +111,51 @@ static uint64_t gpu_l2_bytes(int dev) {
 }
 
 /*
- * CUDA layers: x and y live on the device and every sample is one pass over all copies,
- * launched back to back on the default stream between two CUDA events (as a forward pass
- * launches layers), so launch latency overlaps with the previous kernel as it does in
- * inference. times[r] = the pass's time / copies. Host-pointer apply would add the x/y
- * copies and a synchronisation to every call.
+ * CUDA layers: x and y live on the device; the applies of all copies (repeated to at least 8
+ * calls) are captured once into a CUDA graph on a stream of our own, and every sample is one
+ * replay between two events: times[r] = the replay's time / calls. Graph replay is how
+ * engines launch decode steps, it takes host launch cost out of the figure, and it is the
+ * method of bench/cuda/bench_cuda_w4a16 (the two agree within a few percent on one config).
+ * Host-pointer apply would add the x/y copies and a synchronisation to every call.
  */
 static int time_cuda(const char *cmd, mpl_layer **layers, int64_t copies, int64_t m, const void *hx, size_t xbytes,
                      size_t ybytes, int reps, double *times) {
     void *dx = NULL, *dy = NULL;
     cudaEvent_t e0 = NULL, e1 = NULL;
+    cudaStream_t s = NULL;
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    const int64_t calls = copies * ((8 + copies - 1) / copies);
     cudaError_t ce = cudaMalloc(&dx, xbytes ? xbytes : 1);
     if (ce == cudaSuccess) ce = cudaMalloc(&dy, ybytes ? ybytes : 1);
     if (ce == cudaSuccess) ce = cudaMemcpy(dx, hx, xbytes, cudaMemcpyHostToDevice);
     if (ce == cudaSuccess) ce = cudaEventCreate(&e0);
     if (ce == cudaSuccess) ce = cudaEventCreate(&e1);
+    if (ce == cudaSuccess) ce = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
     int rc = CLI_EXIT_OK;
     mpl_status st = MPL_OK;
-    /* Warm-up pass: first launches load modules and size scratch pools. */
+    /* Warm-up pass outside the capture: first launches load modules and size scratch pools. */
     for (int64_t i = 0; ce == cudaSuccess && st == MPL_OK && i < copies; i++)
-        st = mpl_layer_apply_device(layers[i], m, dx, NULL, dy, NULL);
-    if (ce == cudaSuccess && st == MPL_OK) ce = cudaDeviceSynchronize();
+        st = mpl_layer_apply_device(layers[i], m, dx, NULL, dy, s);
+    if (ce == cudaSuccess && st == MPL_OK) ce = cudaStreamSynchronize(s);
+    if (ce == cudaSuccess && st == MPL_OK) {
+        ce = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+        for (int64_t i = 0; ce == cudaSuccess && st == MPL_OK && i < calls; i++)
+            st = mpl_layer_apply_device(layers[i % copies], m, dx, NULL, dy, s);
+        cudaError_t ee = cudaStreamEndCapture(s, &graph); /* ends the capture even after a failed apply */
+        if (ce == cudaSuccess) ce = ee;
+    }
+    if (ce == cudaSuccess && st == MPL_OK) ce = cudaGraphInstantiate(&exec, graph, 0);
+    if (ce == cudaSuccess && st == MPL_OK) ce = cudaGraphLaunch(exec, s); /* one replay to warm the graph */
+    if (ce == cudaSuccess && st == MPL_OK) ce = cudaStreamSynchronize(s);
     for (int r = 0; ce == cudaSuccess && st == MPL_OK && r < reps; r++) {
-        ce = cudaEventRecord(e0, 0);
-        for (int64_t i = 0; ce == cudaSuccess && st == MPL_OK && i < copies; i++)
-            st = mpl_layer_apply_device(layers[i], m, dx, NULL, dy, NULL);
-        if (ce == cudaSuccess) ce = cudaEventRecord(e1, 0);
+        ce = cudaEventRecord(e0, s);
+        if (ce == cudaSuccess) ce = cudaGraphLaunch(exec, s);
+        if (ce == cudaSuccess) ce = cudaEventRecord(e1, s);
         if (ce == cudaSuccess) ce = cudaEventSynchronize(e1);
         float ms = 0;
         if (ce == cudaSuccess) ce = cudaEventElapsedTime(&ms, e0, e1);
-        times[r] = (double)ms * 1e-3 / (double)copies;
+        times[r] = (double)ms * 1e-3 / (double)calls;
     }
     if (st != MPL_OK)
         rc = cli_lib_error(cmd, st, "apply on device");
@@ -146,6 +163,9 @@ static int time_cuda(const char *cmd, mpl_layer **layers, int64_t copies, int64_
         cli_error(cmd, "CUDA: %s", cudaGetErrorString(ce));
         rc = CLI_EXIT_RESOURCE;
     }
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+    if (s) cudaStreamDestroy(s);
     if (e0) cudaEventDestroy(e0);
     if (e1) cudaEventDestroy(e1);
     cudaFree(dx);
@@ -305,7 +325,7 @@ static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
 int cli_bench(int argc, char **argv) {
     const char *cmd = "bench";
     cli_opt opts[] = {CLI_CONFIG_OPTS,         {"json", 0, 0, 0},       {"reps", 1, 0, 0}, {"cold-bytes", 1, 0, 0},
-                      {"max-bytes", 1, 0, 0}, {"max-copies", 1, 0, 0}, {"seed", 1, 0, 0}};
+                      {"max-bytes", 1, 0, 0}, {"max-copies", 1, 0, 0}, {"seed", 1, 0, 0}, CLI_TP_OPTS};
     int nopts = (int)(sizeof opts / sizeof opts[0]);
     int help_flag, rc;
     if ((rc = cli_parse(cmd, argc, argv, opts, nopts, NULL, 0, NULL, &help_flag))) return rc;
@@ -337,6 +357,10 @@ int cli_bench(int argc, char **argv) {
         return CLI_EXIT_USAGE;
     }
     int json = cli_has(opts, nopts, "json");
+    int tp_ranks;
+    mpl_tp_mode tp_mode;
+    if ((rc = cli_tp_options(cmd, opts, nopts, &tp_ranks, &tp_mode))) return rc;
+    if (tp_ranks) return cli_tp_bench(cmd, &s, &p, tp_ranks, tp_mode, json); /* tools/tp_cli.c */
     cli_bench_result r;
     if ((rc = cli_bench_run(cmd, &s, &p, &r))) return rc;
     const mpl_config *c = &s.cfg;

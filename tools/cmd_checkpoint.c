@@ -80,8 +80,10 @@ static void inspect_help(void) {
            "one file or shards with model.safetensors.index.json; GPTQ, AWQ or compressed-tensors).\n"
            "One line per layer: name, k (in), n (out), weight type, group size, zero points,\n"
            "act-order, W4A8, checkpoint layout, bias, and the kernel the chooser picks on this\n"
-           "machine for the checkpoint's activation type (or --act). Layers that are not\n"
-           "quantized (embeddings, norms, ignored modules) are not listed.\n"
+           "machine for the checkpoint's activation type (or --act): the kernel apply runs, after\n"
+           "the same checks (a g_idx or an int4 value apply would refuse is an error here too).\n"
+           "Layers are listed in forward order; the header line says by which rule. Layers that\n"
+           "are not quantized (embeddings, norms, ignored modules) are not listed.\n"
            "  --json   one JSON object per line instead: name, k, n, wtype, group_size, zero_points,\n"
            "           act_order, mode, layout, act, bias, kernel (null when none can run it), file\n");
 }
@@ -111,6 +113,7 @@ int cli_inspect(int argc, char **argv) {
     if (!json) {
         printf("# %s: %s, activations %s, %d quantized linear layer%s\n", pos[0], mpl_model_quant_method(m),
                mpl_act_name(act ? act : mpl_model_act(m)), n, n == 1 ? "" : "s");
+        printf("# layers in %s\n", mpl_model_layer_order(m));
         printf("%-48s %6s %6s %-9s %5s %3s %9s %5s %-7s %4s %s\n", "name", "k", "n", "wtype", "group", "zp", "act_order",
                "w4a8", "layout", "bias", "kernel");
     }
@@ -123,8 +126,13 @@ int cli_inspect(int argc, char **argv) {
         }
         mpl_config c = li.config;
         if (act) c.act = act;
+        /* The verdict create would give: the same checks (g_idx, int4 values, act-order groups). */
         const char *chosen = NULL;
-        if (mpl_choose(&c, &o, &chosen, NULL, 0, NULL) != MPL_OK) chosen = NULL;
+        st = mpl_model_layer_choose(m, i, &o, act, &chosen);
+        if (st == MPL_ERR_INVALID_ARGUMENT || st == MPL_ERR_FORMAT || st == MPL_ERR_OVERFLOW) {
+            rc = cli_lib_error(cmd, st, NULL);
+            break;
+        }
         if (json) {
             printf("{\"name\": ");
             json_string(stdout, li.name);
@@ -157,13 +165,15 @@ int cli_inspect(int argc, char **argv) {
 static void apply_help(void) {
     printf("Usage: mplinear apply --checkpoint DIR --layer NAME --input X.npy --output Y.npy\n"
            "                      [--act A] [--kernel NAME] [--threads N] [--device cpu|cuda]\n"
+           "                      [--stream-timeout S]\n"
            "\n"
            "Runs one quantized linear layer of a checkpoint folder: Y = X W^T + b (the module's bias\n"
            "when it has one). NAME is the module prefix as `mplinear inspect DIR` lists it.\n"
            "--input: [M, K] (or [K] for M = 1) float32, float16 or bfloat16 ('<u2').\n"
            "--act: activation type f16, bf16 or f32 (default: the checkpoint's torch_dtype); X and\n"
            "the bias are rounded to it. Y is written as float32 [M, N] (through a temporary file:\n"
-           "after an error no output file exists). The last line on stderr names the kernel.\n");
+           "after an error no output file exists). The last line on stderr names the kernel.\n"
+           CLI_STREAM_HELP);
 }
 
 static float load_float(const npy_array *a, size_t i) {
@@ -177,9 +187,10 @@ static float load_float(const npy_array *a, size_t i) {
 int cli_apply_checkpoint(int argc, char **argv) {
     const char *cmd = "apply";
     cli_opt opts[] = {{"checkpoint", 1, 0, 0}, {"layer", 1, 0, 0},  {"input", 1, 0, 0},   {"output", 1, 0, 0},
-                      {"act", 1, 0, 0},        {"kernel", 1, 0, 0}, {"threads", 1, 0, 0}, {"device", 1, 0, 0}};
+                      {"act", 1, 0, 0},        {"kernel", 1, 0, 0}, {"threads", 1, 0, 0}, {"device", 1, 0, 0},
+                      {"stream-timeout", 1, 0, 0}};
     int nopts = (int)(sizeof opts / sizeof opts[0]);
-    int help, rc;
+    int help, rc, timeout_ms, to_stdout = 0;
     if ((rc = cli_parse(cmd, argc, argv, opts, nopts, NULL, 0, NULL, &help))) return rc;
     if (help) {
         apply_help();
@@ -193,7 +204,9 @@ int cli_apply_checkpoint(int argc, char **argv) {
         }
     mpl_options o;
     mpl_act act;
-    if ((rc = parse_run_options(cmd, opts, nopts, &o)) || (rc = parse_act(cmd, opts, nopts, &act))) return rc;
+    if ((rc = parse_run_options(cmd, opts, nopts, &o)) || (rc = parse_act(cmd, opts, nopts, &act)) ||
+        (rc = cli_stream_timeout(cmd, opts, nopts, &timeout_ms)))
+        return rc;
     const char *in = cli_value(opts, nopts, "input"), *outpath = cli_value(opts, nopts, "output");
     mpl_model *m = NULL;
     mpl_layer *l = NULL;
@@ -213,7 +226,7 @@ int cli_apply_checkpoint(int argc, char **argv) {
     if (!act) act = mpl_model_act(m);
     const int64_t K = li.config.k, N = li.config.n;
     char err[1024];
-    if ((st = npy_read(in, &xa, err, sizeof err)) != MPL_OK) {
+    if ((st = npy_read_timeout(in, &xa, timeout_ms, err, sizeof err)) != MPL_OK) {
         cli_error(cmd, "--input %s", err);
         rc = cli_exit_for(st);
         goto out;
@@ -275,13 +288,14 @@ int cli_apply_checkpoint(int argc, char **argv) {
     cli_act_to_f32(act, y, yf, mn);
     {
         int64_t shape[2] = {M, N};
-        if ((st = npy_write_atomic(outpath, MPL_DTYPE_F32, 2, shape, yf, err, sizeof err)) != MPL_OK) {
+        to_stdout = npy_is_stdout(outpath);
+        if ((st = npy_write_output(outpath, MPL_DTYPE_F32, 2, shape, yf, timeout_ms, err, sizeof err)) != MPL_OK) {
             cli_error(cmd, "--output %s", err);
             rc = cli_exit_for(st);
             goto out;
         }
     }
-    printf("wrote %s: [%lld, %lld] float32 (%s: %s %s, k = %lld, group %lld%s%s%s%s, act %s)\n", outpath, (long long)M,
+    fprintf(to_stdout ? stderr : stdout, "wrote %s: [%lld, %lld] float32 (%s: %s %s, k = %lld, group %lld%s%s%s%s, act %s)\n", outpath, (long long)M,
            (long long)N, li.name, mpl_layout_name(li.layout), mpl_wtype_name(li.config.wtype), (long long)K,
            (long long)li.config.group_size, li.config.zero_points ? ", zp" : "", li.config.act_order ? ", act-order" : "",
            li.config.mode == MPL_MODE_W4A8 ? ", w4a8" : "", li.has_bias ? ", bias" : "", mpl_act_name(act));
@@ -303,14 +317,17 @@ out:
 
 static void bench_help(void) {
     printf("Usage: mplinear bench --checkpoint DIR [--m M] [--reps R] [--act A] [--kernel NAME]\n"
-           "                      [--threads N] [--device cpu|cuda] [--json] [--seed S]\n"
+           "                      [--threads N] [--device cpu|cuda] [--json] [--seed S] [--quiet]\n"
            "\n"
            "Creates every quantized linear layer of the checkpoint, then runs R rounds (default 20)\n"
            "of one apply per layer in model order, as a forward pass does (so each layer's weights\n"
            "are as cold as the rest of the model leaves them), on seeded Gaussian activations of\n"
            "M rows (default 1). Prints one row per layer: median seconds per apply, GB/s of\n"
            "weight traffic and GFLOP/s; then the total: the sum of the medians, and per token\n"
-           "(the total divided by M). With --json: one JSON object per layer, then one for the total.\n");
+           "(the total divided by M). With --json: one JSON object per layer, then one for the total\n"
+           "(its \"order\" says by which rule the layers are in forward order).\n"
+           "On a terminal, stderr shows progress while the layers are packed and timed (layers done,\n"
+           "weights per second, ETA); --quiet turns it off. Nothing extra when stderr is not a terminal.\n");
 }
 
 static double now_seconds(void) {
@@ -328,7 +345,7 @@ int cli_bench_checkpoint(int argc, char **argv) {
     const char *cmd = "bench";
     cli_opt opts[] = {{"checkpoint", 1, 0, 0}, {"m", 1, 0, 0},      {"reps", 1, 0, 0},   {"act", 1, 0, 0},
                       {"kernel", 1, 0, 0},     {"threads", 1, 0, 0}, {"device", 1, 0, 0}, {"json", 0, 0, 0},
-                      {"seed", 1, 0, 0}};
+                      {"seed", 1, 0, 0},       {"quiet", 0, 0, 0}};
     int nopts = (int)(sizeof opts / sizeof opts[0]);
     int help, rc;
     if ((rc = cli_parse(cmd, argc, argv, opts, nopts, NULL, 0, NULL, &help))) return rc;
@@ -348,8 +365,9 @@ int cli_bench_checkpoint(int argc, char **argv) {
     mpl_options o;
     mpl_act act;
     if ((rc = parse_run_options(cmd, opts, nopts, &o)) || (rc = parse_act(cmd, opts, nopts, &act))) return rc;
-    int json = cli_has(opts, nopts, "json");
+    int json = cli_has(opts, nopts, "json"), quiet = cli_has(opts, nopts, "quiet");
     mpl_model *m = NULL;
+    cli_progress prog = {0};
     if ((rc = open_model(cmd, cli_value(opts, nopts, "checkpoint"), &m))) return rc;
     if (!act) act = mpl_model_act(m);
     int n = mpl_model_layer_count(m);
@@ -364,24 +382,36 @@ int cli_bench_checkpoint(int argc, char **argv) {
         rc = CLI_EXIT_RESOURCE;
         goto out;
     }
+    /* Packing a large checkpoint takes minutes: say how far it is (on a terminal). */
+    double wtotal = 0, wdone = 0;
+    for (int i = 0; i < n; i++) {
+        mpl_model_layer_info li;
+        if (mpl_model_layer_get(m, i, &li) == MPL_OK) wtotal += (double)li.config.k * (double)li.config.n;
+    }
+    cli_progress_start(&prog, quiet, "packing", "layers", n, wtotal, "weights");
     for (int i = 0; i < n; i++) {
         mpl_model_layer_info li;
         mpl_status st = mpl_model_layer_get(m, i, &li);
         if (st == MPL_OK) st = mpl_model_layer_create(m, i, &o, act, &layers[i]);
         if (st != MPL_OK) {
+            cli_progress_clear(&prog);
             rc = cli_lib_error(cmd, st, NULL);
             goto out;
         }
+        wdone += (double)li.config.k * (double)li.config.n;
+        cli_progress_step(&prog, i + 1, wdone);
         if (li.config.k > kmax) kmax = li.config.k;
         if (li.config.n > nmax) nmax = li.config.n;
         if (li.has_bias) {
             bias[i] = malloc((size_t)li.config.n * es);
             if (!bias[i] || mpl_model_layer_bias(m, i, act, bias[i]) != MPL_OK) {
+                cli_progress_clear(&prog);
                 rc = cli_lib_error(cmd, MPL_ERR_OUT_OF_MEMORY, "bias");
                 goto out;
             }
         }
     }
+    cli_progress_end(&prog, n);
     x = malloc((size_t)(M * kmax) * es);
     y = malloc((size_t)(M * nmax) * es);
     if (!x || !y) {
@@ -398,20 +428,27 @@ int cli_bench_checkpoint(int argc, char **argv) {
         }
     }
     /* One untimed round first: per-thread workspaces grow to size, pages fault in. */
-    for (int64_t rep = -1; rep < reps; rep++)
+    cli_progress_start(&prog, quiet, "timing", "rounds", reps + 1, (double)(reps + 1), "rounds");
+    for (int64_t rep = -1; rep < reps; rep++) {
+        cli_progress_step(&prog, rep + 1, (double)(rep + 1));
         for (int i = 0; i < n; i++) {
             double t0 = now_seconds();
             mpl_status st = mpl_layer_apply(layers[i], M, x, bias[i], y);
             double t1 = now_seconds();
             if (st != MPL_OK) {
+                cli_progress_clear(&prog);
                 rc = cli_lib_error(cmd, st, "apply");
                 goto out;
             }
             if (rep >= 0) times[(size_t)i * (size_t)reps + (size_t)rep] = t1 - t0;
         }
+    }
+    cli_progress_end(&prog, reps + 1);
     double total = 0, total_bytes = 0, total_flops = 0;
-    if (!json)
+    if (!json) {
+        printf("# layers in %s\n", mpl_model_layer_order(m));
         printf("%-48s %6s %6s %-22s %11s %9s %9s\n", "layer", "k", "n", "kernel", "median_us", "GB/s", "GFLOP/s");
+    }
     for (int i = 0; i < n; i++) {
         double *ti = times + (size_t)i * (size_t)reps;
         qsort(ti, (size_t)reps, sizeof *ti, cmp_double);
@@ -439,10 +476,14 @@ int cli_bench_checkpoint(int argc, char **argv) {
     {
         double s = total > 0 ? total : 1e-12;
         if (json)
+        {
             printf("{\"total\": true, \"layers\": %d, \"m\": %lld, \"act\": \"%s\", \"seconds\": %.9g, "
-                   "\"seconds_per_token\": %.9g, \"weight_bytes\": %.0f, \"gbps\": %.4g, \"gflops\": %.4g}\n",
+                   "\"seconds_per_token\": %.9g, \"weight_bytes\": %.0f, \"gbps\": %.4g, \"gflops\": %.4g, \"order\": ",
                    n, (long long)M, mpl_act_name(act), total, total / (double)M, total_bytes, total_bytes / s * 1e-9,
                    total_flops / s * 1e-9);
+            json_string(stdout, mpl_model_layer_order(m));
+            printf("}\n");
+        }
         else
             printf("total: %d layers, m = %lld, %s: %.2f us per pass, %.2f us per token, %.2f GB/s, %.2f GFLOP/s "
                    "(medians of %lld rounds)\n",

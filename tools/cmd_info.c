@@ -59,6 +59,7 @@ static int gather(info_data *d, const cli_setup *s, int have_cfg) {
     mpl_options hw_opt;
     mpl_options_init(&hw_opt);
     if (have_cfg) hw_opt.cuda_device = s->opt.cuda_device;
+    if (have_cfg) hw_opt.vulkan_device = s->opt.vulkan_device, hw_opt.vulkan_device_name = s->opt.vulkan_device_name;
     d->have_cfg = have_cfg;
     for (int i = 0; i < d->nk; i++) {
         kernel_row *k = &d->k[i];
@@ -100,6 +101,29 @@ static void range_str(int64_t lo, int64_t hi, char *buf, size_t cap) {
         snprintf(buf, cap, "m %lld..%lld", (long long)lo, (long long)hi);
 }
 
+/* The Vulkan devices (--device vulkan:INDEX or vulkan:NAME picks one). */
+static void print_vulkan(void) {
+    char note[128];
+    int n = mpl_vulkan_devices(note, sizeof note);
+    if (n == 0) {
+        printf("  vulkan:     no device (%s)\n", note);
+        return;
+    }
+    printf("  vulkan:     %d device%s (tested on lavapipe and NVIDIA; RADV and ANV written for, not run)\n", n,
+           n == 1 ? "" : "s");
+    for (int i = 0; i < n; i++) {
+        mpl_vulkan_device_info v;
+        if (mpl_vulkan_device_get(i, &v) != MPL_OK) continue;
+        printf("    %d: %s (%s), Vulkan %u.%u, driver %s\n", i, v.name, v.type, v.api_version >> 22 & 0x7f,
+               v.api_version >> 12 & 0x3ff, v.driver);
+        printf("       subgroup %d%s, shaderFloat16 %s, 16-bit storage %s, maxStorageBufferRange %llu%s%s\n",
+               v.subgroup_size, v.subgroup_arithmetic ? " (arithmetic)" : " (no arithmetic)",
+               v.shader_float16 ? "yes" : "no", v.storage_16bit ? "yes" : "no",
+               (unsigned long long)v.max_storage_buffer_range, v.usable ? "" : "; unusable: ", v.usable ? "" : v.note);
+        printf("       cooperative matrix: %s\n", v.coopmat[0] ? v.coopmat : "none (VK_KHR_cooperative_matrix absent)");
+    }
+}
+
 static void print_platform(void) {
     mpl_platform_info p;
     if (mpl_platform_get(&p) != MPL_OK) {
@@ -125,6 +149,7 @@ static void print_platform(void) {
     else
         printf("  cuda:       %d device%s; device 0: %s, compute capability %d.%d\n", p.cuda_devices,
                p.cuda_devices == 1 ? "" : "s", p.cuda_name, p.cuda_cc / 10, p.cuda_cc % 10);
+    print_vulkan();
 }
 
 static void print_verdict(const mpl_verdict *v, const char *ok) {
@@ -154,9 +179,10 @@ static void print_text(const info_data *d, const cli_setup *s) {
     char desc[256];
     cli_config_string(&s->cfg, desc, sizeof desc);
     printf("config %s, m %lld, device %s%s%s\n", desc, (long long)s->m,
-           s->opt.device == MPL_DEVICE_CUDA ? "cuda" : "cpu", s->kernel ? ", forced " : "",
+           s->opt.device == MPL_DEVICE_CUDA ? "cuda" : s->opt.device == MPL_DEVICE_VULKAN ? "vulkan" : "cpu",
+           s->kernel ? ", forced " : "",
            s->kernel ? s->kernel : "");
-    const char *backend = s->opt.device == MPL_DEVICE_CUDA ? "cuda" : "cpu";
+    const char *backend = s->opt.device == MPL_DEVICE_CUDA ? "cuda" : s->opt.device == MPL_DEVICE_VULKAN ? "vulkan" : "cpu";
     for (int i = 0; i < d->nk; i++) {
         const kernel_row *k = &d->k[i];
         if (strcmp(k->info.backend, backend) != 0) continue;
@@ -235,7 +261,7 @@ static void print_json(const info_data *d, const cli_setup *s) {
         printf(", \"config\": {");
         json_kv_str("desc", desc, 0);
         printf(", \"m\": %lld", (long long)s->m);
-        json_kv_str("device", s->opt.device == MPL_DEVICE_CUDA ? "cuda" : "cpu", 1);
+        json_kv_str("device", s->opt.device == MPL_DEVICE_CUDA ? "cuda" : s->opt.device == MPL_DEVICE_VULKAN ? "vulkan" : "cpu", 1);
         json_kv_str("forced", s->kernel ? s->kernel : "", 1);
         printf("}, \"chosen\": ");
         if (d->chosen)

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "tp_cli.h"
 
 static void help(void) {
     printf("Usage: mplinear verify [config flags] [--kernel NAME] [--seed S] [--layout L]\n"
@@ -38,6 +39,7 @@ static void help(void) {
     cli_print_config_help(stdout, 1, NULL, NULL);
     printf("  --seed S            random seed (default 1)\n"
            "  --layout L          checkpoint layout the random layer is encoded in (default ct)\n");
+    cli_tp_print_help(stdout);
 }
 
 int cli_verify_run(const char *cmd, const cli_setup *s, mpl_layout layout, uint64_t seed, cli_verify_result *r) {
@@ -183,7 +185,7 @@ out:
 
 int cli_verify(int argc, char **argv) {
     const char *cmd = "verify";
-    cli_opt opts[] = {CLI_CONFIG_OPTS, {"seed", 1, 0, 0}, {"layout", 1, 0, 0}};
+    cli_opt opts[] = {CLI_CONFIG_OPTS, {"seed", 1, 0, 0}, {"layout", 1, 0, 0}, CLI_TP_OPTS};
     int nopts = (int)(sizeof opts / sizeof opts[0]);
     int help_flag, rc;
     if ((rc = cli_parse(cmd, argc, argv, opts, nopts, NULL, 0, NULL, &help_flag))) return rc;
@@ -201,11 +203,15 @@ int cli_verify(int argc, char **argv) {
         cli_error(cmd, "--layout: %s", mpl_last_error());
         return CLI_EXIT_USAGE;
     }
+    int tp_ranks;
+    mpl_tp_mode tp_mode;
+    if ((rc = cli_tp_options(cmd, opts, nopts, &tp_ranks, &tp_mode))) return rc;
     char desc[256];
     cli_config_string(&s.cfg, desc, sizeof desc);
     printf("verify %s, m=%lld, layout %s, seed %lld\n", desc, (long long)s.m, mpl_layout_name(layout),
            (long long)seed);
     fflush(stdout);
+    if (tp_ranks) return cli_tp_verify(cmd, &s, layout, (uint64_t)seed, tp_ranks, tp_mode); /* tools/tp_cli.c */
     cli_verify_result r;
     if ((rc = cli_verify_run(cmd, &s, layout, (uint64_t)seed, &r))) return rc;
     printf("kernel: %s path: %s (reference: ref)\n", r.kernel, r.path ? r.path : "(none)");

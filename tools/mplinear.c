@@ -1,4 +1,5 @@
 /* mplinear.c -- the command-line tool: subcommand dispatch. */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -25,6 +26,9 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+    /* A reader that closes the pipe we write to (--output to a pipe, stdout into `head`) makes the
+     * write fail with EPIPE, reported as an I/O error, instead of killing the tool silently. */
+    signal(SIGPIPE, SIG_IGN);
     if (argc < 2) {
         usage(stderr);
         fprintf(stderr, "mplinear: error: missing subcommand\n");

@@ -40,13 +40,29 @@ typedef struct npy_array {
     void *data;    /* nbytes bytes (at least 1 allocated); owned, free with npy_free */
 } npy_array;
 
+/* How long a stream (named pipe, socket, character device) may keep the reader or writer waiting. */
+#define NPY_STREAM_TIMEOUT_MS 60000
+
 /*
- * Reads path into *out. Returns MPL_OK, or MPL_ERR_IO (cannot open/read),
- * MPL_ERR_FORMAT (malformed), MPL_ERR_OVERFLOW (shape's byte count
- * overflows), MPL_ERR_OUT_OF_MEMORY, with a message "<path>: <problem>" in
- * err. On failure *out is zeroed and owns nothing.
+ * Reads path into *out. Returns MPL_OK, or MPL_ERR_IO (cannot open/read, a
+ * stream timed out, a terminal or directory), MPL_ERR_FORMAT (malformed),
+ * MPL_ERR_OVERFLOW (shape's byte count overflows), MPL_ERR_OUT_OF_MEMORY,
+ * with a message "<path>: <problem>" in err. On failure *out is zeroed and
+ * owns nothing.
+ *
+ * A regular file is read with its size known first (the exact data length is
+ * checked before the data is allocated). A named pipe, socket or character
+ * device -- /dev/stdin fed by a pipe, bash's <(...) -- is read as a stream:
+ * opening never waits for a writer, every read waits at most timeout_ms for
+ * data (a pipe nobody writes to fails instead of hanging), the buffer grows as
+ * data arrives, and the stream must end right after the data. A terminal is
+ * refused (redirect a file into it instead), as are directories and block
+ * devices. npy_read uses NPY_STREAM_TIMEOUT_MS.
  */
 mpl_status npy_read(const char *path, npy_array *out, char *err, size_t errcap);
+mpl_status npy_read_timeout(const char *path, npy_array *out, int timeout_ms, char *err, size_t errcap);
+/* The same checks on an in-memory image of a whole file (size bytes); label names it in messages. */
+mpl_status npy_parse(const char *label, const void *data, size_t size, npy_array *out, char *err, size_t errcap);
 void npy_free(npy_array *a);
 
 /* The descr string for a dtype ("<f4", ...), or NULL if it has none. */
@@ -55,15 +71,25 @@ const char *npy_descr(mpl_dtype d);
 void npy_shape_string(int ndim, const int64_t *shape, char *buf, size_t cap);
 
 /*
- * Writes an array as a version 1.0 file (2.0 if the header needs it).
- * npy_write writes path in place. npy_write_atomic writes a temporary file in
- * the same directory and renames it over path only when everything has been
- * written, so a failure never leaves a partial or stale-named file (an
- * existing file at path stays untouched on failure).
+ * Writes an array as a version 1.0 file to path, by what path is now:
+ *  - nothing, or a regular file: a temporary file is written in the same
+ *    directory and renamed over path only when everything has been written,
+ *    so a failure never leaves a partial or stale-named file (an existing file
+ *    stays untouched on failure, and a replaced file keeps its permissions);
+ *  - a symbolic link to a regular file: the same, on the file it points to
+ *    (the link stays a link); a dangling link is refused;
+ *  - a character device (/dev/null, a terminal) or a named pipe: written
+ *    through, never replaced. A pipe must get a reader within timeout_ms, and
+ *    every write waits at most timeout_ms for room;
+ *  - anything else (a directory, a socket, a block device): refused.
+ * So the path never changes type, and only a regular file is ever replaced.
+ * npy_write_atomic is npy_write_output with NPY_STREAM_TIMEOUT_MS.
  */
-mpl_status npy_write(const char *path, mpl_dtype dtype, int ndim, const int64_t *shape, const void *data, char *err,
-                     size_t errcap);
+mpl_status npy_write_output(const char *path, mpl_dtype dtype, int ndim, const int64_t *shape, const void *data,
+                            int timeout_ms, char *err, size_t errcap);
 mpl_status npy_write_atomic(const char *path, mpl_dtype dtype, int ndim, const int64_t *shape, const void *data,
                             char *err, size_t errcap);
+/* 1 when path is the file, pipe or device this process's stdout writes to (so messages go to stderr). */
+int npy_is_stdout(const char *path);
 
 #endif /* MPLINEAR_NPY_H */

@@ -231,18 +231,23 @@ typedef struct {
     const char *label, *path;
     int ksplit;
     int64_t m_lo, m_hi;
+    int skinny_nw; /* 0: the launcher's rule */
 } sweep_set;
 static const sweep_set sweep_sets[] = {
-    {"default", NULL, 0, 1, 1 << 30},
-    {"wg", "cuda_w4a16:wg", 0, 1, 1 << 30},
-    {"wg ksplit1", "cuda_w4a16:wg", 1, 33, 512},
-    {"wg ksplit2", "cuda_w4a16:wg", 2, 1, 512},
-    {"wg ksplit4", "cuda_w4a16:wg", 4, 1, 512},
-    {"wg ksplit8", "cuda_w4a16:wg", 8, 1, 512},
-    {"skinny", "cuda_w4a16:skinny", 0, 1, 16},
-    {"skinny-rounded", "cuda_w4a16:skinny-rounded", 0, 1, 16},
-    {"tc", "cuda_w4a16:tc", 0, 9, 1 << 30},
-    {"dq", "cuda_w4a16:dq", 0, 64, 1 << 30},
+    {"default", NULL, 0, 1, 1 << 30, 0},
+    {"wg", "cuda_w4a16:wg", 0, 1, 1 << 30, 0},
+    {"wg ksplit1", "cuda_w4a16:wg", 1, 33, 512, 0},
+    {"wg ksplit2", "cuda_w4a16:wg", 2, 1, 512, 0},
+    {"wg ksplit4", "cuda_w4a16:wg", 4, 1, 512, 0},
+    {"wg ksplit8", "cuda_w4a16:wg", 8, 1, 512, 0},
+    {"skinny", "cuda_w4a16:skinny", 0, 1, 16, 0},
+    {"skinny-rounded", "cuda_w4a16:skinny-rounded", 0, 1, 16, 0},
+    {"skinny-rounded ksplit2", "cuda_w4a16:skinny-rounded", 2, 1, 16, 0},
+    {"skinny-rounded ksplit4", "cuda_w4a16:skinny-rounded", 4, 1, 16, 0},
+    {"skinny-rounded nw2", "cuda_w4a16:skinny-rounded", 0, 1, 16, 2},
+    {"skinny-rounded nw2 ksplit2", "cuda_w4a16:skinny-rounded", 2, 1, 16, 2},
+    {"tc", "cuda_w4a16:tc", 0, 9, 1 << 30, 0},
+    {"dq", "cuda_w4a16:dq", 0, 64, 1 << 30, 0},
 };
 #define NSWEEP ((int)(sizeof sweep_sets / sizeof sweep_sets[0]))
 /* the paths the sets force, one set of layers each (index 0: the default choice) */
@@ -421,7 +426,7 @@ int main(int argc, char **argv) {
                 issue_blas(&bc, 0);
                 CK(cudaStreamSynchronize(g_stream));
                 double us_b = time_graph(issue_blas, &bc, calls_for(rb));
-                printf("sweep %-12s M=%-5lld %-18s %10.2f us\n", s->name, (long long)m, "cuBLAS bf16", us_b);
+                printf("sweep %-12s M=%-5lld %-26s %10.2f us\n", s->name, (long long)m, "cuBLAS bf16", us_b);
                 for (int v = 0; v < NSWEEP; v++) {
                     if (m < sweep_sets[v].m_lo || m > sweep_sets[v].m_hi) continue;
                     if (sets && !strstr(sweep_sets[v].label, sets) && strcmp(sweep_sets[v].label, "default")) continue;
@@ -430,13 +435,14 @@ int main(int argc, char **argv) {
                     if (!lsets[pi]) continue;
                     g_tuning = mpl_cuda_w4a16_tuning_default;
                     g_tuning.ksplit = sweep_sets[v].ksplit;
+                    g_tuning.skinny_nw = sweep_sets[v].skinny_nw;
                     ours_ctx oc = {lsets[pi], rsets[pi], dx, dy, m};
                     issue_ours(&oc, 0);
                     CK(cudaStreamSynchronize(g_stream));
                     double us = time_graph(issue_ours, &oc, calls_for(rsets[pi]));
                     double tbs = ideal_bytes(s, m) / (us * 1e-6) / 1e12;
                     const char *ran = mpl_layer_path(lsets[pi][0], m);
-                    printf("sweep %-12s M=%-5lld %-18s %10.2f us  %5.2fx cuBLAS  %5.1f%% copyBW  %6.1f TFLOP/s  (%s)\n",
+                    printf("sweep %-12s M=%-5lld %-26s %10.2f us  %5.2fx cuBLAS  %5.1f%% copyBW  %6.1f TFLOP/s  (%s)\n",
                            s->name, (long long)m, sweep_sets[v].label, us, us_b / us, 100.0 * tbs / bw,
                            2.0 * (double)m * (double)s->n * (double)s->k / (us * 1e-6) / 1e12, ran ? ran : "?");
                     if (md)

@@ -71,3 +71,31 @@ write("hfconfig", "ct_unknown_format", cfg({"quant_method": "compressed-tensors"
                                                                     "weights": {"num_bits": 4, "type": "float"}}}}))
 write("hfconfig", "unknown_method", cfg({"quant_method": "bitsandbytes", "load_in_4bit": True}))
 write("hfconfig", "plain_model", json.dumps({"architectures": ["LlamaForCausalLM"], "torch_dtype": "float32"}))
+
+# ---- .npy images (fuzz_npy): every dtype the reader takes, versions 1.0/2.0/3.0, 0-d, empty, 1-D ----
+
+
+def npy(descr, shape, major=1, payload=None):
+    dims = ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "")
+    d = "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }" % (descr, dims)
+    pre = 10 if major == 1 else 12
+    total = (pre + len(d) + 1 + 63) // 64 * 64
+    h = (d + " " * (total - pre - len(d) - 1) + "\n").encode()
+    size = {"<i4": 4, "<i8": 8, "|i1": 1, "|u1": 1, "<f2": 2, "<f4": 4, "<u2": 2}[descr]
+    n = 1
+    for s in shape:
+        n *= s
+    if payload is None:
+        payload = bytes((i * 29 + 3) & 0xFF for i in range(n * size))
+    hl = struct.pack("<H", len(h)) if major == 1 else struct.pack("<I", len(h))
+    return b"\x93NUMPY" + bytes([major, 0]) + hl + h + payload
+
+
+for descr, tag in [("<i4", "i4"), ("<i8", "i8"), ("|i1", "i1"), ("|u1", "u1"), ("<f2", "f2"), ("<f4", "f4"),
+                   ("<u2", "bf16")]:
+    write("npy", "2d_" + tag, npy(descr, [3, 5]))
+write("npy", "v2", npy("<f4", [2, 8], major=2))
+write("npy", "v3", npy("<i4", [4], major=3))
+write("npy", "scalar", npy("<f4", []))
+write("npy", "empty", npy("<f2", [0, 7]))
+write("npy", "rank8", npy("|u1", [1, 2, 1, 2, 1, 2, 1, 2]))

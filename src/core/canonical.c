@@ -5,11 +5,15 @@
 #include "internal.h"
 
 mpl_status mpl_canonical_alloc(mpl_canonical *w, const mpl_config *cfg) {
+    return mpl_canonical_alloc_groups(w, cfg, cfg->group_size == -1 ? 1 : cfg->k / cfg->group_size);
+}
+
+mpl_status mpl_canonical_alloc_groups(mpl_canonical *w, const mpl_config *cfg, int64_t groups) {
     memset(w, 0, sizeof *w);
     w->k = cfg->k;
     w->n = cfg->n;
     w->group_size = cfg->group_size == -1 ? cfg->k : cfg->group_size;
-    w->groups = cfg->k / w->group_size;
+    w->groups = groups;
     w->wtype = cfg->wtype;
     size_t ncodes, nscales;
     if (!mpl_size_mul3(w->n, w->k, 1, &ncodes) || !mpl_size_mul3(w->n, w->groups, sizeof(float), &nscales))

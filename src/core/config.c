@@ -119,7 +119,10 @@ mpl_status mpl_config_validate(const mpl_config *c) {
     if (c->k % pf != 0)
         BAD("config k = %lld: must be a multiple of %d for %s weights (values packed %d per int32)",
             (long long)c->k, pf, mpl_wtype_name(c->wtype), pf);
-    if (c->group_size != -1 && (c->group_size <= 0 || c->k % c->group_size != 0))
+    /* An act-order row-parallel shard (mpl_shard_config) names the whole layer's groups: its k need
+     * not be a multiple of group_size, full_k must. */
+    int shard_groups = c->act_order == 1 && c->full_k > c->k && c->group_size > 0 && c->full_k % c->group_size == 0;
+    if (c->group_size != -1 && (c->group_size <= 0 || (c->k % c->group_size != 0 && !shard_groups)))
         BAD("config group_size = %lld: must be -1 or a positive divisor of k = %lld", (long long)c->group_size,
             (long long)c->k);
     if (c->zero_points != 0 && c->zero_points != 1)

@@ -66,6 +66,9 @@ typedef struct mpl_canonical {
 
 /* Allocates codes/scales (and zeros/g_idx when asked) for a config; zeroed. */
 mpl_status mpl_canonical_alloc(mpl_canonical *w, const mpl_config *cfg);
+/* As mpl_canonical_alloc with an explicit group count (an act-order row shard keeps only the groups its
+ * channels name, src/core/shard.c: then groups need not be k / group_size). */
+mpl_status mpl_canonical_alloc_groups(mpl_canonical *w, const mpl_config *cfg, int64_t groups);
 void mpl_canonical_free(mpl_canonical *w);
 /* Validates g_idx values and computes perm/act_order_uniform. */
 mpl_status mpl_canonical_resolve_act_order(mpl_canonical *w);
@@ -129,7 +132,22 @@ typedef struct mpl_platform {
     int cuda_device;  /* the device a choice is made for (mpl_options.cuda_device); set by the chooser */
     int cuda_cc;      /* compute capability (major*10+minor) of cuda_device; 0 when none */
     int cuda_cc_all[MPL_CUDA_MAX_DEVICES]; /* compute capability of every device */
+    /* Vulkan (filled by mpl_platform_for when opt asks for the Vulkan backend; 0 otherwise) */
+    int vulkan_devices;        /* physical devices the loader reports (0: not built, no loader, no ICD) */
+    int vulkan_device;         /* the device a choice is made for; -1 when vulkan_device_name matched none */
+    uint32_t vulkan_caps;      /* MPL_VK_CAP_* of vulkan_device */
+    uint64_t vulkan_max_range; /* maxStorageBufferRange of vulkan_device */
 } mpl_platform;
+
+/* Vulkan device capabilities (mpl_platform.vulkan_caps). */
+#define MPL_VK_CAP_USABLE (1u << 0)   /* Vulkan 1.1, subgroup arithmetic in compute, a compute queue */
+#define MPL_VK_CAP_FLOAT16 (1u << 1)  /* shaderFloat16 */
+#define MPL_VK_CAP_STORAGE16 (1u << 2) /* storageBuffer16BitAccess */
+#define MPL_VK_CAP_COOPMAT (1u << 3)  /* VK_KHR_cooperative_matrix with an f16 x f16 + f32 subgroup shape */
+/* src/kernels/vulkan/ (vk_runtime.c, or vk_none.c when MPLINEAR_VULKAN is OFF): 1 when the module is built;
+ * the Vulkan fields of *out for opt's device (mpl_platform_for; the loader is asked once per process). */
+int mpl_vulkan_built(void);
+void mpl_vulkan_platform(const mpl_options *opt, mpl_platform *out);
 
 /* Detected once (CPUID + XGETBV + env cap + CUDA device query); thread-safe. */
 const mpl_platform *mpl_platform_current(void);
@@ -154,7 +172,8 @@ int mpl_pool_worker_cpu(int i);
 
 /* ---------- kernels ---------- */
 
-typedef enum mpl_backend { MPL_BACKEND_CPU = 0, MPL_BACKEND_CUDA = 1 } mpl_backend;
+typedef enum mpl_backend { MPL_BACKEND_CPU = 0, MPL_BACKEND_CUDA = 1, MPL_BACKEND_VULKAN = 2 } mpl_backend;
+#define MPL_BACKENDS 3
 
 typedef struct mpl_apply_args {
     int64_t m;
@@ -261,6 +280,11 @@ mpl_status mpl_choose_plan(const mpl_config *cfg, const mpl_options *opt, int ir
                            mpl_choice_entry *entries, int cap, int *count);
 mpl_status mpl_choose_internal(const mpl_config *cfg, const mpl_options *opt, int irregular_act_order,
                                const mpl_kernel_desc **chosen, mpl_choice_entry *entries, int cap, int *count);
+/* The second half of mpl_layer_create (layer.c), for a canonical form already made (decoded, or a
+ * shard's slice, src/core/shard.c): resolves act-order, chooses again for irregular groups, packs.
+ * cfg has passed mpl_config_validate, static_plan is mpl_choose_plan's for it; takes w (freed, zeroed). */
+mpl_status mpl_layer_create_canonical(const mpl_config *cfg, const mpl_options *opt, const mpl_plan *static_plan,
+                                      mpl_canonical *w, mpl_layer **out);
 /* The path an apply of m rows runs under plan (index), or -1 when no enabled path can run m. */
 int mpl_plan_path(const mpl_plan *plan, int64_t m);
 

@@ -6,6 +6,7 @@
 
 #include "../decode/decode.h"
 #include "internal.h"
+#include "../platform/platform.h"
 
 struct mpl_layer {
     mpl_config cfg;
@@ -59,7 +60,15 @@ mpl_status mpl_layer_create(const mpl_config *cfg, const mpl_checkpoint_tensors 
     mpl_canonical w;
     st = mpl_decode_checkpoint(cfg, ckpt, &w);
     if (st != MPL_OK) return st;
-    st = mpl_canonical_resolve_act_order(&w);
+    return mpl_layer_create_canonical(cfg, opt, &plan, &w, out);
+}
+
+mpl_status mpl_layer_create_canonical(const mpl_config *cfg, const mpl_options *opt, const mpl_plan *static_plan,
+                                      mpl_canonical *wp, mpl_layer **out) {
+    mpl_canonical w = *wp;
+    memset(wp, 0, sizeof *wp);
+    mpl_plan plan = *static_plan;
+    mpl_status st = mpl_canonical_resolve_act_order(&w);
     if (st != MPL_OK) {
         mpl_canonical_free(&w);
         return st;
@@ -190,6 +199,13 @@ mpl_status mpl_layer_apply_device(mpl_layer *l, int64_t m, const void *x, const 
                              "apply_device: layer runs kernel '%s' on the CPU; device pointers need a CUDA layer",
                              l->kernel->name);
     if (m == 0) return MPL_OK;
+    /* A pointer the layer's device cannot use would fault the kernel and leave a sticky error in the
+     * context: refuse it with what CUDA says it is (src/platform/cuda_rt.c). */
+    const int dev = l->plan.platform.cuda_device;
+    if ((st = mpl_cuda_check_pointer(x, dev, "x")) != MPL_OK ||
+        (bias && (st = mpl_cuda_check_pointer(bias, dev, "bias")) != MPL_OK) ||
+        (st = mpl_cuda_check_pointer(y, dev, "y")) != MPL_OK)
+        return st;
     int path;
     if ((st = apply_path(l, m, &path)) != MPL_OK) return st;
     mpl_apply_args a = {.m = m, .x = x, .bias = bias, .y = y, .threads = l->threads, .path = path, .stream = stream,

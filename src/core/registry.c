@@ -30,10 +30,19 @@ static const mpl_kernel_desc *const cuda_table[] = {
 };
 #endif
 
+/* Vulkan: always listed; without the module (MPLINEAR_VULKAN=OFF) the row refuses NOT_BUILT. */
+static const mpl_kernel_desc *const vulkan_table[] = {
+    &mpl_kernel_vulkan_w4a16,
+};
+
 const mpl_kernel_desc *const *mpl_registry(mpl_backend b, int *count) {
     if (b == MPL_BACKEND_CPU) {
         *count = (int)(sizeof cpu_table / sizeof cpu_table[0]);
         return cpu_table;
+    }
+    if (b == MPL_BACKEND_VULKAN) {
+        *count = (int)(sizeof vulkan_table / sizeof vulkan_table[0]);
+        return vulkan_table;
     }
 #ifdef MPL_HAVE_CUDA
     *count = (int)(sizeof cuda_table / sizeof cuda_table[0]);
@@ -46,7 +55,7 @@ const mpl_kernel_desc *const *mpl_registry(mpl_backend b, int *count) {
 
 const mpl_kernel_desc *mpl_registry_find(const char *name) {
     if (!name) return NULL;
-    for (int b = 0; b < 2; b++) {
+    for (int b = 0; b < MPL_BACKENDS; b++) {
         int n;
         const mpl_kernel_desc *const *t = mpl_registry((mpl_backend)b, &n);
         for (int i = 0; i < n; i++)
@@ -76,18 +85,28 @@ const mpl_kernel_desc *mpl_registry_find_path(const char *name, int *path) {
 }
 
 static const mpl_kernel_desc *kernel_at(int i) {
-    int a, b;
-    const mpl_kernel_desc *const *ta = mpl_registry(MPL_BACKEND_CPU, &a);
-    const mpl_kernel_desc *const *tb = mpl_registry(MPL_BACKEND_CUDA, &b);
-    if (i < 0 || i >= a + b) return NULL;
-    return i < a ? ta[i] : tb[i - a];
+    if (i < 0) return NULL;
+    for (int b = 0; b < MPL_BACKENDS; b++) { /* cpu, cuda, vulkan */
+        int n;
+        const mpl_kernel_desc *const *t = mpl_registry((mpl_backend)b, &n);
+        if (i < n) return t[i];
+        i -= n;
+    }
+    return NULL;
 }
 
 int mpl_kernel_count(void) {
-    int a, b;
-    mpl_registry(MPL_BACKEND_CPU, &a);
-    mpl_registry(MPL_BACKEND_CUDA, &b);
-    return a + b;
+    int total = 0;
+    for (int b = 0; b < MPL_BACKENDS; b++) {
+        int n;
+        mpl_registry((mpl_backend)b, &n);
+        total += n;
+    }
+    return total;
+}
+
+static const char *backend_name(mpl_backend b) {
+    return b == MPL_BACKEND_CPU ? "cpu" : b == MPL_BACKEND_CUDA ? "cuda" : "vulkan";
 }
 
 mpl_status mpl_kernel_get(int i, mpl_kernel_info *out) {
@@ -95,7 +114,7 @@ mpl_status mpl_kernel_get(int i, mpl_kernel_info *out) {
     if (!out || !d)
         return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "kernel index %d: must be in 0..%d", i, mpl_kernel_count() - 1);
     out->name = d->name;
-    out->backend = d->backend == MPL_BACKEND_CPU ? "cpu" : "cuda";
+    out->backend = backend_name(d->backend);
     out->layout = d->layout;
     out->requires = d->requires;
     out->paths = d->npaths;
@@ -151,6 +170,23 @@ static mpl_reason isa_refusal(const char *what, const char *requires, uint32_t n
                       have);
 }
 
+/* The Vulkan device a choice is made for (mpl_platform_for: opt->vulkan_device or vulkan_device_name). */
+static mpl_reason vk_refusal(const char *what, const mpl_platform *p, char *msg, size_t cap) {
+    if (p->vulkan_devices == 0) {
+        char note[128];
+        mpl_vulkan_devices(note, sizeof note);
+        return mpl_refuse(msg, cap, mpl_vulkan_built() ? MPL_REASON_DEVICE : MPL_REASON_NOT_BUILT,
+                          "%s needs a Vulkan device: %s", what, note);
+    }
+    if (p->vulkan_device < 0 || p->vulkan_device >= p->vulkan_devices)
+        return mpl_refuse(msg, cap, MPL_REASON_DEVICE, "%s: Vulkan device %d does not exist or the name matched none "
+                          "(devices: 0..%d, mplinear info lists them)", what, p->vulkan_device, p->vulkan_devices - 1);
+    if (!(p->vulkan_caps & MPL_VK_CAP_USABLE))
+        return mpl_refuse(msg, cap, MPL_REASON_DEVICE, "%s: Vulkan device %d lacks Vulkan 1.1 with subgroup arithmetic "
+                          "in compute shaders and a compute queue", what, p->vulkan_device);
+    return MPL_REASON_OK;
+}
+
 static mpl_reason cc_refusal(const char *what, int min_cc, int max_cc, const mpl_platform *p, char *msg, size_t cap) {
     if (p->cuda_devices == 0)
         return mpl_refuse(msg, cap, MPL_REASON_DEVICE, "%s needs a CUDA device: none found", what);
@@ -195,6 +231,10 @@ static mpl_reason kernel_check_own(const mpl_kernel_desc *d, const mpl_config *c
         return isa_refusal(d->name, d->requires, d->isa, p, msg, cap);
     if (d->backend == MPL_BACKEND_CUDA) {
         mpl_reason r = cc_refusal(d->name, d->min_cc, 0, p, msg, cap);
+        if (r != MPL_REASON_OK) return r;
+    }
+    if (d->backend == MPL_BACKEND_VULKAN) {
+        mpl_reason r = vk_refusal(d->name, p, msg, cap);
         if (r != MPL_REASON_OK) return r;
     }
     if (cfg->act_order && irregular_act_order && !d->irregular_act_order)
@@ -273,6 +313,7 @@ static void list_names(char *names, size_t cap) {
 }
 
 static mpl_backend backend_of(const mpl_options *opt) {
+    if (opt && opt->device == MPL_DEVICE_VULKAN) return MPL_BACKEND_VULKAN;
     return (opt && opt->device == MPL_DEVICE_CUDA) ? MPL_BACKEND_CUDA : MPL_BACKEND_CPU;
 }
 
@@ -308,7 +349,7 @@ static mpl_status find_forced(const char *force, mpl_backend be, const mpl_kerne
     }
     if ((*d)->backend != be)
         return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "kernel '%s' is a %s kernel but device %s was asked for", force,
-                             (*d)->backend == MPL_BACKEND_CPU ? "cpu" : "cuda", be == MPL_BACKEND_CPU ? "cpu" : "cuda");
+                             backend_name((*d)->backend), backend_name(be));
     return MPL_OK;
 }
 
@@ -402,6 +443,10 @@ static mpl_reason platform_check(const mpl_kernel_desc *d, int path, const mpl_p
                                                                                           : d->requires;
     if (d->backend == MPL_BACKEND_CPU && (p->isa & isa) != isa)
         return isa_refusal(path >= 0 ? d->paths[path].name : d->name, req, isa, p, msg, cap);
+    if (d->backend == MPL_BACKEND_VULKAN) {
+        mpl_reason r = vk_refusal(d->name, p, msg, cap);
+        if (r != MPL_REASON_OK) return r;
+    }
     if (d->backend == MPL_BACKEND_CUDA) {
         mpl_reason r = cc_refusal(d->name, d->min_cc, 0, p, msg, cap);
         if (r == MPL_REASON_OK && path >= 0 && (d->paths[path].min_cc || d->paths[path].max_cc))
@@ -426,7 +471,9 @@ mpl_status mpl_check(const mpl_config *cfg, const mpl_options *opt, const char *
     mpl_options o;
     mpl_options_init(&o);
     if (opt) o = *opt;
-    o.device = d->backend == MPL_BACKEND_CUDA ? MPL_DEVICE_CUDA : MPL_DEVICE_CPU;
+    o.device = d->backend == MPL_BACKEND_CUDA     ? MPL_DEVICE_CUDA
+               : d->backend == MPL_BACKEND_VULKAN ? MPL_DEVICE_VULKAN
+                                                  : MPL_DEVICE_CPU;
     mpl_platform p;
     mpl_platform_for(&o, &p);
     out->m_min = 1;

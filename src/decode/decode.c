@@ -51,12 +51,25 @@ static mpl_status decode_g_idx(const mpl_config *cfg, const mpl_checkpoint_tenso
     return MPL_OK;
 }
 
+/* A config only a row-parallel act-order shard has (mpl_shard_config): its groups are the whole
+ * layer's, which no checkpoint tensor of k / group_size groups can hold. */
+static mpl_status shard_only_config(const mpl_config *cfg) {
+    if (cfg->group_size > 0 && cfg->k % cfg->group_size != 0)
+        return mpl_set_error(MPL_ERR_INVALID_ARGUMENT,
+                             "act-order config with k = %lld not a multiple of group_size %lld: only a row-parallel "
+                             "shard has it; create it from the whole layer's checkpoint (mpl_layer_create_shard)",
+                             (long long)cfg->k, (long long)cfg->group_size);
+    return MPL_OK;
+}
+
 mpl_status mpl_decode_checkpoint(const mpl_config *cfg, const mpl_checkpoint_tensors *ck, mpl_canonical *w) {
     assert(mpl_config_validate(cfg) == MPL_OK);
     memset(w, 0, sizeof *w);
     const mpl_codec *codec = codec_find(ck->layout);
     if (!codec) return unknown_layout(ck->layout);
-    mpl_status st = codec->check_shapes(cfg, ck);
+    mpl_status st = shard_only_config(cfg);
+    if (st != MPL_OK) return st;
+    st = codec->check_shapes(cfg, ck);
     if (st == MPL_OK && cfg->act_order)
         st = mpl_ckpt_expect("g_idx", &ck->g_idx, MPL_DTYPE_I32, MPL_DTYPE_I64, cfg->k, -1, false);
     if (st != MPL_OK) return st;
@@ -84,6 +97,7 @@ mpl_status mpl_checkpoint_encode(const mpl_config *cfg, mpl_layout layout, const
     if (!out) return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "mpl_checkpoint_encode: out is NULL");
     memset(out, 0, sizeof *out);
     mpl_status st = mpl_config_validate(cfg);
+    if (st == MPL_OK) st = shard_only_config(cfg);
     if (st != MPL_OK) return st;
     if (!codes || !scales) return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "mpl_checkpoint_encode: codes or scales is NULL");
     if (cfg->zero_points && !zeros)

@@ -7,12 +7,14 @@
 #include "hfconfig.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "../core/internal.h"
 #include "safetensors.h"
@@ -35,29 +37,42 @@ const char *mpl_hf_method_name(mpl_hf_method m) {
 mpl_status mpl_read_small_file(const char *path, size_t max, char **text, size_t *len) {
     *text = NULL;
     *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return mpl_set_error(MPL_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    /* O_NONBLOCK: a named pipe must not make open() wait for a writer; only regular files are read. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) return mpl_set_error(MPL_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        fclose(f);
-        return mpl_set_error(MPL_ERR_IO, "%s: not a regular file", path);
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return mpl_set_error(MPL_ERR_IO, "%s: not a regular file (a named pipe, device or folder is not read)", path);
     }
     if ((uint64_t)sb.st_size > max) {
-        fclose(f);
+        close(fd);
         return FMT("%s: %lld bytes: larger than the %zu-byte limit for this file", path, (long long)sb.st_size, max);
     }
     size_t n = (size_t)sb.st_size;
     char *buf = malloc(n + 1);
     if (!buf) {
-        fclose(f);
+        close(fd);
         return mpl_set_error(MPL_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     }
-    size_t got = fread(buf, 1, n, f);
-    int err = ferror(f);
-    fclose(f);
+    size_t got = 0;
+    int err = 0;
+    while (got < n) {
+        ssize_t r = read(fd, buf + got, n - got);
+        if (r > 0) {
+            got += (size_t)r;
+        } else if (r < 0 && errno == EINTR) {
+            continue;
+        } else {
+            err = r < 0 ? errno : 0;
+            break;
+        }
+    }
+    close(fd);
     if (got != n || err) {
         free(buf);
-        return mpl_set_error(MPL_ERR_IO, "%s: read %zu of %zu bytes", path, got, n);
+        return mpl_set_error(MPL_ERR_IO, "%s: read %zu of %zu bytes%s%s", path, got, n, err ? ": " : "",
+                             err ? strerror(err) : "");
     }
     buf[n] = '\0';
     *text = buf;

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../core/internal.h"
 #include "../decode/decode.h"
@@ -31,6 +32,7 @@ typedef struct tref {
     const char *name;
     const mpl_st_tensor *t;
     const mpl_st_file *f;
+    size_t index_pos; /* position of its entry in model.safetensors.index.json's weight_map (SIZE_MAX: none) */
 } tref;
 
 typedef struct layer_rec {
@@ -38,6 +40,10 @@ typedef struct layer_rec {
     mpl_config cfg; /* act = model default */
     mpl_layout layout;
     const tref *weight, *scales, *zeros, *g_idx, *bias;
+    int irregular; /* act-order with groups of unequal size (from g_idx): only the reference kernel runs it */
+    /* sort key (layer_key) */
+    size_t pfx_len;
+    int64_t block, k1, k2, k3;
 } layer_rec;
 
 struct mpl_model {
@@ -50,6 +56,11 @@ struct mpl_model {
     mpl_act act;
     layer_rec *layers;
     int nlayers;
+    char arch[128];   /* config.json architectures[0] ("" when absent) */
+    char mtype[64];   /* config.json model_type ("" when absent) */
+    const struct arch_order *family; /* the forward order of arch / model_type, NULL when unknown */
+    int has_index;    /* the shards came from model.safetensors.index.json */
+    char order[256];  /* the rule the layers are ordered by (mpl_model_layer_order) */
 };
 
 /* ---- helpers ---- */
@@ -65,11 +76,10 @@ static char *path_join(const char *dir, const char *name) {
     return p;
 }
 
+/* Whether something is at path (never opens it: opening a named pipe would wait for a writer). */
 static int file_exists(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return 0;
-    fclose(f);
-    return 1;
+    struct stat sb;
+    return stat(path, &sb) == 0;
 }
 
 static int cmp_tref(const void *a, const void *b) { return strcmp(((const tref *)a)->name, ((const tref *)b)->name); }
@@ -102,11 +112,6 @@ static int natural_cmp(const char *a, const char *b) {
     return *a ? 1 : *b ? -1 : 0;
 }
 
-static int cmp_layer(const void *a, const void *b) {
-    int c = natural_cmp(((const layer_rec *)a)->name, ((const layer_rec *)b)->name);
-    return c ? c : strcmp(((const layer_rec *)a)->name, ((const layer_rec *)b)->name);
-}
-
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 static int ends_with(const char *s, const char *suf) {
@@ -124,6 +129,211 @@ static mpl_status prefix_error(mpl_status st, const char *fmt, ...) {
     vsnprintf(ctx, sizeof ctx, fmt, ap);
     va_end(ap);
     return mpl_set_error(st, "%s: %s", ctx, old);
+}
+
+/* ---- layer order: as a forward pass runs the layers ---- */
+
+/*
+ * One architecture family's projections in the order its forward pass runs them, named by what
+ * follows the block index ("model.layers.<i>." / "encoder.layer.<i>." / "transformer.h.<i>."),
+ * an inner index (an expert) written '#'. Sources: the modeling code of each family in Hugging Face
+ * transformers (attention before the MLP; q, k, v, then the output projection; gate and up before
+ * down; routed experts, each one's projections together, before the shared expert).
+ */
+typedef struct arch_order {
+    const char *family;
+    const char *const *archs;       /* prefixes of config.json architectures[0] */
+    const char *const *model_types; /* exact config.json model_type values */
+    const char *const *order;       /* NULL-terminated */
+} arch_order;
+
+static const char *const llama_archs[] = {"Llama", "Mistral", "Mixtral", "Qwen2", "Qwen3", "Gemma", "Phi3",
+                                          "Deepseek", "Granite", "Olmo", "Cohere", "InternLM", "Starcoder2", NULL};
+static const char *const llama_types[] = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
+                                          "gemma", "gemma2", "gemma3_text", "phi3", "deepseek_v2", "deepseek_v3",
+                                          "granite", "olmo", "olmo2", "cohere", "starcoder2", NULL};
+static const char *const llama_order[] = {
+    "self_attn.q_proj", "self_attn.q_a_proj", "self_attn.q_b_proj", "self_attn.k_proj", "self_attn.v_proj",
+    "self_attn.kv_a_proj_with_mqa", "self_attn.kv_b_proj", "self_attn.qkv_proj", "self_attn.o_proj",
+    "mlp.gate_proj", "mlp.up_proj", "mlp.gate_up_proj", "mlp.c_fc", "mlp.down_proj", "mlp.c_proj",
+    "mlp.experts.#.gate_proj", "mlp.experts.#.up_proj", "mlp.experts.#.down_proj",
+    "block_sparse_moe.experts.#.w1", "block_sparse_moe.experts.#.w3", "block_sparse_moe.experts.#.w2",
+    "mlp.shared_expert.gate_proj", "mlp.shared_expert.up_proj", "mlp.shared_expert.down_proj",
+    "mlp.shared_experts.gate_proj", "mlp.shared_experts.up_proj", "mlp.shared_experts.down_proj", NULL};
+static const char *const bert_archs[] = {"Bert", "Roberta", "XLMRoberta", "Electra", NULL};
+static const char *const bert_types[] = {"bert", "roberta", "xlm-roberta", "electra", NULL};
+static const char *const bert_order[] = {"attention.self.query", "attention.self.key", "attention.self.value",
+                                         "attention.output.dense", "intermediate.dense", "output.dense", NULL};
+static const char *const neox_archs[] = {"GPTNeoX", NULL};
+static const char *const neox_types[] = {"gpt_neox", NULL};
+static const char *const neox_order[] = {"attention.query_key_value", "attention.dense", "mlp.dense_h_to_4h",
+                                         "mlp.dense_4h_to_h", NULL};
+static const char *const falcon_archs[] = {"Falcon", "RW", NULL};
+static const char *const falcon_types[] = {"falcon", NULL};
+static const char *const falcon_order[] = {"self_attention.query_key_value", "self_attention.dense",
+                                           "mlp.dense_h_to_4h", "mlp.dense_4h_to_h", NULL};
+static const char *const gpt2_archs[] = {"GPT2", "GPTBigCode", NULL};
+static const char *const gpt2_types[] = {"gpt2", "gpt_bigcode", NULL};
+static const char *const gpt2_order[] = {"attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj", NULL};
+static const char *const opt_archs[] = {"OPT", NULL};
+static const char *const opt_types[] = {"opt", NULL};
+static const char *const opt_order[] = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+                                        "self_attn.out_proj", "fc1", "fc2", NULL};
+
+static const arch_order arch_orders[] = {
+    {"llama", llama_archs, llama_types, llama_order},    {"bert", bert_archs, bert_types, bert_order},
+    {"gpt-neox", neox_archs, neox_types, neox_order},    {"falcon", falcon_archs, falcon_types, falcon_order},
+    {"gpt2", gpt2_archs, gpt2_types, gpt2_order},        {"opt", opt_archs, opt_types, opt_order},
+};
+
+static const arch_order *find_family(const char *arch, const char *mtype) {
+    for (size_t i = 0; i < sizeof arch_orders / sizeof arch_orders[0]; i++) {
+        const arch_order *a = &arch_orders[i];
+        for (const char *const *p = a->archs; *arch && *p; p++)
+            if (strncmp(arch, *p, strlen(*p)) == 0) return a;
+    }
+    for (size_t i = 0; i < sizeof arch_orders / sizeof arch_orders[0]; i++) {
+        const arch_order *a = &arch_orders[i];
+        for (const char *const *p = a->model_types; *mtype && *p; p++)
+            if (strcmp(mtype, *p) == 0) return a;
+    }
+    return NULL;
+}
+
+/* config.json's architectures[0] and model_type (both optional; anything odd leaves them ""). */
+static void read_arch(mpl_model *m, const char *label, const char *text, size_t len) {
+    json_object *root = NULL, *v = NULL;
+    if (mpl_json_parse_object(label, text, len, &root) != MPL_OK) {
+        mpl_clear_error();
+        return;
+    }
+    if (json_object_object_get_ex(root, "architectures", &v) && json_object_get_type(v) == json_type_array &&
+        json_object_array_length(v) > 0) {
+        json_object *a0 = json_object_array_get_idx(v, 0);
+        if (json_object_get_type(a0) == json_type_string)
+            snprintf(m->arch, sizeof m->arch, "%s", json_object_get_string(a0));
+    }
+    if (json_object_object_get_ex(root, "model_type", &v) && json_object_get_type(v) == json_type_string)
+        snprintf(m->mtype, sizeof m->mtype, "%s", json_object_get_string(v));
+    json_object_put(root);
+}
+
+static int all_digits(const char *s, size_t n) {
+    if (n == 0 || n > 18) return 0; /* 18 digits fit an int64 */
+    for (size_t i = 0; i < n; i++)
+        if (s[i] < '0' || s[i] > '9') return 0;
+    return 1;
+}
+
+static int64_t parse_digits(const char *s, size_t n) {
+    int64_t v = 0;
+    for (size_t i = 0; i < n; i++) v = v * 10 + (s[i] - '0');
+    return v;
+}
+
+/*
+ * The sort key of a layer: the prefix before its block index ("model.layers"), the block index
+ * (the first all-digit component; -1 without one), then k1..k3 by the model's rule: a known
+ * family -> (stage, inner index, rank) from its table; else the index position of the weight
+ * tensor; else nothing (natural name order decides).
+ */
+static void layer_key(const mpl_model *m, layer_rec *L) {
+    const char *name = L->name;
+    L->pfx_len = 0;
+    L->block = -1;
+    L->k1 = L->k2 = L->k3 = 0;
+    const char *rest = NULL;
+    for (const char *c = name; *c;) {
+        const char *e = strchr(c, '.');
+        size_t n = e ? (size_t)(e - c) : strlen(c);
+        if (c != name && all_digits(c, n)) {
+            L->pfx_len = (size_t)(c - name) - 1;
+            L->block = parse_digits(c, n);
+            rest = e ? e + 1 : c + n;
+            break;
+        }
+        c = e ? e + 1 : c + n;
+    }
+    if (m->family) {
+        /* rest with inner indices written '#'; the first inner index kept */
+        char norm[1024];
+        size_t u = 0;
+        int64_t inner = -1;
+        for (const char *c = rest ? rest : name; *c && u + 2 < sizeof norm;) {
+            const char *e = strchr(c, '.');
+            size_t n = e ? (size_t)(e - c) : strlen(c);
+            if (all_digits(c, n)) {
+                if (inner < 0) inner = parse_digits(c, n);
+                norm[u++] = '#';
+            } else {
+                size_t take = n < sizeof norm - u - 2 ? n : sizeof norm - u - 2;
+                memcpy(norm + u, c, take);
+                u += take;
+            }
+            if (e) norm[u++] = '.';
+            c = e ? e + 1 : c + n;
+        }
+        norm[u] = 0;
+        int64_t unknown = 1 << 20;
+        L->k1 = L->k3 = unknown; /* names the table does not know: after those it does, by name */
+        for (int r = 0; m->family->order[r]; r++) {
+            if (strcmp(m->family->order[r], norm) != 0) continue;
+            const char *hash = strchr(norm, '#');
+            int stage = r;
+            if (hash) /* the first row sharing the text before '#': one expert's projections stay together */
+                for (int q = 0; q < r; q++)
+                    if (strncmp(m->family->order[q], norm, (size_t)(hash - norm) + 1) == 0) {
+                        stage = q;
+                        break;
+                    }
+            L->k1 = stage;
+            L->k2 = hash ? inner : -1;
+            L->k3 = r;
+            break;
+        }
+    } else {
+        L->k1 = L->weight->index_pos == SIZE_MAX ? 0 : (int64_t)L->weight->index_pos;
+    }
+}
+
+static int cmp_i64(int64_t a, int64_t b) { return a < b ? -1 : a > b; }
+
+static int cmp_layer(const void *pa, const void *pb) {
+    const layer_rec *a = pa, *b = pb;
+    /* Layers outside the numbered blocks (lm_head) run after them. */
+    if ((a->block < 0) != (b->block < 0)) return a->block < 0 ? 1 : -1;
+    if (a->block >= 0) {
+        char x[1024], y[1024];
+        snprintf(x, sizeof x, "%.*s", (int)a->pfx_len, a->name);
+        snprintf(y, sizeof y, "%.*s", (int)b->pfx_len, b->name);
+        int c = natural_cmp(x, y);
+        if (c) return c;
+        if ((c = cmp_i64(a->block, b->block))) return c;
+    }
+    int c;
+    if ((c = cmp_i64(a->k1, b->k1)) || (c = cmp_i64(a->k2, b->k2)) || (c = cmp_i64(a->k3, b->k3))) return c;
+    c = natural_cmp(a->name, b->name);
+    return c ? c : strcmp(a->name, b->name);
+}
+
+/* Sorts the layers by the first rule that applies, and records which. */
+static void order_layers(mpl_model *m, int have_index) {
+    m->family = find_family(m->arch, m->mtype);
+    for (int i = 0; i < m->nlayers; i++) layer_key(m, &m->layers[i]);
+    qsort(m->layers, (size_t)m->nlayers, sizeof *m->layers, cmp_layer);
+    if (m->family)
+        snprintf(m->order, sizeof m->order,
+                 "forward order: block index, then the %s family's projection order (config.json %s '%s')",
+                 m->family->family, m->arch[0] && find_family(m->arch, "") ? "architectures" : "model_type",
+                 m->arch[0] && find_family(m->arch, "") ? m->arch : m->mtype);
+    else if (have_index)
+        snprintf(m->order, sizeof m->order,
+                 "block index, then the order of model.safetensors.index.json (architecture '%s' not known)",
+                 m->arch[0] ? m->arch : m->mtype[0] ? m->mtype : "unnamed");
+    else
+        snprintf(m->order, sizeof m->order,
+                 "natural name order (architecture '%s' not known, no model.safetensors.index.json)",
+                 m->arch[0] ? m->arch : m->mtype[0] ? m->mtype : "unnamed");
 }
 
 /* ---- opening the shards ---- */
@@ -211,6 +421,7 @@ static mpl_status open_files(mpl_model *m) {
     if (!ipath) return mpl_set_error(MPL_ERR_OUT_OF_MEMORY, "out of memory");
     json_object *index_root = NULL;
     if (file_exists(ipath)) {
+        m->has_index = 1;
         st = open_index(m, ipath, &index_root);
     } else {
         /* No index: every *.safetensors in the folder (AutoGPTQ names its file after the scheme). */
@@ -254,7 +465,8 @@ static mpl_status open_files(mpl_model *m) {
     }
     for (int i = 0; i < m->nfiles && !st; i++)
         for (size_t j = 0; j < m->files[i]->count; j++)
-            m->index[m->nindex++] = (tref){m->files[i]->tensors[j].name, &m->files[i]->tensors[j], m->files[i]};
+            m->index[m->nindex++] =
+                (tref){m->files[i]->tensors[j].name, &m->files[i]->tensors[j], m->files[i], SIZE_MAX};
     if (!st) {
         qsort(m->index, m->nindex, sizeof *m->index, cmp_tref);
         for (size_t i = 1; i < m->nindex && !st; i++)
@@ -265,8 +477,10 @@ static mpl_status open_files(mpl_model *m) {
     if (!st && index_root) {
         json_object *wm = NULL;
         json_object_object_get_ex(index_root, "weight_map", &wm);
+        size_t pos = 0;
         json_object_object_foreach(wm, tname, shard) {
-            const tref *r = find(m, tname);
+            tref *r = (tref *)find(m, tname);
+            if (r) r->index_pos = pos++;
             const char *sn = json_object_get_string(shard);
             const char *base = r ? strrchr(r->f->path, '/') : NULL;
             base = base ? base + 1 : r ? r->f->path : NULL;
@@ -299,6 +513,7 @@ static mpl_status read_config(mpl_model *m) {
     }
     int has_quant = 0;
     st = mpl_hf_config_parse(p, text, len, &m->hf, &has_quant);
+    if (!st) read_arch(m, p, text, len);
     free(text);
     if (!st && !has_quant) {
         /* AutoGPTQ writes quantize_config.json, AutoAWQ (old) quant_config.json. */
@@ -385,6 +600,40 @@ static mpl_status dims_of(const char *layer, const tref *w, mpl_layout layout, i
     return MPL_OK;
 }
 
+/*
+ * g_idx's values, checked at open by the rule mpl_layer_create applies (src/decode/decode.c,
+ * src/core/canonical.c): every entry in 0..G-1. Reading K values costs nothing next to the weights,
+ * and it makes inspect's verdict the one apply gives. *irregular: some group does not hold exactly
+ * group_size channels, which only the reference kernel runs (as create decides).
+ */
+static mpl_status check_g_idx(const tref *r, int64_t K, int64_t G, int64_t group_size, int *irregular) {
+    int64_t *count = calloc((size_t)G, sizeof *count);
+    if (!count) return mpl_set_error(MPL_ERR_OUT_OF_MEMORY, "%s: out of memory checking '%s'", r->f->path, r->name);
+    const unsigned char *p = r->t->data;
+    int wide = r->t->dtype == MPL_DTYPE_I64;
+    for (int64_t i = 0; i < K; i++) {
+        int64_t g;
+        if (wide) {
+            memcpy(&g, p + 8 * (size_t)i, 8);
+        } else {
+            int32_t v;
+            memcpy(&v, p + 4 * (size_t)i, 4);
+            g = v;
+        }
+        if (g < 0 || g >= G) {
+            free(count);
+            return FMT("%s: tensor '%s': g_idx[%lld] = %lld: must be in 0..%lld (k / group_size groups)", r->f->path,
+                       r->name, (long long)i, (long long)g, (long long)G - 1);
+        }
+        count[g]++;
+    }
+    *irregular = 0;
+    for (int64_t g = 0; g < G; g++)
+        if (count[g] != group_size) *irregular = 1;
+    free(count);
+    return MPL_OK;
+}
+
 static mpl_status build_layer(mpl_model *m, const char *prefix, const mpl_hf_scheme *s, const tref *w, layer_rec *L) {
     mpl_status st;
     int pf = 32 / s->bits;
@@ -450,6 +699,7 @@ static mpl_status build_layer(mpl_model *m, const char *prefix, const mpl_hf_sch
     }
     if (c->act_order && (st = expect(prefix, ct ? "weight_g_idx" : "g_idx", L->g_idx, MPL_DTYPE_I32, MPL_DTYPE_I64, 0, K, -1, 0)))
         return st;
+    if (c->act_order && (st = check_g_idx(L->g_idx, K, G, c->group_size, &L->irregular))) return st;
     if (L->bias && (st = expect(prefix, "bias", L->bias, f16, bf16, f32, N, -1, 0))) return st;
     return MPL_OK;
 }
@@ -513,7 +763,7 @@ static mpl_status find_layers(mpl_model *m) {
                    mpl_hf_method_name(m->hf.method),
                    m->hf.method == MPL_HF_CT ? "'*.weight_packed' or int8 '*.weight' with '*.weight_scale'"
                                              : "'*.qweight'");
-    qsort(m->layers, (size_t)m->nlayers, sizeof *m->layers, cmp_layer);
+    order_layers(m, m->has_index);
     /* The activation type: torch_dtype, else the first layer's scale type. */
     m->act = m->hf.act;
     if (!m->act) {
@@ -660,5 +910,46 @@ mpl_status mpl_model_layer_bias(const mpl_model *m, int i, mpl_act act, void *ou
         }
         mpl_f32_to_act(act, &v, (uint8_t *)out + (size_t)n * mpl_act_size(act), 1);
     }
+    return MPL_OK;
+}
+
+const char *mpl_model_layer_order(const mpl_model *m) { return m ? m->order : NULL; }
+
+mpl_status mpl_model_layer_choose(const mpl_model *m, int i, const mpl_options *opt, mpl_act act, const char **chosen) {
+    mpl_clear_error();
+    if (chosen) *chosen = NULL;
+    mpl_status st = check_index(m, i, "mpl_model_layer_choose");
+    if (st) return st;
+    if (!chosen) return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "mpl_model_layer_choose: chosen is NULL");
+    const layer_rec *L = &m->layers[i];
+    mpl_config c = L->cfg;
+    if (act) c.act = act;
+    mpl_options defaults;
+    mpl_options_init(&defaults);
+    if (!opt) opt = &defaults;
+    /* What mpl_layer_create checks, in its order, short of decoding and packing the weights. */
+    if (opt->threads < 0)
+        st = mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "options threads = %d: must be 0 (all cores) or positive",
+                           opt->threads);
+    if (!st) st = mpl_config_validate(&c);
+    const mpl_kernel_desc *d = NULL;
+    if (!st) st = mpl_choose_internal(&c, opt, 0, &d, NULL, 0, NULL);
+    /* The one layout whose values decoding range-checks (src/decode/ct.c): int8 storage of int4. */
+    if (!st && L->layout == MPL_LAYOUT_CT_INT) {
+        const int8_t *v = L->weight->t->data;
+        for (int64_t n = 0; n < c.n && !st; n++)
+            for (int64_t k = 0; k < c.k; k++) {
+                int x = v[n * c.k + k];
+                if (x < -8 || x > 7) {
+                    st = mpl_set_error(MPL_ERR_INVALID_ARGUMENT,
+                                       "weight[%lld, %lld] = %d: int-quantized int4 values must be in -8..7",
+                                       (long long)n, (long long)k, x);
+                    break;
+                }
+            }
+    }
+    if (!st && L->irregular) st = mpl_choose_internal(&c, opt, 1, &d, NULL, 0, NULL);
+    if (st) return prefix_error(st, "layer '%s' (%s)", L->name, L->weight->f->path);
+    *chosen = d->name;
     return MPL_OK;
 }

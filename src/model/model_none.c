@@ -45,3 +45,11 @@ mpl_status mpl_model_layer_bias(const mpl_model *m, int i, mpl_act act, void *ou
     (void)m, (void)i, (void)act, (void)out;
     return no_model("mpl_model_layer_bias");
 }
+
+const char *mpl_model_layer_order(const mpl_model *m) { (void)m; return NULL; }
+
+mpl_status mpl_model_layer_choose(const mpl_model *m, int i, const mpl_options *opt, mpl_act act, const char **chosen) {
+    (void)m, (void)i, (void)opt, (void)act;
+    if (chosen) *chosen = NULL;
+    return no_model("mpl_model_layer_choose");
+}

@@ -345,7 +345,9 @@ mpl_status mpl_st_open(const char *path, mpl_st_file **out) {
     if (!out) return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "safetensors: out is NULL");
     *out = NULL;
     if (!path) return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "safetensors: path is NULL");
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a named pipe must not make open() wait for a writer; it is refused below (a
+     * shard is mapped, and a pipe cannot be). Harmless for the regular file that is mapped. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) return mpl_set_error(MPL_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
     if (fstat(fd, &sb) != 0) {
@@ -355,7 +357,10 @@ mpl_status mpl_st_open(const char *path, mpl_st_file **out) {
     }
     if (!S_ISREG(sb.st_mode)) {
         close(fd);
-        return mpl_set_error(MPL_ERR_IO, "%s: not a regular file", path);
+        return mpl_set_error(MPL_ERR_IO, "%s: not a regular file (it is %s): a safetensors shard is mapped, so it "
+                             "must be a regular file", path, S_ISFIFO(sb.st_mode) ? "a named pipe"
+                             : S_ISDIR(sb.st_mode) ? "a directory" : S_ISCHR(sb.st_mode) ? "a character device"
+                             : "a special file");
     }
     if (sb.st_size < 8) {
         close(fd);

@@ -187,6 +187,10 @@ mpl_status mpl_platform_get(mpl_platform_info *out) {
 void mpl_platform_for(const mpl_options *opt, mpl_platform *out) {
     const mpl_platform *o = g_override;
     *out = *mpl_platform_current();
+    if (opt && opt->device == MPL_DEVICE_VULKAN) {
+        if (!o) mpl_vulkan_platform(opt, out); /* a test override's own Vulkan fields are kept */
+        return;
+    }
     if (!opt || opt->device != MPL_DEVICE_CUDA) return;
     if (!o) out->cuda_devices = mpl_cuda_devices(out->cuda_cc_all, MPL_CUDA_MAX_DEVICES);
     int dev = opt->cuda_device;

@@ -61,3 +61,36 @@ int mpl_cuda_devices(int *cc, int cap) {
     for (int i = 0; i < cap && i < g_devices && i < MPL_CUDA_MAX_DEVICES; i++) cc[i] = g_cc_all[i];
     return g_devices;
 }
+
+mpl_status mpl_cuda_check_pointer(const void *p, int device, const char *what) {
+    struct cudaPointerAttributes a;
+    cudaError_t e = cudaPointerGetAttributes(&a, p);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError(); /* a failed query is not sticky: clear it so it does not surface later */
+        return mpl_set_error(MPL_ERR_INVALID_ARGUMENT,
+                             "apply_device: %s = %p: CUDA cannot say what memory this is (%s): device pointers of "
+                             "the layer's device %d are needed",
+                             what, p, cudaGetErrorString(e), device);
+    }
+    switch (a.type) {
+    case cudaMemoryTypeDevice:
+        if (a.device != device)
+            return mpl_set_error(MPL_ERR_INVALID_ARGUMENT,
+                                 "apply_device: %s = %p is memory of CUDA device %d, but the layer lives on device %d "
+                                 "(copy it there, or create the layer with mpl_options.cuda_device = %d)",
+                                 what, p, a.device, device, a.device);
+        return MPL_OK;
+    case cudaMemoryTypeManaged: return MPL_OK;
+    case cudaMemoryTypeHost:
+        if (a.devicePointer) return MPL_OK; /* mapped pinned host memory: the device reads it over the bus */
+        return mpl_set_error(MPL_ERR_INVALID_ARGUMENT,
+                             "apply_device: %s = %p is pinned host memory not mapped into the device's address space",
+                             what, p);
+    default:
+        return mpl_set_error(MPL_ERR_INVALID_ARGUMENT,
+                             "apply_device: %s = %p is not CUDA memory (ordinary host memory, or freed or never "
+                             "allocated): mpl_layer_apply_device takes pointers of device %d; mpl_layer_apply takes "
+                             "host pointers",
+                             what, p, device);
+    }
+}

@@ -148,7 +148,11 @@ typedef struct packed_layer {
     int wg_state; /* 0: wg_map encoded; -1: not attempted (wg not enabled); else the encoder's cudaError_t */
 } packed_layer;
 
+/* A failed call also leaves its error as the thread's "last error" (non-sticky ones such as out of memory
+ * included), where the next launch check would find it and blame a later, healthy apply: clear it here,
+ * once it has become our status (test_cuda_faults: oom_apply). Sticky errors stay (the context is lost). */
 static mpl_status cuda_fail(cudaError_t e, int device, const char *what) {
+    (void)cudaGetLastError();
     return mpl_set_error(MPL_ERR_CUDA, "cuda_w4a16 (device %d): %s: %s: %s", device, what, cudaGetErrorName(e),
                          cudaGetErrorString(e));
 }

@@ -30,7 +30,7 @@ constexpr int SK_WARPS = 8; /* warps along K within a block: 8 x 16 bytes x 32 l
 template <int NW_>
 struct SkShape {
     static constexpr int NW = NW_;
-    static constexpr int STAGES = NW_ == 4 ? 4 : 8;
+    static constexpr int STAGES = NW_ == 4 ? 4 : 8; /* 5 for NW 4: no faster (rounded form), 2% slower (exact form) */
     /* one ring stage: weights (NW x 512 B) | scales (NW x 32 B) | scales_lo (NW x 32 B) | zeros (NW x 16 B) */
     static constexpr int OFF_S = NW * MPL_CUDA_W4A16_BLOCK_BYTES, OFF_L = OFF_S + NW * 32, OFF_Z = OFF_L + NW * 32;
     static constexpr int STAGE = OFF_Z + NW * 16;
@@ -228,8 +228,11 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
     uint32_t mq[Sh::NW], m16[Sh::NW], ag[Sh::NW], ag8[Sh::NW];
 #pragma unroll
     for (int i = 0; i < Sh::NW; i++) mq[i] = ActBF16::MUL_Q, m16[i] = ActBF16::MUL_16Q, ag[i] = ag8[i] = 0xBE00BE00u; /* -8 2^-6 */
+    /* x one chunk ahead (its latency hides behind this chunk's MMAs): m <= 8, and m <= 16 in the rounded
+     * form (94 registers without the second copy); the m > 8 offset and exact forms would spill (125-128). */
+    constexpr bool PREFETCH_X = MT == 1 || FORM == FORM_ROUNDED;
     uint2 xf[4][MT];
-    if (MT == 1) load_x_chunk<MT>(a, first, g, t, xf);
+    if (PREFETCH_X) load_x_chunk<MT>(a, first, g, t, xf);
     int rem = a.gs16 - (first * 4) % a.gs16; /* k16 steps until the current group ends */
     for (int it = 0; it < count; it++) {
         cp_async_wait<Sh::STAGES - 2>();
@@ -241,10 +244,9 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
         }
         const int c = first + it;
         const unsigned char *st = ring + (it % Sh::STAGES) * Sh::STAGE;
-        /* m <= 8: next chunk's x now, so its latency hides behind this chunk's MMAs (masked past k);
-         * m > 8 loads it here, the registers of a second copy would spill */
+        /* PREFETCH_X: the next chunk's x now (masked past k); else this chunk's, here */
         uint2 xn[4][MT];
-        if (MT == 1)
+        if (PREFETCH_X)
             load_x_chunk<MT>(a, c + 1, g, t, xn);
         else
             load_x_chunk<MT>(a, c, g, t, xf);
@@ -305,7 +307,7 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
                         for (int e = 0; e < 4; e++) c1[mt][e] = 0.0f;
             }
         }
-        if (MT == 1)
+        if (PREFETCH_X)
 #pragma unroll
             for (int j = 0; j < 4; j++)
 #pragma unroll

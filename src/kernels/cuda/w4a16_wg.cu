@@ -408,9 +408,19 @@ static cudaError_t wg_launch(const mpl_cuda_w4a16_args *a, const CUtensorMap *wm
     int tiles_m = (a->m - 1) / BT + 1, tiles_n = (a->n + Sh::R - 1) / Sh::R; /* m >= 1 */
     if ((long long)tiles_m * tiles_n > 0x7fffffffLL) return cudaErrorInvalidConfiguration; /* grid x limit */
     int tiles = tiles_m * tiles_n, kc = a->k_pad / MPL_CUDA_W4A16_KC;
-    /* Split-K (a cluster along K): measured (bench/cuda/NOTES.md, v6), powers of two only (a cluster of 5
-     * ran at half speed: clusters must fit a GPC): 4 below 32 tiles, 2 below 1024, else 1. */
-    int ksplit = a->ksplit > 0 ? a->ksplit : tiles < 32 ? 4 : tiles < 1024 ? 2 : 1;
+    /* Split-K (a cluster along K), powers of two only (a cluster of 5 ran at half speed: clusters must fit a
+     * GPC; bench/cuda/NOTES.md v6), by tiles per SM (one block per SM): 1 from 0.7 x the SMs, 2 from 0.2 x, else 4.
+     * Measured (NOTES.md v10, every factor forced, bf16): the old rule's 2 up to 1024 tiles lost to 1 in 10 of 11
+     * cells from 96 tiles up (8B gate_up m = 64, 112 tiles: 41.0 vs 47.0 us; 70B gate_up m = 64, 224 tiles: 144.9
+     * vs 157.2; 70B o m = 512: 107.1 vs 120.6; the exception 70B gate_up m = 256, 448 tiles: 439.5 vs 411.7);
+     * 2 is best at 32-64 tiles (70B o m = 128: 54.6 vs 67.8 with 4), 4 at 24 (8B qkv m = 64: 18.1 vs 24.0 with 2).
+     * A wave-quantization model (waves(k) / k) picked 8 on 8B qkv m = 256 (83.4 vs 33.0 us): the cluster
+     * reduction costs more than the waves it saves. */
+    int ksplit = a->ksplit;
+    if (ksplit <= 0) {
+        const double sms = a->sms > 0 ? a->sms : 132;
+        ksplit = tiles >= 0.7 * sms ? 1 : tiles >= 0.2 * sms ? 2 : 4;
+    }
     while (ksplit > 1 && kc / ksplit < 4) ksplit /= 2;
     if (ksplit > 8) ksplit = 8;
     if (ksplit > kc) ksplit = kc;

@@ -47,7 +47,7 @@ static mpl_status ref_pack(const mpl_config *c, const mpl_canonical *w, const mp
     ref_packed *r = calloc(1, sizeof *r);
     if (!r) return mpl_set_error(MPL_ERR_OUT_OF_MEMORY, "ref: out of memory");
     r->cfg = *c;
-    mpl_status st = mpl_canonical_alloc(&r->w, c);
+    mpl_status st = mpl_canonical_alloc_groups(&r->w, c, w->groups); /* w's count: a row shard's may differ */
     if (st != MPL_OK) {
         free(r);
         return st;

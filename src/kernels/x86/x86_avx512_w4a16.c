@@ -81,7 +81,10 @@ static const mpl_path_desc paths[NPATHS] = {
 };
 
 static const mpl_x86_w4a16_path_impl impls[NPATHS] = {
-    [DECODE] = {.xs = MPL_X86_W4A16_XS_F32, .prep = mpl_x86_w4a16_prep_f32_avx512, .gemv = mpl_x86_w4a16_gemv_avx512},
+    [DECODE] = {.xs = MPL_X86_W4A16_XS_F32,
+                .prep = mpl_x86_w4a16_prep_f32_avx512,
+                .gemv = mpl_x86_w4a16_gemv_avx512,
+                .gemv_blocks = MPL_X86_W4A16_AVX512_GEMV_BLOCKS},
     [PREFILL_AMX] = {.xs = MPL_X86_W4A16_XS_BF16,
                      .prep = mpl_x86_w4a16_prep_amx,
                      .gemm = mpl_x86_w4a16_gemm_amx,

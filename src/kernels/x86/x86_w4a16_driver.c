@@ -63,10 +63,13 @@ size_t mpl_x86_w4a16_weight_bytes(const void *p) {
     return mpl_x86_w4a16_bytes(&((const mpl_x86_w4a16_kernel *)p)->l);
 }
 
-/* Number of K splits for decode: split K only when N blocks cannot be shared evenly. */
-static int64_t decode_splits(const mpl_x86_w4a16_kernel *kn, int threads) {
-    int64_t nb = kn->l.nblocks, t = threads;
-    if (t <= 1 || nb >= 4 * t || nb % t == 0) return 1;
+/* Blocks per decode gemv call (the path's run length). */
+static int64_t gemv_blocks(const mpl_x86_w4a16_path_impl *pi) { return pi->gemv_blocks > 0 ? pi->gemv_blocks : 1; }
+
+/* Number of K splits for decode: split K only when the runs of blocks cannot be shared evenly. */
+static int64_t decode_splits(const mpl_x86_w4a16_kernel *kn, const mpl_x86_w4a16_path_impl *pi, int threads) {
+    int64_t R = gemv_blocks(pi), runs = (kn->l.nblocks + R - 1) / R, t = threads;
+    if (t <= 1 || runs >= 4 * t || runs % t == 0) return 1;
     return t;
 }
 
@@ -98,9 +101,10 @@ static void plan(const mpl_x86_w4a16_kernel *kn, const mpl_x86_w4a16_path_impl *
     p->xb = off;
     off += !f32x ? al64(Mp * (size_t)kn->kp * 2) : 0;
     p->part = off;
-    off += decode && decode_splits(kn, threads) > 1 ? al64(T * M * (size_t)kn->l.np * 4) : 0;
+    off += decode && decode_splits(kn, pi, threads) > 1 ? al64(T * M * (size_t)kn->l.np * 4) : 0;
     p->cbuf = off;
-    size_t crows = decode ? M : Mp < (size_t)prefill_mchunk(kn, pi) ? Mp : (size_t)prefill_mchunk(kn, pi);
+    size_t crows = decode ? M * (size_t)gemv_blocks(pi)
+                          : Mp < (size_t)prefill_mchunk(kn, pi) ? Mp : (size_t)prefill_mchunk(kn, pi);
     p->cbuf_stride = al64(crows * MPL_X86_W4A16_NB * 4);
     off += T * p->cbuf_stride;
     p->panel = off;
@@ -160,35 +164,42 @@ static void *y_of(const xw_job *j, int64_t m0, int64_t b) {
     return (char *)j->a->y + ((size_t)m0 * (size_t)j->kn->l.n + (size_t)(b * MPL_X86_W4A16_NB)) * es;
 }
 
-/* Decode claims: whole blocks worth >= 256 KiB of weights (a stretch the prefetchers stream
- * well, a few per thread), single items when K is split. */
-static int64_t decode_per(const mpl_x86_w4a16_kernel *kn, int64_t splits) {
+/* Decode claims: whole runs of blocks (gemv_blocks each) worth >= 256 KiB of weights (a stretch
+ * the prefetchers stream well, a few per thread), single items when K is split. */
+static int64_t decode_per(const mpl_x86_w4a16_kernel *kn, int64_t splits, int64_t run) {
     if (splits > 1) return 1;
-    int64_t per = (int64_t)((256u << 10) / (kn->l.block_bytes ? kn->l.block_bytes : 1));
+    size_t run_bytes = kn->l.block_bytes * (size_t)run;
+    int64_t per = (int64_t)((256u << 10) / (run_bytes ? run_bytes : 1));
     return per < 1 ? 1 : per;
 }
 
+/* Work items: (run of up to gemv_blocks consecutive blocks, K split), run-major. */
 static void decode_task(void *ctx, int tid, int nt) {
     (void)nt;
     xw_job *j = ctx;
     const mpl_x86_w4a16_kernel *kn = j->kn;
     const int64_t NB = MPL_X86_W4A16_NB;
-    int64_t M = j->a->m, S = j->splits, K = kn->l.k;
-    int64_t items = kn->l.nblocks * S, per = decode_per(kn, S), i0, i1;
+    int64_t M = j->a->m, S = j->splits, K = kn->l.k, R = gemv_blocks(j->pi);
+    int64_t runs = (kn->l.nblocks + R - 1) / R, items = runs * S, per = decode_per(kn, S, R), i0, i1;
     const float *xf = (const float *)(j->ws + j->p.xf);
     float *c = (float *)(j->ws + j->p.cbuf + (size_t)tid * j->p.cbuf_stride);
     while (claim(j, items, per, &i0, &i1)) {
         for (int64_t it = i0; it < i1; it++) {
-            int64_t b = it / S, s = it % S;
+            int64_t b0 = it / S * R, s = it % S;
+            int64_t nb = kn->l.nblocks - b0 < R ? kn->l.nblocks - b0 : R;
             /* Split points on 64-input boundaries keep whole 4-input chunks and most groups intact. */
             int64_t k0 = K * s / S / 64 * 64, k1 = s + 1 == S ? K : K * (s + 1) / S / 64 * 64;
-            j->pi->gemv(kn, xf, M, b, k0, k1, c);
-            if (S == 1) {
-                kn->ops->store(kn->cfg.act, c, M, ncols_of(kn, b), bias_of(j, b), y_of(j, 0, b), kn->l.n);
-            } else {
-                float *part = (float *)(j->ws + j->p.part) + (size_t)s * (size_t)M * (size_t)kn->l.np;
-                for (int64_t m = 0; m < M; m++)
-                    memcpy(part + (size_t)m * (size_t)kn->l.np + (size_t)(b * NB), c + m * NB, NB * sizeof(float));
+            j->pi->gemv(kn, xf, M, b0, nb, k0, k1, c);
+            for (int64_t i = 0; i < nb; i++) {
+                const float *ci = c + i * M * NB;
+                int64_t b = b0 + i;
+                if (S == 1) {
+                    kn->ops->store(kn->cfg.act, ci, M, ncols_of(kn, b), bias_of(j, b), y_of(j, 0, b), kn->l.n);
+                } else {
+                    float *part = (float *)(j->ws + j->p.part) + (size_t)s * (size_t)M * (size_t)kn->l.np;
+                    for (int64_t m = 0; m < M; m++)
+                        memcpy(part + (size_t)m * (size_t)kn->l.np + (size_t)(b * NB), ci + m * NB, NB * sizeof(float));
+                }
             }
         }
     }
@@ -255,7 +266,7 @@ mpl_status mpl_x86_w4a16_apply(const void *pp, const mpl_apply_args *a) {
     xw_job j = {.kn = kn, .pi = &kn->paths[a->path], .a = a, .ws = a->workspace};
     plan(kn, j.pi, a->m, T, &j.p);
     if (j.pi->gemv) {
-        j.splits = decode_splits(kn, T);
+        j.splits = decode_splits(kn, j.pi, T);
         j.pi->prep(kn, a->x, 0, a->m, a->m, xs_of(&j));
         atomic_init(&j.next, 0);
         mpl_parallel_run(T, decode_task, &j);

@@ -33,9 +33,10 @@ typedef struct mpl_x86_w4a16_kernel mpl_x86_w4a16_kernel;
  * call whose m1 == m). */
 typedef void (*mpl_x86_w4a16_prep_fn)(const mpl_x86_w4a16_kernel *kn, const void *x, int64_t m0, int64_t m1,
                                       int64_t m, void *xs);
-/* Decode: c[r][0..63] (r < m) = sum over inputs [k0, k1) of block b of the f32 rows xf, scaled per group. */
+/* Decode: c[(i * m + r) * 64 + 0..63] (i < nb, r < m) = sum over inputs [k0, k1) of block b + i of the
+ * f32 rows xf, scaled per group; nb <= the path's gemv_blocks. */
 typedef void (*mpl_x86_w4a16_gemv_fn)(const mpl_x86_w4a16_kernel *kn, const float *xf, int64_t m, int64_t b,
-                                      int64_t k0, int64_t k1, float *c);
+                                      int64_t nb, int64_t k0, int64_t k1, float *c);
 /* Prefill: c[i][0..63] for rows m0..m1-1 of block b over all k (panel: MPL_X86_W4A16_PANEL_BYTES;
  * scratch: the path's scratch_bytes). */
 typedef void (*mpl_x86_w4a16_gemm_fn)(const mpl_x86_w4a16_kernel *kn, const void *xs, int64_t m0, int64_t m1,
@@ -69,6 +70,8 @@ typedef struct mpl_x86_w4a16_path_impl {
     mpl_x86_w4a16_gemv_fn gemv; /* decode paths (gemm NULL) */
     mpl_x86_w4a16_gemm_fn gemm; /* prefill paths (gemv NULL) */
     size_t scratch_bytes;       /* per thread, prefill paths */
+    int gemv_blocks;            /* decode: the most blocks one gemv call takes (0: 1); the driver
+                                   hands out runs of that many consecutive blocks */
     int mtile;                  /* prefill: rows per x tile (0: 32); with it, row ranges and chunks
                                    start on multiples of mchunk */
     int mchunk;                 /* prefill: rows per chunk (a multiple of mtile; 0: x of the chunk
@@ -93,8 +96,8 @@ void mpl_x86_w4a16_prep_f32_avx2(const mpl_x86_w4a16_kernel *kn, const void *x, 
 /* x as f32 tiles of MPL_X86_W4A16_AVX2_MTILE rows (MPL_X86_W4A16_XS_F32_TILES). */
 void mpl_x86_w4a16_prep_tiles_avx2(const mpl_x86_w4a16_kernel *kn, const void *x, int64_t m0, int64_t m1, int64_t m,
                                    void *xs);
-void mpl_x86_w4a16_gemv_avx2(const mpl_x86_w4a16_kernel *kn, const float *xf, int64_t m, int64_t b, int64_t k0,
-                             int64_t k1, float *c);
+void mpl_x86_w4a16_gemv_avx2(const mpl_x86_w4a16_kernel *kn, const float *xf, int64_t m, int64_t b, int64_t nb,
+                             int64_t k0, int64_t k1, float *c);
 void mpl_x86_w4a16_gemm_avx2(const mpl_x86_w4a16_kernel *kn, const void *xs, int64_t m0, int64_t m1, int64_t b,
                              void *panel, float *c, void *scratch);
 void mpl_x86_w4a16_prep_f32_avx512(const mpl_x86_w4a16_kernel *kn, const void *x, int64_t m0, int64_t m1, int64_t m,
@@ -102,8 +105,10 @@ void mpl_x86_w4a16_prep_f32_avx512(const mpl_x86_w4a16_kernel *kn, const void *x
 /* bf16 rows of kp (zero-padded), roundup(m, 32) rows; for the vdpbf16ps path. */
 void mpl_x86_w4a16_prep_bf16_avx512(const mpl_x86_w4a16_kernel *kn, const void *x, int64_t m0, int64_t m1, int64_t m,
                                     void *xs);
-void mpl_x86_w4a16_gemv_avx512(const mpl_x86_w4a16_kernel *kn, const float *xf, int64_t m, int64_t b, int64_t k0,
-                               int64_t k1, float *c);
+/* Blocks per gemv call of the avx512 decode (avx512/w4a16_gemv.c says why). */
+#define MPL_X86_W4A16_AVX512_GEMV_BLOCKS 4
+void mpl_x86_w4a16_gemv_avx512(const mpl_x86_w4a16_kernel *kn, const float *xf, int64_t m, int64_t b, int64_t nb,
+                               int64_t k0, int64_t k1, float *c);
 void mpl_x86_w4a16_gemm_avx512(const mpl_x86_w4a16_kernel *kn, const void *xs, int64_t m0, int64_t m1, int64_t b,
                                void *panel, float *c, void *scratch);
 void mpl_x86_w4a16_gemm_avx512bf16(const mpl_x86_w4a16_kernel *kn, const void *xs, int64_t m0, int64_t m1, int64_t b,

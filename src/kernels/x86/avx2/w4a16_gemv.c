@@ -514,8 +514,8 @@ static void run4(const mpl_x86_w4a16_layout *l, const xw_consts *cst, const uint
     }
 }
 
-void mpl_x86_w4a16_gemv_avx2(const mpl_x86_w4a16_kernel *kn, const float *xf, int64_t m, int64_t b, int64_t k0,
-                             int64_t k1, float *c) {
+static void gemv_block(const mpl_x86_w4a16_kernel *kn, const float *xf, int64_t m, int64_t b, int64_t k0, int64_t k1,
+                       float *c) {
     const mpl_x86_w4a16_layout *l = &kn->l;
     const int64_t gs = l->group_size, K = l->k;
     xw_consts cst;
@@ -538,4 +538,10 @@ void mpl_x86_w4a16_gemv_avx2(const mpl_x86_w4a16_kernel *kn, const float *xf, in
         default: break;
         }
     }
+}
+
+/* The path takes one block a call (gemv_blocks 0); the loop keeps the shared signature honest. */
+void mpl_x86_w4a16_gemv_avx2(const mpl_x86_w4a16_kernel *kn, const float *xf, int64_t m, int64_t b, int64_t nb,
+                             int64_t k0, int64_t k1, float *c) {
+    for (int64_t i = 0; i < nb; i++) gemv_block(kn, xf, m, b + i, k0, k1, c + i * m * 64);
 }

@@ -1,98 +1,191 @@
 /*
- * w4a16_gemv.c -- the decode path of x86_avx512_w4a16 (avx512 level): streams
- * each 64-channel block once per call and dequantizes in registers.
+ * w4a16_gemv.c -- the decode path of x86_avx512_w4a16 (avx512 level): streams each 64-channel
+ * block once per call and dequantizes in registers.
  *
- * Inner step (4 inputs x 64 channels, 128 bytes of weights): each 32-byte
- * chunk is widened to one dword per channel holding its 4 nibbles; a nibble
- * shifted to bits 0..3 indexes a 16-entry f32 table with vpermps (which reads
- * only those bits), giving the exact integer weight; one FMA per row with the
- * broadcast input (zero points: one more subtract). Four vectors share every
- * broadcast, so per 16 weights the core spends ~1.75 dequant uops + 1 FMA per
- * row: ~19 GB/s of int4 per core from L2 on Sapphire Rapids, above its ~12-14 GB/s
- * of DRAM read bandwidth.
- * (vdpbf16ps was slower there: measured 15 GB/s, it issues about every 2 cycles.)
+ * Line step: a 64-byte line of a 128-byte step holds channels 32h..32h+31 (h = 0, 1) of a block x
+ * inputs j0..j0+3; dword i of the line holds channel 32h+2i in its low word and 32h+2i+1 in its
+ * high word, each word with its inputs at bits 0-3 (j0), 4-7 (j0+2), 8-11 (j0+1), 12-15 (j0+3)
+ * (docs/layouts/x86_w4a16.md). A nibble moved to bits 0-3 of the dword indexes a 16-entry f32
+ * table with vpermps (which reads only those bits): the exact integer weights of 16 channels, the
+ * even ones (E) or the odd ones (O), and one FMA per row with the broadcast input. The
+ * accumulators hold channels in that E/O order; scales and zero points are loaded in it (free for
+ * bf16 scales: the even and odd words of one load), and the outputs are put back in channel
+ * order once per call.
+ *
+ * Per 64 weights (half a line) and per row: 4 vpermps + 4 FMA, plus 2 shifts: the nibbles at bits
+ * 8-11 and 24-27 come from loads at byte offsets 1..3 of the line (a load is cheaper than a
+ * shift: the shifts and permutes share the two 512-bit ALU ports with the FMAs), each followed by
+ * one shift by 4 for the high nibble of its byte. That is 10 ALU uops per 64 weights at one row,
+ * against 12 before (vpmovzxwd + 3 shifts + 4 vpermps + 4 FMA per 32-byte chunk).
+ *
+ * Streams: one row runs 4 blocks at once (a run of MPL_X86_W4A16_AVX512_GEMV_BLOCKS from the
+ * driver), 2 rows 2 blocks, so every broadcast of x feeds 16 FMAs and 4 (2) separate streams of
+ * weights are in flight. One stream was the limit before: the weights arrived at ~8 GB/s, about
+ * what ~1 KiB in flight gives at DRAM latency (Sapphire Rapids host of the H200 machine, 54-59% of
+ * the read bandwidth), while W4A8 decode, reading 4 panels at once, reached 88-91%.
+ * From 3 rows the rows run in tiles of 4 over one block at a time (16 accumulators), the block
+ * (<= 1 MiB) staying in L2 between row tiles.
  */
 #include "../common/w4a16_zmm.inc"
 
+/* Software prefetch, bytes ahead summed over the streams of a tile (4 KiB: 1 KiB a stream at one
+ * row, the distance W4A8 decode measured best on Sapphire Rapids: none 82-88% of read BW, 1 KiB
+ * 94-109%, 4 KiB no better). */
+#define XW_GEMV_PF_TOTAL 4096
+
+/* Scales of group grp, channels 32h + 2i + e (i = 0..15) as f32: the E (e = 0) or O (e = 1) vector. */
+XW_INLINE __m512 scales_eo(const mpl_x86_w4a16_layout *l, const uint8_t *grp, int h, int e) {
+    if (l->scale_fmt == MPL_X86_W4A16_SCALE_F32) {
+        const float *s = (const float *)grp + 32 * h;
+        const __m512i idx = e ? _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31)
+                              : _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+        return _mm512_permutex2var_ps(_mm512_load_ps(s), idx, _mm512_load_ps(s + 16));
+    }
+    /* dword i: the 16-bit scale of channel 32h+2i in the low word, of 32h+2i+1 in the high word */
+    __m512i d = _mm512_load_si512((const void *)(grp + 64 * h));
+    if (l->scale_fmt == MPL_X86_W4A16_SCALE_BF16)
+        return _mm512_castsi512_ps(e ? _mm512_and_si512(d, _mm512_set1_epi32((int)0xffff0000u)) : _mm512_slli_epi32(d, 16));
+    return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(e ? _mm512_srli_epi32(d, 16) : d));
+}
+
+/* Zero points of group grp, channels 32h + 2i + e, as f32 (layouts with zero points). */
+XW_INLINE __m512 zeros_eo(const mpl_x86_w4a16_layout *l, const uint8_t *grp, int h, int e) {
+    /* dword i: the zero point of channel 32h+2i in byte 0, of 32h+2i+1 in byte 1 */
+    __m512i d = _mm512_cvtepu16_epi32(_mm256_load_si256((const __m256i *)(grp + l->scale_bytes + 32 * (size_t)h)));
+    d = e ? _mm512_srli_epi32(d, 8) : _mm512_and_si512(d, _mm512_set1_epi32(0xff));
+    return _mm512_cvtepi32_ps(d);
+}
+
 /*
- * c[r][0..63] (r < MR) = sum over inputs [k0, k1) of rows xr (stride K), scaled per group.
- * MR (1..4) and ZP are compile-time constants at every call site, so acc stays in registers.
- * Without zero points the table holds stored - 8; with them it holds stored and the
- * group's zero points are subtracted in registers (exact integers either way).
+ * Rows xr[r * K ..] (r < MR) x blocks b .. b+NBLK-1 over inputs [k0, k1): row r of block i goes to
+ * c + i * ldc + r * 64, in channel order. MR * NBLK <= 4 (16 accumulators); MR, NBLK and ZP are
+ * constants at every call site, so the accumulators stay in registers. Without zero points the
+ * table holds stored - 8; with them it holds stored and the group's zero points are subtracted in
+ * registers (exact integers either way). Each group is summed in fp32 on its own and folded into c
+ * with its scale once.
  */
-XW_INLINE void gemv_rows(const mpl_x86_w4a16_kernel *kn, const float *xr, int MR, bool ZP, int64_t b, int64_t k0,
-                         int64_t k1, float *c) {
+#define A(r, i, q) (((r) * NBLK + (i)) * 4 + (q))
+XW_INLINE void tile(const mpl_x86_w4a16_kernel *kn, const float *xr, const int MR, const int NBLK, const bool ZP,
+                    int64_t b, int64_t k0, int64_t k1, float *c, int64_t ldc) {
     const mpl_x86_w4a16_layout *l = &kn->l;
     const int64_t K = l->k, gs = l->group_size;
+    const size_t hdr = l->scale_bytes + l->zero_bytes, pf = XW_GEMV_PF_TOTAL / NBLK;
     const __m512 lut = ZP ? _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
                           : _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
-    /* Nibble positions in a channel's dword: bits 0-3 input 0, 4-7 input 2, 8-11 input 1, 12-15 input 3. */
-    static const int shift[4] = {0, 4, 8, 12}, koff[4] = {0, 2, 1, 3};
-    for (int r = 0; r < MR; r++)
-        for (int v = 0; v < 4; v++) _mm512_store_ps(c + r * 64 + 16 * v, _mm512_setzero_ps());
+    for (int i = 0; i < NBLK; i++)
+        for (int r = 0; r < MR; r++)
+            for (int q = 0; q < 4; q++) _mm512_store_ps(c + i * ldc + r * 64 + 16 * q, _mm512_setzero_ps());
     for (int64_t g = k0 / gs; g * gs < k1; g++) {
         int64_t ks = k0 > g * gs ? k0 : g * gs, ke = k1 < (g + 1) * gs ? k1 : (g + 1) * gs;
-        const uint8_t *grp = mpl_x86_w4a16_group(l, b, g);
-        const uint8_t *wp = mpl_x86_w4a16_group_weights(l, b, g) + (size_t)((ks - g * gs) / 4) * 128;
-        __m512 acc[4][4], z[4];
+        const uint8_t *grp[4], *wp[4];
+        /* acc[A(r, i, q)]: row r, block i, vector q = 2h + e (line h, E (e = 0) or O (e = 1)
+         * channels); z[4 * i + q]. Flat arrays: GCC keeps them in registers more readily. */
+        __m512 acc[16], z[16];
 #pragma GCC unroll 4
-        for (int v = 0; v < 4; v++) z[v] = ZP ? xw_load_zeros_f32(l, grp, v) : _mm512_setzero_ps();
+        for (int i = 0; i < NBLK; i++) {
+            grp[i] = mpl_x86_w4a16_group(l, b + i, g);
+            wp[i] = mpl_x86_w4a16_group_weights(l, b + i, g) + (size_t)((ks - g * gs) / 4) * 128;
+            /* The stream's prefetch runs pf bytes ahead of the weights; the lines it skipped while
+             * the weights pointer jumped over this group's scales and zeros: */
+            for (size_t o = 0; o < hdr; o += 64) _mm_prefetch((const char *)grp[i] + pf + o, _MM_HINT_T0);
 #pragma GCC unroll 4
-        for (int r = 0; r < MR; r++)
+            for (int q = 0; q < 4; q++) z[4 * i + q] = ZP ? zeros_eo(l, grp[i], q / 2, q % 2) : _mm512_setzero_ps();
 #pragma GCC unroll 4
-            for (int v = 0; v < 4; v++) acc[r][v] = _mm512_setzero_ps();
-        for (int64_t k = ks; k < ke; k += 4, wp += 128) {
-            _mm_prefetch((const char *)wp + XW_PF_BYTES, _MM_HINT_T0);
-            _mm_prefetch((const char *)wp + XW_PF_BYTES + 64, _MM_HINT_T0);
-            __m512i d[4];
+            for (int r = 0; r < MR; r++)
 #pragma GCC unroll 4
-            for (int v = 0; v < 4; v++) d[v] = _mm512_cvtepu16_epi32(_mm256_load_si256((const __m256i *)(wp + 32 * v)));
+                for (int q = 0; q < 4; q++) acc[A(r, i, q)] = _mm512_setzero_ps();
+        }
+        for (int64_t k = ks; k < ke; k += 4) {
+            const float *xk = xr + k;
 #pragma GCC unroll 4
-            for (int p = 0; p < 4; p++) {
-                __m512 w[4];
+            for (int i = 0; i < NBLK; i++) {
+#pragma GCC unroll 2
+                for (int h = 0; h < 2; h++) {
+                    const uint8_t *lp = wp[i] + 64 * h;
+                    _mm_prefetch((const char *)lp + pf, _MM_HINT_T0);
+#pragma GCC unroll 2
+                    for (int e = 0; e < 2; e++) {
+                        /* a: byte 2e of each dword (input j0 low, j0+2 high nibble); o: byte 2e+1
+                         * (j0+1 low, j0+3 high); bits above the byte are never read */
+                        __m512i a = e ? _mm512_loadu_si512((const void *)(lp + 2)) : _mm512_load_si512((const void *)lp);
+                        __m512i o = _mm512_loadu_si512((const void *)(lp + 2 * e + 1));
+                        const __m512i idx[4] = {a, o, _mm512_srli_epi32(a, 4), _mm512_srli_epi32(o, 4)};
 #pragma GCC unroll 4
-                for (int v = 0; v < 4; v++) {
-                    w[v] = _mm512_permutexvar_ps(p ? _mm512_srli_epi32(d[v], shift[p]) : d[v], lut);
-                    if (ZP) w[v] = _mm512_sub_ps(w[v], z[v]);
+                        for (int u = 0; u < 4; u++) {
+                            __m512 w = _mm512_permutexvar_ps(idx[u], lut);
+                            if (ZP) w = _mm512_sub_ps(w, z[4 * i + 2 * h + e]);
+#pragma GCC unroll 4
+                            for (int r = 0; r < MR; r++)
+                                acc[A(r, i, 2 * h + e)] =
+                                    _mm512_fmadd_ps(_mm512_set1_ps(xk[r * K + u]), w, acc[A(r, i, 2 * h + e)]);
+                        }
+                    }
                 }
+                wp[i] += 128;
+            }
+        }
+#pragma GCC unroll 4
+        for (int i = 0; i < NBLK; i++)
+#pragma GCC unroll 4
+            for (int q = 0; q < 4; q++) {
+                __m512 s = scales_eo(l, grp[i], q / 2, q % 2);
 #pragma GCC unroll 4
                 for (int r = 0; r < MR; r++) {
-                    __m512 xb = _mm512_set1_ps(xr[r * K + k + koff[p]]);
-#pragma GCC unroll 4
-                    for (int v = 0; v < 4; v++) acc[r][v] = _mm512_fmadd_ps(xb, w[v], acc[r][v]);
+                    float *cp = c + i * ldc + r * 64 + 16 * q;
+                    _mm512_store_ps(cp, _mm512_fmadd_ps(acc[A(r, i, q)], s, _mm512_load_ps(cp)));
                 }
             }
-        }
-#pragma GCC unroll 4
-        for (int v = 0; v < 4; v++) {
-            __m512 s = xw_load_scales(l, grp, v);
-#pragma GCC unroll 4
-            for (int r = 0; r < MR; r++) {
-                float *cp = c + r * 64 + 16 * v;
-                _mm512_store_ps(cp, _mm512_fmadd_ps(acc[r][v], s, _mm512_load_ps(cp)));
+    }
+    /* E/O order back to channel order: channel 32h + j is E[j/2] for even j, O[j/2] for odd j. */
+    const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i hi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    for (int i = 0; i < NBLK; i++)
+        for (int r = 0; r < MR; r++)
+            for (int h = 0; h < 2; h++) {
+                float *cp = c + i * ldc + r * 64 + 32 * h;
+                __m512 ev = _mm512_load_ps(cp), od = _mm512_load_ps(cp + 16);
+                _mm512_store_ps(cp, _mm512_permutex2var_ps(ev, lo, od));
+                _mm512_store_ps(cp + 16, _mm512_permutex2var_ps(ev, hi, od));
             }
+}
+#undef A
+
+XW_INLINE void gemv_zp(const mpl_x86_w4a16_kernel *kn, const float *xf, int64_t m, bool ZP, int64_t b, int64_t nb,
+                       int64_t k0, int64_t k1, float *c) {
+    const int64_t K = kn->l.k, ldc = m * 64;
+    int64_t i = 0;
+    if (m == 1) {
+        for (; i + 4 <= nb; i += 4) tile(kn, xf, 1, 4, ZP, b + i, k0, k1, c + i * ldc, ldc);
+        switch (nb - i) {
+        case 3: tile(kn, xf, 1, 3, ZP, b + i, k0, k1, c + i * ldc, ldc); break;
+        case 2: tile(kn, xf, 1, 2, ZP, b + i, k0, k1, c + i * ldc, ldc); break;
+        case 1: tile(kn, xf, 1, 1, ZP, b + i, k0, k1, c + i * ldc, ldc); break;
+        default: break;
+        }
+        return;
+    }
+    if (m == 2) {
+        for (; i + 2 <= nb; i += 2) tile(kn, xf, 2, 2, ZP, b + i, k0, k1, c + i * ldc, ldc);
+        if (i < nb) tile(kn, xf, 2, 1, ZP, b + i, k0, k1, c + i * ldc, ldc);
+        return;
+    }
+    for (; i < nb; i++) {
+        float *ci = c + i * ldc;
+        int64_t r = 0;
+        for (; r + 4 <= m; r += 4) tile(kn, xf + r * K, 4, 1, ZP, b + i, k0, k1, ci + r * 64, ldc);
+        switch (m - r) {
+        case 3: tile(kn, xf + r * K, 3, 1, ZP, b + i, k0, k1, ci + r * 64, ldc); break;
+        case 2: tile(kn, xf + r * K, 2, 1, ZP, b + i, k0, k1, ci + r * 64, ldc); break;
+        case 1: tile(kn, xf + r * K, 1, 1, ZP, b + i, k0, k1, ci + r * 64, ldc); break;
+        default: break;
         }
     }
 }
 
-XW_INLINE void gemv_zp(const mpl_x86_w4a16_kernel *kn, const float *xf, int64_t m, bool ZP, int64_t b, int64_t k0,
-                       int64_t k1, float *c) {
-    const int64_t K = kn->l.k;
-    int64_t r = 0;
-    /* Four rows share each dequantized vector; the block (<= 1 MiB) stays in L2 between row tiles. */
-    for (; r + 4 <= m; r += 4) gemv_rows(kn, xf + r * K, 4, ZP, b, k0, k1, c + r * 64);
-    switch (m - r) {
-    case 3: gemv_rows(kn, xf + r * K, 3, ZP, b, k0, k1, c + r * 64); break;
-    case 2: gemv_rows(kn, xf + r * K, 2, ZP, b, k0, k1, c + r * 64); break;
-    case 1: gemv_rows(kn, xf + r * K, 1, ZP, b, k0, k1, c + r * 64); break;
-    default: break;
-    }
-}
-
-void mpl_x86_w4a16_gemv_avx512(const mpl_x86_w4a16_kernel *kn, const float *xf, int64_t m, int64_t b, int64_t k0,
-                               int64_t k1, float *c) {
+void mpl_x86_w4a16_gemv_avx512(const mpl_x86_w4a16_kernel *kn, const float *xf, int64_t m, int64_t b, int64_t nb,
+                               int64_t k0, int64_t k1, float *c) {
     if (kn->l.zero_points)
-        gemv_zp(kn, xf, m, true, b, k0, k1, c);
+        gemv_zp(kn, xf, m, true, b, nb, k0, k1, c);
     else
-        gemv_zp(kn, xf, m, false, b, k0, k1, c);
+        gemv_zp(kn, xf, m, false, b, nb, k0, k1, c);
 }

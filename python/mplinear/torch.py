@@ -1,0 +1,194 @@
+"""torch pieces: the torch.ops.mplinear.apply operator and QuantLinear, an nn.Module over an mplinear layer.
+
+    from mplinear.torch import QuantLinear
+    lin = QuantLinear.from_gptq(qweight, scales, qzeros, bits=4, group_size=128, sym=True)
+    y = lin(x)                      # x [..., in_features] in the layer's activation dtype
+
+torch.ops.mplinear.apply(x, layer_id, n, bias) is a torch.library custom op: its fake (meta) kernel gives
+the output's shape and dtype, so torch.compile traces through it (a graph break-free call), and it
+allocates nothing but its output. layer_id names a live mplinear.Layer (mplinear.torch.register_layer);
+QuantLinear does this itself.
+"""
+import itertools
+import weakref
+from typing import Optional
+
+import torch
+
+import mplinear
+
+__all__ = ["QuantLinear", "register_layer", "replace_linears", "apply"]
+
+_layers = weakref.WeakValueDictionary()  # id -> mplinear.Layer; a QuantLinear holds the strong reference
+_next_id = itertools.count(1)
+
+
+def register_layer(layer: mplinear.Layer) -> int:
+    """An id for torch.ops.mplinear.apply; valid while the layer is alive."""
+    i = next(_next_id)
+    _layers[i] = layer
+    return i
+
+
+def _layer(layer_id: int) -> mplinear.Layer:
+    try:
+        return _layers[layer_id]
+    except KeyError:
+        raise mplinear.InvalidArgument(1, f"layer id {layer_id}: no live mplinear layer has it") from None
+
+
+@torch.library.custom_op("mplinear::apply", mutates_args=())
+def apply(x: torch.Tensor, layer_id: int, n: int, bias: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """y[..., n] = x[..., k] W^T + bias through mplinear layer layer_id (x in the layer's activation dtype)."""
+    layer = _layer(layer_id)
+    if layer.n != n:
+        raise mplinear.InvalidArgument(1, f"n = {n}: layer {layer_id} has n = {layer.n}")
+    return layer.apply(x.contiguous(), bias)
+
+
+@apply.register_fake
+def _apply_fake(x, layer_id, n, bias=None):
+    return x.new_empty((*x.shape[:-1], n))
+
+
+_TORCH_ACT = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
+_ACT_NAME = {torch.float16: "f16", torch.bfloat16: "bf16", torch.float32: "f32"}
+
+
+def _act_name(dtype) -> str:
+    if dtype not in _ACT_NAME:
+        raise mplinear.InvalidArgument(1, f"dtype {dtype}: activations must be float16, bfloat16 or float32")
+    return _ACT_NAME[dtype]
+
+
+class QuantLinear(torch.nn.Module):
+    """y = x W^T + b with W held (packed) by an mplinear layer; inference only (no autograd).
+
+    QuantLinear(layer, bias=None): from an mplinear.Layer; the constructors below build one from a
+    checkpoint's own tensors. forward casts x to the layer's activation dtype when it differs and the
+    result back to x's dtype.
+    """
+
+    def __init__(self, layer: mplinear.Layer, bias: Optional[torch.Tensor] = None):
+        super().__init__()
+        self.layer = layer
+        self.in_features, self.out_features = layer.k, layer.n
+        self.act_dtype = _TORCH_ACT[layer.config.act]
+        self.layer_id = register_layer(layer)
+        if bias is None and layer.bias is not None:  # a checkpoint layer's own bias (Model.layer)
+            b = torch.from_numpy(layer.bias)
+            bias = b.view(torch.bfloat16) if b.dtype == torch.uint16 else b
+            layer.bias = None
+        if bias is not None:
+            bias = bias.detach().to(self.act_dtype).contiguous()
+            if bias.shape != (self.out_features,):
+                raise mplinear.InvalidArgument(1, f"bias: shape {tuple(bias.shape)}, expected ({self.out_features},)")
+        self.register_buffer("bias", bias, persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        dt = x.dtype
+        if dt != self.act_dtype:
+            x = x.to(self.act_dtype)
+        y = torch.ops.mplinear.apply(x, self.layer_id, self.out_features, self.bias)
+        return y if dt == self.act_dtype else y.to(dt)
+
+    def extra_repr(self):
+        c = self.layer.config
+        return (f"in_features={self.in_features}, out_features={self.out_features}, wtype={c.wtype}, "
+                f"group_size={c.group_size}, zero_points={c.zero_points}, act_order={c.act_order}, w4a8={c.w4a8}, "
+                f"act={c.act}, kernel={self.layer.kernel}")
+
+    # ---- constructors from checkpoint tensors ----
+
+    @classmethod
+    def _build(cls, cfg, tensors, bias, opts):
+        return cls(mplinear.Layer(cfg, tensors, **opts), bias)
+
+    @classmethod
+    def from_gptq(cls, qweight, scales, qzeros=None, g_idx=None, *, bits: int = 4, group_size: int = 128,
+                  sym: bool = True, desc_act: bool = False, checkpoint_format: str = "gptq", bias=None, dtype=None,
+                  **opts) -> "QuantLinear":
+        """A GPTQ (AutoGPTQ / GPTQModel) module's qweight [K/pf, N], scales [G, N], qzeros [G, N/pf] and
+        g_idx [K]. sym: uint4b8 / uint8b128 (qzeros ignored, as vLLM does); else uint4 / uint8 with zero
+        points. desc_act: act-order through g_idx (dropped for group_size -1). checkpoint_format "gptq"
+        (v1 zeros stored as z - 1) or "gptq_v2". dtype: activation dtype (default: the scales')."""
+        pf = 32 // bits
+        k, n = qweight.shape[0] * pf, qweight.shape[1]
+        wtype = {(4, True): "uint4b8", (8, True): "uint8b128", (4, False): "uint4", (8, False): "uint8"}.get((bits, sym))
+        if wtype is None:
+            raise mplinear.Unsupported(2, f"GPTQ bits = {bits}: mplinear reads 4 and 8")
+        act_order = bool(desc_act) and group_size != -1 and g_idx is not None
+        cfg = mplinear.Config(k=k, n=n, wtype=wtype, act=_act_name(dtype or scales.dtype), group_size=group_size,
+                              zero_points=not sym, act_order=act_order)
+        layout = {"gptq": "gptq", "gptq_v2": "gptq-v2", "gptq-v2": "gptq-v2"}.get(checkpoint_format)
+        if layout is None:
+            raise mplinear.InvalidArgument(1, f"checkpoint_format {checkpoint_format!r}: gptq or gptq_v2")
+        t = {"layout": layout, "weight": qweight, "scales": scales}
+        if not sym:
+            t["zeros"] = qzeros
+        if act_order:
+            t["g_idx"] = g_idx
+        return cls._build(cfg, t, bias, opts)
+
+    @classmethod
+    def from_awq(cls, qweight, scales, qzeros, *, group_size: int = 128, bias=None, dtype=None,
+                 **opts) -> "QuantLinear":
+        """An AutoAWQ GEMM module's qweight [K, N/8], scales [G, N], qzeros [G, N/8] (uint4, zero points)."""
+        k, n = qweight.shape[0], qweight.shape[1] * 8
+        cfg = mplinear.Config(k=k, n=n, wtype="uint4", act=_act_name(dtype or scales.dtype), group_size=group_size,
+                              zero_points=True)
+        return cls._build(cfg, {"layout": "awq", "weight": qweight, "scales": scales, "zeros": qzeros}, bias, opts)
+
+    @classmethod
+    def from_compressed_tensors(cls, weight_packed, weight_scale, weight_shape=None, weight_zero_point=None,
+                                weight_g_idx=None, *, num_bits: int = 4, symmetric: Optional[bool] = None,
+                                group_size: Optional[int] = None, w4a8: bool = False, bias=None, dtype=None,
+                                **opts) -> "QuantLinear":
+        """A compressed-tensors pack-quantized module: weight_packed [N, K/pf], weight_scale [N, G],
+        weight_shape [2] (N, K), weight_zero_point [ceil(N/pf), G] (asymmetric), weight_g_idx [K] (act-order).
+        symmetric defaults to "no zero-point tensor"; group_size defaults to K / G (-1 when G = 1, channel);
+        w4a8: dynamic per-token int8 activations (input_activations num_bits 8)."""
+        pf = 32 // num_bits
+        n = weight_packed.shape[0]
+        k = int(weight_shape[1]) if weight_shape is not None else weight_packed.shape[1] * pf
+        if symmetric is None:
+            symmetric = weight_zero_point is None
+        if group_size is None:
+            g = weight_scale.shape[1] if weight_scale.ndim == 2 else 1
+            group_size = -1 if g == 1 else k // g
+        wtype = {(4, True): "uint4b8", (8, True): "uint8b128", (4, False): "uint4", (8, False): "uint8"}.get(
+            (num_bits, bool(symmetric)))
+        if wtype is None:
+            raise mplinear.Unsupported(2, f"compressed-tensors num_bits = {num_bits}: mplinear reads 4 and 8")
+        cfg = mplinear.Config(k=k, n=n, wtype=wtype, act=_act_name(dtype or weight_scale.dtype),
+                              group_size=group_size, zero_points=not symmetric, act_order=weight_g_idx is not None,
+                              w4a8=w4a8)
+        t = {"layout": "ct", "weight": weight_packed, "scales": weight_scale}
+        if not symmetric:
+            t["zeros"] = weight_zero_point
+        if weight_g_idx is not None:
+            t["g_idx"] = weight_g_idx
+        return cls._build(cfg, t, bias, opts)
+
+    @classmethod
+    def from_model(cls, model: mplinear.Model, name: str, *, dtype=None, **opts) -> "QuantLinear":
+        """Layer name of an open checkpoint folder (mplinear.Model), with its bias."""
+        act = _act_name(dtype) if dtype is not None else None
+        return cls(model.layer(name, act=act, **opts))
+
+
+def replace_linears(module: torch.nn.Module, checkpoint, *, dtype=None, **opts) -> list:
+    """Replaces every submodule of module that the checkpoint folder (a path or mplinear.Model) holds as a
+    quantized linear layer by a QuantLinear of it (matched by module name); returns the names replaced.
+    A checkpoint layer with no module of that name is an error."""
+    model = checkpoint if isinstance(checkpoint, mplinear.Model) else mplinear.Model(checkpoint)
+    names = dict(module.named_modules())
+    done = []
+    for info in model.layers:
+        if info.name not in names:
+            raise mplinear.InvalidArgument(1, f"checkpoint layer {info.name}: the module has no submodule of that name")
+        parent_name, _, child = info.name.rpartition(".")
+        parent = names[parent_name] if parent_name else module
+        setattr(parent, child, QuantLinear.from_model(model, info.name, dtype=dtype, **opts))
+        done.append(info.name)
+    return done

@@ -1,0 +1,87 @@
+"""Test oracle: checkpoint packers written from docs/layouts/checkpoints.md (independent of the C
+encoder), exact dequantization in float64, and random quantized layers."""
+import numpy as np
+
+AWQ_ORDER = {4: [0, 2, 4, 6, 1, 3, 5, 7], 8: [0, 2, 1, 3]}
+
+
+def _pack_last(codes, bits):
+    """Packs the last axis: field i of word w = codes[..., pf*w + i] (little-endian fields)."""
+    pf = 32 // bits
+    c = codes.astype(np.uint32).reshape(*codes.shape[:-1], codes.shape[-1] // pf, pf)
+    words = np.zeros(c.shape[:-1], np.uint32)
+    for i in range(pf):
+        words |= c[..., i] << np.uint32(bits * i)
+    return words.view(np.int32)
+
+
+def _pad_to(a, axis, mult):
+    r = (-a.shape[axis]) % mult
+    if r == 0:
+        return a
+    pad = [(0, 0)] * a.ndim
+    pad[axis] = (0, r)
+    return np.pad(a, pad)
+
+
+def pack(layout, bits, codes, scales, zeros=None, g_idx=None):
+    """codes [N, K] stored codes, scales [N, G], zeros [N, G] raw zero points or None: the checkpoint tensors."""
+    pf = 32 // bits
+    n, k = codes.shape
+    t = {"layout": layout}
+    if layout == "ct":
+        t["weight"] = _pack_last(codes, bits)
+        t["scales"] = scales
+        if zeros is not None:
+            t["zeros"] = np.ascontiguousarray(_pack_last(_pad_to(zeros.T, 1, pf), bits).T)  # [Np, G]
+    elif layout in ("gptq", "gptq-v2"):
+        t["weight"] = np.ascontiguousarray(_pack_last(codes, bits).T)  # [K/pf, N]
+        t["scales"] = np.ascontiguousarray(scales.T)
+        if zeros is not None:
+            z = zeros.T.astype(np.int64)  # [G, N]
+            if layout == "gptq":
+                z = (z - 1) % (1 << bits)
+            t["zeros"] = _pack_last(_pad_to(z, 1, pf), bits)
+    elif layout == "awq":
+        order = AWQ_ORDER[bits]
+
+        def interleave(a):  # a [R, N]: nibble i of each group of pf columns holds column order[i]
+            r, cols = a.shape
+            g = a.reshape(r, cols // pf, pf)[:, :, order]
+            return _pack_last(g.reshape(r, cols), bits)
+
+        t["weight"] = interleave(np.ascontiguousarray(codes.T))
+        t["scales"] = np.ascontiguousarray(scales.T)
+        t["zeros"] = interleave(np.ascontiguousarray(zeros.T))
+    else:
+        raise ValueError(layout)
+    if g_idx is not None:
+        t["g_idx"] = g_idx
+    return t
+
+
+def dequantize(codes, scales, zeros, g_idx, wtype, group_size):
+    """W [N, K] float64: scale[n, g(k)] * (code - zero)."""
+    n, k = codes.shape
+    bias = {"uint4b8": 8, "uint8b128": 128, "int4": 0}.get(wtype)
+    if g_idx is None:
+        g_idx = np.arange(k) // (group_size if group_size > 0 else k)
+    s = scales.astype(np.float64)[:, g_idx]
+    if wtype == "int4":
+        v = np.where(codes >= 8, codes.astype(np.int64) - 16, codes)
+    elif bias is not None:
+        v = codes.astype(np.int64) - bias
+    else:
+        v = codes.astype(np.int64) - zeros.astype(np.int64)[:, g_idx]
+    return s * v
+
+
+def random_layer(rng, k, n, wtype="uint4b8", group_size=-1, act_order=False, scale_dtype=np.float32):
+    bits = 8 if wtype.startswith("uint8") else 4
+    g = 1 if group_size == -1 else k // group_size
+    codes = rng.integers(0, 1 << bits, size=(n, k), dtype=np.int64)
+    # Scales that are exact in f16: small powers of two times small integers.
+    scales = (rng.integers(1, 16, size=(n, g)) * 2.0 ** -8).astype(scale_dtype)
+    zeros = rng.integers(0, 1 << bits, size=(n, g), dtype=np.int64) if wtype in ("uint4", "uint8") else None
+    g_idx = rng.permutation(np.arange(k) // (k // g)).astype(np.int32) if act_order else None
+    return codes, scales, zeros, g_idx

@@ -1,0 +1,440 @@
+/*
+ * vk_layer.c -- a vulkan_w4a16 layer on its device: the packed weight image in one device-local buffer, and
+ * the apply of host pointers: x (permuted to the packed channel order, zero-padded to k_pad) and bias are
+ * written into host-visible staging buffers, copied to device-local scratch, one path's shader runs, and y
+ * (f32) comes back the same way to be rounded once to the activation type on the host (the exact contract
+ * of mplinear.h: fp32 sums, one output rounding, round to nearest even). Rows go in chunks whose x and y fit
+ * the device's maxStorageBufferRange and a fixed scratch size, so the scratch is bounded for any m; it is
+ * allocated on the first apply of a size and kept (later applies allocate nothing). One mutex per layer
+ * serializes applies (the command buffer and scratch are per layer state).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "vk_internal.h"
+
+/* Scratch per buffer (x or y) at most: 256 MiB keeps a chunk of m = 512 rows of 70B gate_up's f32 y
+ * (117 MB) in one go and bounds the host-visible memory a layer holds. */
+#define SCRATCH_MAX ((uint64_t)256 << 20)
+/* The GEMV's workgroup shape (shaders/w4a16_gemv.comp): ROWS output channels, MB rows of x. */
+#define GEMV_ROWS 8
+#define GEMV_MB 4
+/* The tiled GEMM's tile (shaders/w4a16_tiled.comp). */
+#define TILE_M 64
+#define TILE_N 64
+
+typedef struct vk_buf {
+    VkBuffer buf;
+    VkDeviceMemory mem;
+    VkDeviceSize bytes;
+    void *map; /* host-visible buffers: persistently mapped */
+} vk_buf;
+
+struct mpl_vk_layer {
+    mpl_vk_device *d;
+    int64_t k, n, k_pad, n_pad, groups, group_size, zstride;
+    mpl_act act;
+    uint32_t flags;   /* the shaders' FLAG_BF16 | FLAG_ZEROS */
+    int32_t *perm;    /* [k] or NULL */
+    vk_buf weights;   /* the layout's image */
+    size_t qweight_off, qweight_bytes, scales_off, scales_bytes, zeros_off, zeros_bytes;
+    int64_t chunk_rows; /* most rows one submission runs */
+    pthread_mutex_t mu;
+    VkCommandPool pool;
+    VkCommandBuffer cb;
+    VkFence fence;
+    VkDescriptorPool dpool;
+    VkDescriptorSet set;
+    VkQueryPool queries;
+    int64_t cap_rows; /* rows the scratch below holds (0: none yet) */
+    vk_buf x_dev, y_dev, b_dev, x_host, y_host, b_host;
+};
+
+enum { FLAG_BF16 = 1, FLAG_ZEROS = 2, FLAG_BIAS = 4 };
+
+static _Atomic uint64_t g_scratch_max; /* mpl_vk_test_scratch_max; 0: SCRATCH_MAX */
+
+void mpl_vk_test_scratch_max(uint64_t bytes) { g_scratch_max = bytes; }
+
+static int find_memory(const mpl_vk_device *d, uint32_t type_bits, VkMemoryPropertyFlags want) {
+    for (uint32_t i = 0; i < d->mem.memoryTypeCount; i++)
+        if ((type_bits >> i & 1u) && (d->mem.memoryTypes[i].propertyFlags & want) == want) return (int)i;
+    return -1;
+}
+
+static void buf_free(const mpl_vk_device *d, vk_buf *b) {
+    if (b->map) d->fn.UnmapMemory(d->dev, b->mem);
+    if (b->buf) d->fn.DestroyBuffer(d->dev, b->buf, NULL);
+    if (b->mem) d->fn.FreeMemory(d->dev, b->mem, NULL);
+    memset(b, 0, sizeof *b);
+}
+
+/* host: host-visible + coherent, mapped (staging); else device-local. */
+static mpl_status buf_alloc(const mpl_vk_device *d, vk_buf *b, VkDeviceSize bytes, int host, const char *what) {
+    memset(b, 0, sizeof *b);
+    VkBufferCreateInfo bi = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+                             .size = bytes,
+                             .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                                      VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                             .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
+    VkResult r = d->fn.CreateBuffer(d->dev, &bi, NULL, &b->buf);
+    if (r != VK_SUCCESS) return mpl_vk_fail(r, what);
+    VkMemoryRequirements req;
+    d->fn.GetBufferMemoryRequirements(d->dev, b->buf, &req);
+    VkMemoryPropertyFlags want = host ? VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
+                                      : VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+    int type = find_memory(d, req.memoryTypeBits, want);
+    if (type < 0 && !host) type = find_memory(d, req.memoryTypeBits, 0);
+    if (type < 0) {
+        buf_free(d, b);
+        return mpl_set_error(MPL_ERR_INTERNAL, "vulkan: %s: no %s memory type", what, host ? "host-visible" : "device");
+    }
+    VkMemoryAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, .allocationSize = req.size,
+                               .memoryTypeIndex = (uint32_t)type};
+    r = d->fn.AllocateMemory(d->dev, &ai, NULL, &b->mem);
+    if (r == VK_SUCCESS) r = d->fn.BindBufferMemory(d->dev, b->buf, b->mem, 0);
+    if (r == VK_SUCCESS && host) r = d->fn.MapMemory(d->dev, b->mem, 0, VK_WHOLE_SIZE, 0, &b->map);
+    if (r != VK_SUCCESS) {
+        if (r != VK_SUCCESS) b->map = NULL;
+        buf_free(d, b);
+        return mpl_vk_fail(r, what);
+    }
+    b->bytes = bytes;
+    return MPL_OK;
+}
+
+static void barrier(const mpl_vk_device *d, VkCommandBuffer cb, VkPipelineStageFlags src, VkAccessFlags src_access,
+                    VkPipelineStageFlags dst, VkAccessFlags dst_access) {
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = src_access, .dstAccessMask = dst_access};
+    d->fn.CmdPipelineBarrier(cb, src, dst, 0, 1, &mb, 0, NULL, 0, NULL);
+}
+
+static mpl_status begin(mpl_vk_layer *L) {
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+    VkResult r = L->d->fn.BeginCommandBuffer(L->cb, &bi);
+    return r == VK_SUCCESS ? MPL_OK : mpl_vk_fail(r, "vkBeginCommandBuffer");
+}
+
+/* Ends, submits and waits for the layer's command buffer. */
+static mpl_status submit_wait(mpl_vk_layer *L) {
+    const mpl_vk_device *d = L->d;
+    VkResult r = d->fn.EndCommandBuffer(L->cb);
+    if (r != VK_SUCCESS) return mpl_vk_fail(r, "vkEndCommandBuffer");
+    r = d->fn.ResetFences(d->dev, 1, &L->fence);
+    if (r != VK_SUCCESS) return mpl_vk_fail(r, "vkResetFences");
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &L->cb};
+    pthread_mutex_lock(&L->d->queue_mu);
+    r = d->fn.QueueSubmit(d->queue, 1, &si, L->fence);
+    pthread_mutex_unlock(&L->d->queue_mu);
+    if (r != VK_SUCCESS) return mpl_vk_fail(r, "vkQueueSubmit");
+    r = d->fn.WaitForFences(d->dev, 1, &L->fence, VK_TRUE, UINT64_MAX);
+    return r == VK_SUCCESS ? MPL_OK : mpl_vk_fail(r, "vkWaitForFences");
+}
+
+static void copy(const mpl_vk_device *d, VkCommandBuffer cb, const vk_buf *src, const vk_buf *dst, VkDeviceSize bytes) {
+    VkBufferCopy c = {.srcOffset = 0, .dstOffset = 0, .size = bytes};
+    d->fn.CmdCopyBuffer(cb, src->buf, dst->buf, 1, &c);
+}
+
+/* Points the descriptor set at the weights and at x, bias, y (device-local). */
+static void bind_set(mpl_vk_layer *L, const vk_buf *x, const vk_buf *y) {
+    VkDescriptorBufferInfo bi[6] = {
+        {L->weights.buf, L->qweight_off, L->qweight_bytes},
+        {L->weights.buf, L->scales_off, L->scales_bytes},
+        /* no zeros: any valid range (the shaders read none) */
+        {L->weights.buf, L->zeros_bytes ? L->zeros_off : L->scales_off, L->zeros_bytes ? L->zeros_bytes : L->scales_bytes},
+        {x->buf, 0, x->bytes},
+        {L->b_dev.buf, 0, L->b_dev.bytes},
+        {y->buf, 0, y->bytes},
+    };
+    VkWriteDescriptorSet w[6];
+    for (uint32_t i = 0; i < 6; i++)
+        w[i] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                                      .dstSet = L->set,
+                                      .dstBinding = i,
+                                      .descriptorCount = 1,
+                                      .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                      .pBufferInfo = &bi[i]};
+    L->d->fn.UpdateDescriptorSets(L->d->dev, 6, w, 0, NULL);
+}
+
+/* Records one path's dispatches for rows [0, m) of the bound buffers (m <= the grid limits, chunk_rows). */
+static void record_dispatch(mpl_vk_layer *L, mpl_vk_shader sh, int64_t m, int bias) {
+    const mpl_vk_device *d = L->d;
+    d->fn.CmdBindPipeline(L->cb, VK_PIPELINE_BIND_POINT_COMPUTE, d->pipelines[sh]);
+    d->fn.CmdBindDescriptorSets(L->cb, VK_PIPELINE_BIND_POINT_COMPUTE, d->pipeline_layout, 0, 1, &L->set, 0, NULL);
+    const int64_t rows = sh == MPL_VK_SHADER_GEMV ? GEMV_ROWS : TILE_N;
+    const int64_t mtile = sh == MPL_VK_SHADER_GEMV ? GEMV_MB : TILE_M;
+    const int64_t nwg = L->n_pad / rows, mwg = (m + mtile - 1) / mtile;
+    const int64_t xmax = d->limits.maxComputeWorkGroupCount[0];
+    for (int64_t w0 = 0; w0 < nwg; w0 += xmax) {
+        const int64_t cnt = nwg - w0 < xmax ? nwg - w0 : xmax;
+        uint32_t pc[9] = {(uint32_t)m, (uint32_t)L->n, (uint32_t)(L->k_pad / 32), (uint32_t)L->groups,
+                          (uint32_t)L->group_size, (uint32_t)L->zstride, L->flags | (bias ? FLAG_BIAS : 0u),
+                          (uint32_t)(w0 * rows), 0};
+        d->fn.CmdPushConstants(L->cb, d->pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof pc, pc);
+        if (sh == MPL_VK_SHADER_GEMV)
+            d->fn.CmdDispatch(L->cb, (uint32_t)cnt, 1, (uint32_t)mwg);
+        else
+            d->fn.CmdDispatch(L->cb, (uint32_t)cnt, (uint32_t)mwg, 1);
+    }
+}
+
+void mpl_vk_layer_destroy(mpl_vk_layer *L) {
+    if (!L) return;
+    const mpl_vk_device *d = L->d;
+    vk_buf *bufs[] = {&L->weights, &L->x_dev, &L->y_dev, &L->b_dev, &L->x_host, &L->y_host, &L->b_host};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) buf_free(d, bufs[i]);
+    if (L->queries) d->fn.DestroyQueryPool(d->dev, L->queries, NULL);
+    if (L->dpool) d->fn.DestroyDescriptorPool(d->dev, L->dpool, NULL);
+    if (L->fence) d->fn.DestroyFence(d->dev, L->fence, NULL);
+    if (L->pool) d->fn.DestroyCommandPool(d->dev, L->pool, NULL); /* frees the command buffer */
+    pthread_mutex_destroy(&L->mu);
+    free(L->perm);
+    free(L);
+}
+
+static mpl_status create_objects(mpl_vk_layer *L) {
+    const mpl_vk_device *d = L->d;
+    VkCommandPoolCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                  .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+                                  .queueFamilyIndex = d->queue_family};
+    VkResult r = d->fn.CreateCommandPool(d->dev, &pi, NULL, &L->pool);
+    if (r != VK_SUCCESS) return mpl_vk_fail(r, "vkCreateCommandPool");
+    VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                      .commandPool = L->pool,
+                                      .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                      .commandBufferCount = 1};
+    r = d->fn.AllocateCommandBuffers(d->dev, &ai, &L->cb);
+    if (r != VK_SUCCESS) return mpl_vk_fail(r, "vkAllocateCommandBuffers");
+    VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    r = d->fn.CreateFence(d->dev, &fi, NULL, &L->fence);
+    if (r != VK_SUCCESS) return mpl_vk_fail(r, "vkCreateFence");
+    VkDescriptorPoolSize ps = {.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .descriptorCount = 6};
+    VkDescriptorPoolCreateInfo dpi = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, .maxSets = 1,
+                                      .poolSizeCount = 1, .pPoolSizes = &ps};
+    r = d->fn.CreateDescriptorPool(d->dev, &dpi, NULL, &L->dpool);
+    if (r != VK_SUCCESS) return mpl_vk_fail(r, "vkCreateDescriptorPool");
+    VkDescriptorSetAllocateInfo si = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO, .descriptorPool = L->dpool,
+                                      .descriptorSetCount = 1, .pSetLayouts = &d->set_layout};
+    r = d->fn.AllocateDescriptorSets(d->dev, &si, &L->set);
+    if (r != VK_SUCCESS) return mpl_vk_fail(r, "vkAllocateDescriptorSets");
+    if (d->timestamps) {
+        VkQueryPoolCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO, .queryType = VK_QUERY_TYPE_TIMESTAMP,
+                                    .queryCount = 2};
+        r = d->fn.CreateQueryPool(d->dev, &qi, NULL, &L->queries);
+        if (r != VK_SUCCESS) return mpl_vk_fail(r, "vkCreateQueryPool");
+    }
+    return MPL_OK;
+}
+
+mpl_status mpl_vk_layer_create(int device, const mpl_vulkan_w4a16_layout *l, mpl_act act, mpl_vk_layer **out) {
+    *out = NULL;
+    mpl_vk_device *d;
+    mpl_status st = mpl_vk_device_open(device, &d);
+    if (st != MPL_OK) return st;
+    const uint64_t range = d->limits.maxStorageBufferRange;
+    if (l->qweight_bytes > range || l->scales_bytes > range || l->zeros_bytes > range)
+        return mpl_set_error(MPL_ERR_UNSUPPORTED,
+                             "vulkan_w4a16: packed weights of %zu bytes exceed device %d's maxStorageBufferRange "
+                             "(%llu bytes): splitting a layer over several buffers is not implemented",
+                             l->qweight_bytes, device, (unsigned long long)range);
+    mpl_vk_layer *L = calloc(1, sizeof *L);
+    if (!L) return mpl_set_error(MPL_ERR_OUT_OF_MEMORY, "vulkan_w4a16: out of memory");
+    pthread_mutex_init(&L->mu, NULL);
+    L->d = d;
+    L->k = l->k, L->n = l->n, L->k_pad = l->k_pad, L->n_pad = l->n_pad;
+    L->groups = l->groups, L->group_size = l->group_size, L->zstride = l->zstride;
+    L->act = act;
+    L->flags = (act == MPL_ACT_BF16 ? FLAG_BF16 : 0u) | (l->zeros_bytes ? FLAG_ZEROS : 0u);
+    L->qweight_off = l->qweight_off, L->qweight_bytes = l->qweight_bytes;
+    L->scales_off = l->scales_off, L->scales_bytes = l->scales_bytes;
+    L->zeros_off = l->zeros_off, L->zeros_bytes = l->zeros_bytes;
+    /* rows per submission: x and y of a chunk within the buffer range and SCRATCH_MAX, and a grid the
+     * spec's smallest maxComputeWorkGroupCount (65535) can hold */
+    const uint64_t scratch = g_scratch_max ? g_scratch_max : SCRATCH_MAX;
+    uint64_t cap = range < scratch ? range : scratch;
+    uint64_t by_y = cap / ((uint64_t)L->n * 4), by_x = cap / ((uint64_t)L->k_pad * 2);
+    int64_t rows = (int64_t)(by_y < by_x ? by_y : by_x);
+    if (rows > (int64_t)65535 * GEMV_MB) rows = (int64_t)65535 * GEMV_MB;
+    if (rows >= TILE_M) rows -= rows % TILE_M;
+    L->chunk_rows = rows;
+    if (l->perm) {
+        L->perm = malloc((size_t)l->k * sizeof(int32_t));
+        if (!L->perm) {
+            mpl_vk_layer_destroy(L);
+            return mpl_set_error(MPL_ERR_OUT_OF_MEMORY, "vulkan_w4a16: out of memory");
+        }
+        memcpy(L->perm, l->perm, (size_t)l->k * sizeof(int32_t));
+    }
+    vk_buf stage;
+    if (rows < 1) st = mpl_set_error(MPL_ERR_UNSUPPORTED, "vulkan_w4a16: one row of y (%lld f32) exceeds the device's "
+                                     "buffer range", (long long)L->n);
+    if (st == MPL_OK) st = create_objects(L);
+    if (st == MPL_OK) st = buf_alloc(d, &L->weights, l->bytes, 0, "allocating the packed weights");
+    if (st == MPL_OK) st = buf_alloc(d, &L->b_dev, (VkDeviceSize)L->n_pad * 4, 0, "allocating the bias buffer");
+    if (st == MPL_OK) st = buf_alloc(d, &L->b_host, (VkDeviceSize)L->n_pad * 4, 1, "allocating the bias staging buffer");
+    if (st == MPL_OK) {
+        st = buf_alloc(d, &stage, l->bytes, 1, "allocating the weights' staging buffer");
+        if (st == MPL_OK) {
+            memcpy(stage.map, l->image, l->bytes);
+            st = begin(L);
+            if (st == MPL_OK) {
+                copy(d, L->cb, &stage, &L->weights, l->bytes);
+                st = submit_wait(L);
+            }
+            buf_free(d, &stage);
+        }
+    }
+    if (st != MPL_OK) {
+        mpl_vk_layer_destroy(L);
+        return st;
+    }
+    *out = L;
+    return MPL_OK;
+}
+
+/* Scratch for `rows` rows (kept; grown only). */
+static mpl_status ensure_scratch(mpl_vk_layer *L, int64_t rows) {
+    if (rows <= L->cap_rows) return MPL_OK;
+    const mpl_vk_device *d = L->d;
+    vk_buf *bufs[] = {&L->x_dev, &L->y_dev, &L->x_host, &L->y_host};
+    for (size_t i = 0; i < 4; i++) buf_free(d, bufs[i]);
+    L->cap_rows = 0;
+    VkDeviceSize xb = (VkDeviceSize)rows * (VkDeviceSize)L->k_pad * 2, yb = (VkDeviceSize)rows * (VkDeviceSize)L->n * 4;
+    mpl_status st = buf_alloc(d, &L->x_dev, xb, 0, "allocating x");
+    if (st == MPL_OK) st = buf_alloc(d, &L->y_dev, yb, 0, "allocating y");
+    if (st == MPL_OK) st = buf_alloc(d, &L->x_host, xb, 1, "allocating x's staging buffer");
+    if (st == MPL_OK) st = buf_alloc(d, &L->y_host, yb, 1, "allocating y's staging buffer");
+    if (st != MPL_OK) {
+        for (size_t i = 0; i < 4; i++) buf_free(d, bufs[i]);
+        return st;
+    }
+    L->cap_rows = rows;
+    bind_set(L, &L->x_dev, &L->y_dev);
+    return MPL_OK;
+}
+
+/* Rows [r0, r0 + rows) of x into the staging buffer: packed channel order, zero past k. */
+static void stage_x(const mpl_vk_layer *L, const void *x, int64_t r0, int64_t rows) {
+    const uint16_t *src = x;
+    uint16_t *dst = L->x_host.map;
+    for (int64_t r = 0; r < rows; r++) {
+        const uint16_t *s = src + (size_t)(r0 + r) * (size_t)L->k;
+        uint16_t *o = dst + (size_t)r * (size_t)L->k_pad;
+        if (L->perm)
+            for (int64_t p = 0; p < L->k; p++) o[p] = s[L->perm[p]];
+        else
+            memcpy(o, s, (size_t)L->k * 2);
+        memset(o + L->k, 0, (size_t)(L->k_pad - L->k) * 2);
+    }
+}
+
+mpl_status mpl_vk_layer_apply(mpl_vk_layer *L, mpl_vk_shader sh, int64_t m, const void *x, const void *bias, void *y) {
+    if (m < 1) return MPL_OK;
+    if (pthread_mutex_lock(&L->mu) != 0) return mpl_set_error(MPL_ERR_INTERNAL, "vulkan_w4a16: mutex");
+    const mpl_vk_device *d = L->d;
+    const size_t as = mpl_act_size(L->act);
+    mpl_status st = ensure_scratch(L, m < L->chunk_rows ? m : L->chunk_rows);
+    if (st == MPL_OK && bias) mpl_act_to_f32(L->act, bias, L->b_host.map, L->n);
+    for (int64_t r0 = 0; st == MPL_OK && r0 < m; r0 += L->chunk_rows) {
+        const int64_t rows = m - r0 < L->chunk_rows ? m - r0 : L->chunk_rows;
+        stage_x(L, x, r0, rows);
+        const VkDeviceSize xb = (VkDeviceSize)rows * (VkDeviceSize)L->k_pad * 2;
+        const VkDeviceSize yb = (VkDeviceSize)rows * (VkDeviceSize)L->n * 4;
+        st = begin(L);
+        if (st != MPL_OK) break;
+        copy(d, L->cb, &L->x_host, &L->x_dev, xb);
+        if (bias && r0 == 0) copy(d, L->cb, &L->b_host, &L->b_dev, (VkDeviceSize)L->n * 4);
+        barrier(d, L->cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                VK_ACCESS_SHADER_READ_BIT);
+        record_dispatch(L, sh, rows, bias != NULL);
+        barrier(d, L->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                VK_ACCESS_TRANSFER_READ_BIT);
+        copy(d, L->cb, &L->y_dev, &L->y_host, yb);
+        barrier(d, L->cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+                VK_ACCESS_HOST_READ_BIT);
+        st = submit_wait(L);
+        if (st == MPL_OK)
+            mpl_f32_to_act(L->act, L->y_host.map, (char *)y + (size_t)r0 * (size_t)L->n * as, rows * L->n);
+    }
+    pthread_mutex_unlock(&L->mu);
+    return st;
+}
+
+mpl_status mpl_vk_layer_time(mpl_vk_layer *L, mpl_vk_shader sh, int64_t m, double *seconds) {
+    const mpl_vk_device *d = L->d;
+    if (!L->queries) return mpl_set_error(MPL_ERR_UNSUPPORTED, "vulkan: the compute queue has no timestamps");
+    /* device-resident x and y of all m rows in one dispatch: bounded by the buffer range and the grid only */
+    const uint64_t range = d->limits.maxStorageBufferRange;
+    if (m < 1 || (uint64_t)m * (uint64_t)L->n * 4 > range || (uint64_t)m * (uint64_t)L->k_pad * 2 > range ||
+        m > (int64_t)65535 * GEMV_MB)
+        return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "vulkan: time m = %lld: x or y over the device's buffer range",
+                             (long long)m);
+    if (pthread_mutex_lock(&L->mu) != 0) return mpl_set_error(MPL_ERR_INTERNAL, "vulkan_w4a16: mutex");
+    mpl_status st = ensure_scratch(L, m);
+    if (st == MPL_OK) st = begin(L);
+    if (st == MPL_OK) {
+        /* x = 1.0 in both 16-bit types' low bits is irrelevant to the timing; any finite pattern does */
+        d->fn.CmdFillBuffer(L->cb, L->x_dev.buf, 0, (VkDeviceSize)m * (VkDeviceSize)L->k_pad * 2, 0x3c003c00u);
+        barrier(d, L->cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                VK_ACCESS_SHADER_READ_BIT);
+        d->fn.CmdResetQueryPool(L->cb, L->queries, 0, 2);
+        d->fn.CmdWriteTimestamp(L->cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, L->queries, 0);
+        record_dispatch(L, sh, m, 0);
+        d->fn.CmdWriteTimestamp(L->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, L->queries, 1);
+        st = submit_wait(L);
+    }
+    if (st == MPL_OK) {
+        uint64_t ts[2];
+        VkResult r = d->fn.GetQueryPoolResults(d->dev, L->queries, 0, 2, sizeof ts, ts, sizeof ts[0],
+                                               VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+        if (r != VK_SUCCESS) st = mpl_vk_fail(r, "vkGetQueryPoolResults");
+        else *seconds = (double)(ts[1] - ts[0]) * (double)d->limits.timestampPeriod * 1e-9;
+    }
+    pthread_mutex_unlock(&L->mu);
+    return st;
+}
+
+mpl_status mpl_vk_copy_rate(int device, size_t bytes, double *bytes_per_second) {
+    mpl_vk_device *d;
+    mpl_status st = mpl_vk_device_open(device, &d);
+    if (st != MPL_OK) return st;
+    /* a scratch layer object for its command buffer, fence and query pool */
+    mpl_vk_layer *L = calloc(1, sizeof *L);
+    if (!L) return mpl_set_error(MPL_ERR_OUT_OF_MEMORY, "vulkan: out of memory");
+    pthread_mutex_init(&L->mu, NULL);
+    L->d = d;
+    vk_buf a = {0}, b = {0};
+    st = create_objects(L);
+    if (st == MPL_OK && !L->queries) st = mpl_set_error(MPL_ERR_UNSUPPORTED, "vulkan: the compute queue has no timestamps");
+    if (st == MPL_OK) st = buf_alloc(d, &a, bytes, 0, "allocating the copy source");
+    if (st == MPL_OK) st = buf_alloc(d, &b, bytes, 0, "allocating the copy target");
+    double best = 0;
+    for (int rep = 0; st == MPL_OK && rep < 5; rep++) {
+        st = begin(L);
+        if (st != MPL_OK) break;
+        d->fn.CmdResetQueryPool(L->cb, L->queries, 0, 2);
+        d->fn.CmdWriteTimestamp(L->cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, L->queries, 0);
+        copy(d, L->cb, &a, &b, bytes);
+        d->fn.CmdWriteTimestamp(L->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, L->queries, 1);
+        st = submit_wait(L);
+        uint64_t ts[2];
+        if (st == MPL_OK) {
+            VkResult r = d->fn.GetQueryPoolResults(d->dev, L->queries, 0, 2, sizeof ts, ts, sizeof ts[0],
+                                                   VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+            if (r != VK_SUCCESS) st = mpl_vk_fail(r, "vkGetQueryPoolResults");
+        }
+        if (st == MPL_OK) {
+            double s = (double)(ts[1] - ts[0]) * (double)d->limits.timestampPeriod * 1e-9;
+            double rate = s > 0 ? 2.0 * (double)bytes / s : 0;
+            if (rate > best) best = rate;
+        }
+    }
+    buf_free(d, &a);
+    buf_free(d, &b);
+    mpl_vk_layer_destroy(L);
+    if (st == MPL_OK) *bytes_per_second = best;
+    return st;
+}

@@ -1,0 +1,43 @@
+/*
+ * vk_runtime.h -- the Vulkan side of kernel vulkan_w4a16 (internal): the loader, once per process (libvulkan.so.1
+ * opened at run time, so a missing loader or driver is MPL_ERR_NO_HARDWARE, never a failed program start),
+ * the physical devices, one logical device per physical device (created on first use, kept for the process),
+ * and a layer's device state: its packed weight buffer and the scratch an apply of host pointers goes through.
+ * vk_runtime.c implements it; vk_none.c, when MPLINEAR_VULKAN is OFF, answers "not built".
+ */
+#ifndef MPL_VK_RUNTIME_H
+#define MPL_VK_RUNTIME_H
+
+#include "../../core/internal.h"
+#include "../../layouts/vulkan_w4a16.h"
+
+/* The compute shaders (src/kernels/vulkan/shaders/), one per path that has one. */
+typedef enum mpl_vk_shader { MPL_VK_SHADER_GEMV = 0, MPL_VK_SHADER_TILED = 1, MPL_VK_SHADERS = 2 } mpl_vk_shader;
+
+typedef struct mpl_vk_layer mpl_vk_layer;
+
+/* Uploads l's image to device `device` (one buffer) for activations of type act. l stays the caller's. */
+mpl_status mpl_vk_layer_create(int device, const mpl_vulkan_w4a16_layout *l, mpl_act act, mpl_vk_layer **out);
+/* y = x . W^T + bias on host pointers (x [m][k], bias [n] or NULL, y [m][n], all of type act), through the
+ * layer's staging buffers (rows in chunks that fit the device's buffer range); serialized per layer. */
+mpl_status mpl_vk_layer_apply(mpl_vk_layer *L, mpl_vk_shader sh, int64_t m, const void *x, const void *bias, void *y);
+void mpl_vk_layer_destroy(mpl_vk_layer *L);
+/* Benchmarks: GPU time of one dispatch of m rows on device-resident x and y (timestamp queries), seconds. */
+mpl_status mpl_vk_layer_time(mpl_vk_layer *L, mpl_vk_shader sh, int64_t m, double *seconds);
+/* Benchmarks: the device's copy rate (vkCmdCopyBuffer of `bytes`, read + written bytes per second). */
+mpl_status mpl_vk_copy_rate(int device, size_t bytes, double *bytes_per_second);
+
+/*
+ * Test hook: before the first Vulkan use in the process, turn on VK_LAYER_KHRONOS_validation with a
+ * VK_EXT_debug_utils messenger that passes every warning and error to fn. MPL_ERR_NO_HARDWARE when there is
+ * no loader or instance; MPL_ERR_UNSUPPORTED when the layer or the extension is not installed (Vulkan then
+ * runs without them); MPL_ERR_INVALID_ARGUMENT once the loader has been opened.
+ */
+typedef void (*mpl_vk_message_fn)(void *ctx, const char *message);
+mpl_status mpl_vk_test_validation(mpl_vk_message_fn fn, void *ctx);
+
+/* Test hook: the scratch bound per buffer of layers created afterwards (0 = the default, 256 MiB), so that a
+ * test can make an apply run its rows in several chunks. */
+void mpl_vk_test_scratch_max(uint64_t bytes);
+
+#endif

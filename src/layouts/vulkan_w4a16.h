@@ -1,0 +1,57 @@
+/*
+ * vulkan_w4a16.h -- the packed layout of the Vulkan W4A16 kernel (docs/layouts/vulkan_w4a16.md), built and
+ * read on the host: pack() from the canonical form, unpack() back to it.
+ *
+ * One byte image, uploaded as one device buffer per layer and read by every path (GEMV and tiled GEMM):
+ *   qweight [n_pad][k_pad / 8] u32   nibble i of word w of row n: the stored code s of packed position 8w + i
+ *   scales  [n_pad][groups]    f32   the group scales, exact (any checkpoint scale type)
+ *   zeros   [n_pad][zstride]   u8    the zero points (uint4 only); value = s - z, else s - 8
+ * int4 codes are stored XOR 8 so that every type's value is s - zero with zero = 8 when there are none.
+ * Act-order is resolved at pack: packed position p holds input channel perm[p] (x is permuted on the host).
+ */
+#ifndef MPL_LAYOUT_VULKAN_W4A16_H
+#define MPL_LAYOUT_VULKAN_W4A16_H
+
+#include "../core/internal.h"
+
+/* k is padded to one 16-byte load of codes (32 nibbles); n to the tiled GEMM's 64-row tile (the GEMV's
+ * 8-row workgroups divide it), so no shader bounds-checks a weight load. */
+#define MPL_VULKAN_W4A16_KP 32
+#define MPL_VULKAN_W4A16_NP 64
+/* Section offsets are multiples of this: Vulkan's largest allowed minStorageBufferOffsetAlignment. */
+#define MPL_VULKAN_W4A16_ALIGN 256
+
+typedef struct mpl_vulkan_w4a16_layout {
+    int64_t k, n;           /* the layer's sizes */
+    int64_t k_pad, n_pad;   /* rounded up to MPL_VULKAN_W4A16_KP, MPL_VULKAN_W4A16_NP */
+    int64_t cfg_group_size; /* as configured (-1 or a divisor of k) */
+    int64_t group_size;     /* effective (k when -1) */
+    int64_t groups;
+    int64_t zstride;        /* bytes per row of zeros: groups rounded up to 4 (whole u32 words) */
+    mpl_wtype wtype;        /* uint4b8, uint4 (zeros) or int4 */
+    size_t qweight_off, qweight_bytes, scales_off, scales_bytes, zeros_off, zeros_bytes; /* zeros_bytes 0: none */
+    size_t bytes;           /* the whole image */
+    uint8_t *image;         /* bytes, 64-byte aligned (mpl_aligned_alloc) */
+    int32_t *perm;          /* [k] act-order, else NULL */
+} mpl_vulkan_w4a16_layout;
+
+/* Sizes and offsets for a config, without allocating (MPL_ERR_OVERFLOW when they do not fit size_t). */
+mpl_status mpl_vulkan_w4a16_plan(const mpl_config *c, mpl_vulkan_w4a16_layout *out);
+/* Packs canonical weights (uint4b8, uint4 with zero points, int4; group size -1 or a multiple of 16;
+ * act-order resolved with uniform groups). */
+mpl_status mpl_vulkan_w4a16_pack(const mpl_config *c, const mpl_canonical *w, mpl_vulkan_w4a16_layout *out);
+/* The inverse: canonical codes, scales, zeros and (act_order) g_idx. */
+mpl_status mpl_vulkan_w4a16_unpack(const mpl_vulkan_w4a16_layout *l, int act_order, mpl_canonical *out);
+void mpl_vulkan_w4a16_layout_free(mpl_vulkan_w4a16_layout *l);
+
+/* Word of packed position p in row n, and the nibble within it. */
+static inline size_t mpl_vulkan_w4a16_word_index(const mpl_vulkan_w4a16_layout *l, int64_t n, int64_t p) {
+    return (size_t)n * (size_t)(l->k_pad / 8) + (size_t)(p / 8);
+}
+static inline int mpl_vulkan_w4a16_nibble_shift(int64_t p) { return (int)(4 * (p % 8)); }
+/* The stored code of a canonical code (int4: XOR 8) and back; the map is its own inverse. */
+static inline unsigned mpl_vulkan_w4a16_stored_code(mpl_wtype t, unsigned code) {
+    return t == MPL_WTYPE_INT4 ? code ^ 8u : code;
+}
+
+#endif
