@@ -109,13 +109,8 @@ mpl_status mpl_x86_w4a16_pack(const mpl_config *cfg, const mpl_canonical *w, mpl
         !mpl_size_mul3(out->nblocks, (int64_t)out->block_bytes, 1, &total))
         return mpl_set_error(MPL_ERR_OVERFLOW, "x86_w4a16 layout: k = %lld, n = %lld: byte count overflows",
                              (long long)w->k, (long long)w->n);
-    size_t alloc;
-    if (mpl_add_overflow_sz(total, MPL_X86_W4A16_TAIL_BYTES, &alloc))
-        return mpl_set_error(MPL_ERR_OVERFLOW, "x86_w4a16 layout: k = %lld, n = %lld: byte count overflows",
-                             (long long)w->k, (long long)w->n);
-    out->data = mpl_aligned_alloc(alloc);
-    if (!out->data) return mpl_set_error(MPL_ERR_OUT_OF_MEMORY, "x86_w4a16 layout: cannot allocate %zu bytes", alloc);
-    memset(out->data + total, 0, MPL_X86_W4A16_TAIL_BYTES);
+    out->data = mpl_aligned_alloc(total);
+    if (!out->data) return mpl_set_error(MPL_ERR_OUT_OF_MEMORY, "x86_w4a16 layout: cannot allocate %zu bytes", total);
     if (w->g_idx) {
         out->perm = malloc((size_t)w->k * sizeof(int32_t));
         out->g_idx = malloc((size_t)w->k * sizeof(int32_t));

@@ -24,9 +24,6 @@
 /* Input channels per chunk, and bytes per chunk (16 channels x 4 inputs x 4 bits). */
 #define MPL_X86_W4A16_CK 4
 #define MPL_X86_W4A16_CHUNK_BYTES 32
-/* Zeroed bytes allocated past the last block, outside the layout: the avx512 decode loads 64-byte
- * lines at byte offsets 1..3 (avx512/w4a16_gemv.c), reading up to 3 bytes past the last line. */
-#define MPL_X86_W4A16_TAIL_BYTES 64
 
 typedef enum mpl_x86_w4a16_scale_fmt {
     MPL_X86_W4A16_SCALE_F32 = 0,
@@ -47,7 +44,7 @@ typedef struct mpl_x86_w4a16_layout {
     size_t zero_bytes;       /* per group: 64 or 0 */
     size_t group_bytes;      /* scale_bytes + zero_bytes + group_size * 32 */
     size_t block_bytes;      /* groups * group_bytes */
-    uint8_t *data;           /* nblocks * block_bytes (+ MPL_X86_W4A16_TAIL_BYTES), 64-byte aligned */
+    uint8_t *data;           /* nblocks * block_bytes, 64-byte aligned */
     int32_t *perm;           /* act-order: packed input j is input channel perm[j]; else NULL */
     int32_t *g_idx;          /* act-order: the original g_idx (for unpack); else NULL */
 } mpl_x86_w4a16_layout;
