@@ -139,12 +139,6 @@ static void refusals(void **state) {
     assert_int_equal(verdict(&c, "vulkan_w4a16", msg, sizeof msg), MPL_REASON_OK);
     assert_int_equal(verdict(&c, "vulkan_w4a16:gemv", msg, sizeof msg), MPL_REASON_OK);
     assert_int_equal(verdict(&c, "vulkan_w4a16:tiled", msg, sizeof msg), MPL_REASON_OK);
-    /* no cooperative matrix: the GEMM path refuses naming the extension, the others serve */
-    assert_int_equal(verdict(&c, "vulkan_w4a16:coopmat", msg, sizeof msg), MPL_REASON_DEVICE);
-    assert_non_null(strstr(msg, "VK_KHR_cooperative_matrix"));
-    fake.vulkan_caps |= MPL_VK_CAP_COOPMAT;
-    assert_int_equal(verdict(&c, "vulkan_w4a16:coopmat", msg, sizeof msg), MPL_REASON_NOT_BUILT);
-    fake.vulkan_caps = MPL_VK_CAP_USABLE;
     c.group_size = 24;
     c.k = 4080;
     assert_int_equal(verdict(&c, "vulkan_w4a16", msg, sizeof msg), MPL_REASON_GROUP_SIZE);

@@ -246,6 +246,10 @@ uint64_t cli_llc_bytes(void);
 
 /* ---- subcommands: int f(argc, argv), argv[0] = the subcommand name ---- */
 
+/* Monotonic seconds (timing), and a qsort comparator of doubles (medians). */
+double cli_now_seconds(void);
+int cli_cmp_double(const void *a, const void *b);
+
 int cli_info(int argc, char **argv);
 int cli_apply(int argc, char **argv);
 int cli_verify(int argc, char **argv);

@@ -174,17 +174,6 @@ static int time_cuda(const char *cmd, mpl_layer **layers, int64_t copies, int64_
 }
 #endif
 
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 int cli_bench_run(const char *cmd, const cli_setup *s, const cli_bench_params *p, cli_bench_result *r) {
     const mpl_config *c = &s->cfg;
     int rc;
@@ -289,9 +278,9 @@ int cli_bench_run(const char *cmd, const cli_setup *s, const cli_bench_params *p
     }
     for (int i = 0; i < reps; i++) {
         mpl_layer *l = layers[i % copies];
-        double t0 = now_seconds();
+        double t0 = cli_now_seconds();
         st = mpl_layer_apply(l, M, x, NULL, y); /* no bias: Llama-style layers have none */
-        double t1 = now_seconds();
+        double t1 = cli_now_seconds();
         if (st != MPL_OK) {
             rc = cli_lib_error(cmd, st, "apply");
             goto out;
@@ -301,7 +290,7 @@ int cli_bench_run(const char *cmd, const cli_setup *s, const cli_bench_params *p
 #ifdef MPL_HAVE_CUDA
 stats:
 #endif
-    qsort(times, (size_t)reps, sizeof(double), cmp_double);
+    qsort(times, (size_t)reps, sizeof(double), cli_cmp_double);
     r->seconds = reps % 2 ? times[reps / 2] : 0.5 * (times[reps / 2 - 1] + times[reps / 2]);
     double sec = r->seconds > 0 ? r->seconds : 1e-12;
     r->gbps = (double)r->weight_bytes / sec / 1e9;

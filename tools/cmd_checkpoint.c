@@ -330,17 +330,6 @@ static void bench_help(void) {
            "weights per second, ETA); --quiet turns it off. Nothing extra when stderr is not a terminal.\n");
 }
 
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 int cli_bench_checkpoint(int argc, char **argv) {
     const char *cmd = "bench";
     cli_opt opts[] = {{"checkpoint", 1, 0, 0}, {"m", 1, 0, 0},      {"reps", 1, 0, 0},   {"act", 1, 0, 0},
@@ -432,9 +421,9 @@ int cli_bench_checkpoint(int argc, char **argv) {
     for (int64_t rep = -1; rep < reps; rep++) {
         cli_progress_step(&prog, rep + 1, (double)(rep + 1));
         for (int i = 0; i < n; i++) {
-            double t0 = now_seconds();
+            double t0 = cli_now_seconds();
             mpl_status st = mpl_layer_apply(layers[i], M, x, bias[i], y);
-            double t1 = now_seconds();
+            double t1 = cli_now_seconds();
             if (st != MPL_OK) {
                 cli_progress_clear(&prog);
                 rc = cli_lib_error(cmd, st, "apply");
@@ -451,7 +440,7 @@ int cli_bench_checkpoint(int argc, char **argv) {
     }
     for (int i = 0; i < n; i++) {
         double *ti = times + (size_t)i * (size_t)reps;
-        qsort(ti, (size_t)reps, sizeof *ti, cmp_double);
+        qsort(ti, (size_t)reps, sizeof *ti, cli_cmp_double);
         double med = reps % 2 ? ti[reps / 2] : 0.5 * (ti[reps / 2 - 1] + ti[reps / 2]);
         mpl_model_layer_info li;
         mpl_model_layer_get(m, i, &li);

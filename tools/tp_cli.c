@@ -240,19 +240,8 @@ out:
     return rc;
 }
 
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static double median(double *t, int n) {
-    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    qsort(t, (size_t)n, sizeof *t, cli_cmp_double);
     return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
 }
 
@@ -325,9 +314,9 @@ int cli_tp_bench(const char *cmd, const cli_setup *s, const cli_bench_params *p,
             goto out;
         }
         for (int i = 0; i < reps; i++) {
-            double t0 = now_seconds();
+            double t0 = cli_now_seconds();
             st = mpl_tp_apply_host(layers, ranks, mode, s->m, x, NULL, y);
-            times[i] = now_seconds() - t0;
+            times[i] = cli_now_seconds() - t0;
             if (st != MPL_OK) {
                 rc = cli_lib_error(cmd, st, "tensor-parallel apply");
                 goto out;

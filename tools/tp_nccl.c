@@ -236,13 +236,8 @@ int cli_tp_nccl_apply(const char *cmd, mpl_layer *const *layers, int ranks, mpl_
     return rc;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double p = *(const double *)a, q = *(const double *)b;
-    return p < q ? -1 : p > q;
-}
-
 static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    qsort(v, (size_t)n, sizeof *v, cli_cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 

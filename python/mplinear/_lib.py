@@ -27,7 +27,8 @@ class CheckpointTensors(Structure):
 
 
 class Options(Structure):
-    _fields_ = [("kernel", c_char_p), ("threads", c_int), ("device", c_int), ("cuda_device", c_int)]
+    _fields_ = [("kernel", c_char_p), ("threads", c_int), ("device", c_int), ("cuda_device", c_int),
+                ("vulkan_device", c_int), ("vulkan_device_name", c_char_p)]
 
 
 class KernelInfo(Structure):

@@ -37,18 +37,56 @@ def _layer(layer_id: int) -> mplinear.Layer:
         raise mplinear.InvalidArgument(1, f"layer id {layer_id}: no live mplinear layer has it") from None
 
 
-@torch.library.custom_op("mplinear::apply", mutates_args=())
-def apply(x: torch.Tensor, layer_id: int, n: int, bias: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """y[..., n] = x[..., k] W^T + bias through mplinear layer layer_id (x in the layer's activation dtype)."""
-    layer = _layer(layer_id)
+# The operator is defined with torch.library.Library (schema + a CPU and a CUDA kernel + a fake kernel)
+# rather than torch.library.custom_op: the same dispatcher entry, schema and fake kernel, but
+# custom_op's Python wrapper (its autograd and dispatch layers in Python) costs ~40 us a call more
+# (docs/python.md, Overhead). No autograd kernel: the dispatcher's fallback lets a forward through and
+# a backward through it fails (inference only).
+_lib = torch.library.Library("mplinear", "DEF")
+_lib.define("apply(Tensor x, int layer_id, int n, Tensor? bias=None) -> Tensor")
+
+
+def _apply_impl(x, layer_id, n, bias=None):
+    try:
+        layer = _layers[layer_id]
+    except KeyError:
+        raise mplinear.InvalidArgument(1, f"layer id {layer_id}: no live mplinear layer has it") from None
     if layer.n != n:
         raise mplinear.InvalidArgument(1, f"n = {n}: layer {layer_id} has n = {layer.n}")
-    return layer.apply(x.contiguous(), bias)
+    return layer.apply(x, bias)  # makes x contiguous when it is not
 
 
-@apply.register_fake
+_lib.impl("apply", _apply_impl, "CPU")
+_lib.impl("apply", _apply_impl, "CUDA")
+
+
+@torch.library.register_fake("mplinear::apply", lib=_lib)
 def _apply_fake(x, layer_id, n, bias=None):
     return x.new_empty((*x.shape[:-1], n))
+
+
+apply = torch.ops.mplinear.apply
+"""torch.ops.mplinear.apply(x, layer_id, n, bias=None): y[..., n] = x[..., k] W^T + bias through mplinear layer
+layer_id (x in the layer's activation dtype)."""
+
+
+_op = torch.ops.mplinear.apply.default
+_Tensor = torch.Tensor
+_is_compiling = torch.compiler.is_compiling
+_tracing_state = torch._C._get_tracing_state
+_dispatch_modes = torch._C._len_torch_dispatch_stack
+_function_modes = torch._C._is_torch_function_mode_enabled
+
+
+def _direct(x) -> bool:
+    """True when QuantLinear.forward may call the layer itself (~the C call's cost) instead of the op (the
+    dispatcher's Python kernel, ~10 us more): a plain eager tensor that needs no gradient, with nothing
+    that must see the op: not under torch.compile / export (Dynamo folds is_compiling to True, so the
+    traced graph always holds torch.ops.mplinear.apply), torch.jit.trace, a torch dispatch mode
+    (make_fx, FakeTensorMode, FlopCounterMode) or a torch function mode. Tensor subclasses
+    (FakeTensor, functorch wrappers) take the op."""
+    return (not _is_compiling() and type(x) is _Tensor and not x.requires_grad and _tracing_state() is None
+            and not _dispatch_modes() and not _function_modes())
 
 
 _TORCH_ACT = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
@@ -87,10 +125,14 @@ class QuantLinear(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         dt = x.dtype
-        if dt != self.act_dtype:
+        if dt is not self.act_dtype:
             x = x.to(self.act_dtype)
-        y = torch.ops.mplinear.apply(x, self.layer_id, self.out_features, self.bias)
-        return y if dt == self.act_dtype else y.to(dt)
+        bias = self._buffers["bias"]  # not self.bias: Module.__getattr__ costs ~1 us a call
+        if _direct(x):
+            y = self.layer.apply(x, bias)
+        else:
+            y = _op(x, self.layer_id, self.out_features, bias)
+        return y if dt is self.act_dtype else y.to(dt)
 
     def extra_repr(self):
         c = self.layer.config

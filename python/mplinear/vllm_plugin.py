@@ -7,7 +7,8 @@ VLLM_DISABLED_KERNELS=MplinearLinearKernel leaves vLLM's own kernels in charge. 
 can_implement with the layer's MPLinearLayerConfig: mplinear.choose() gives the answer and, when no
 mplinear kernel takes the config, every kernel's reason. process_weights_after_loading creates the
 mplinear layer once from the loaded checkpoint tensors (forced into the compressed-tensors layout
-with vLLM's own permute_param_layout_) and frees them; apply_weights runs torch.ops.mplinear.apply.
+with vLLM's own permute_param_layout_) and frees them; apply_weights runs torch.ops.mplinear.apply (the layer
+itself in eager mode: mplinear.torch._direct).
 """
 import logging
 
@@ -105,9 +106,12 @@ def make_kernel_class(MPLinearKernel, device="cpu"):
                     setattr(layer, name, torch.nn.Parameter(torch.empty(0, dtype=torch.int32), requires_grad=False))
 
         def apply_weights(self, layer: torch.nn.Module, x: torch.Tensor, bias=None) -> torch.Tensor:
-            n = layer.mplinear_layer.n
-            y = torch.ops.mplinear.apply(x.reshape(-1, x.shape[-1]), layer.mplinear_id, n,
-                                         None if bias is None else bias.to(x.dtype))
+            lay = layer.mplinear_layer
+            n = lay.n
+            x2 = x.reshape(-1, x.shape[-1])
+            b = None if bias is None else bias.to(x.dtype)
+            # eager: the layer itself (no dispatcher round trip); traced / compiled: the op (mt._direct)
+            y = lay.apply(x2, b) if mt._direct(x2) else torch.ops.mplinear.apply(x2, layer.mplinear_id, n, b)
             return y.reshape(*x.shape[:-1], n)
 
     MplinearLinearKernel.__name__ = MplinearLinearKernel.__qualname__ = KERNEL_NAME

@@ -167,3 +167,83 @@ def _ct_back(t):
     zp = t["zeros"].numpy().view(np.uint32)
     zeros = np.stack([(zp >> (4 * i)) & 15 for i in range(8)], axis=1).reshape(-1, zp.shape[1])[:n]
     return codes, t["scales"].to(torch.bfloat16).float().numpy(), zeros, None
+
+
+def test_layer_torch_shape_cache_and_checks():
+    """The torch path checks a shape once and then looks it up: every shape, and the checks that are not
+    cached (dtype, device, contiguity, out=), still hold after a shape is cached."""
+    t, w = tensors("gptq", "uint4b8", 128, 32, 32)
+    layer = mplinear.Layer(mplinear.Config(k=128, n=32, act="f32", group_size=32), t)
+    for shape in [(1, 128), (5, 128), (128,), (2, 3, 128), (0, 128), (1, 128)]:
+        x = int_x(shape, torch.float32)
+        y = layer.apply(x)
+        assert y.shape == shape[:-1] + (32,) and torch.equal(y, oracle(x, w))
+    x = int_x((4, 256), torch.float32)[:, ::2]  # non-contiguous, shape (4, 128)
+    assert torch.equal(layer.apply(x), oracle(x, w))
+    x = int_x((1, 128), torch.float32)
+    with pytest.raises(mplinear.InvalidArgument, match="dtype"):
+        layer.apply(x.double())
+    with pytest.raises(mplinear.InvalidArgument, match="shape"):
+        layer.apply(int_x((1, 64), torch.float32))
+    with pytest.raises(mplinear.InvalidArgument, match="shape"):
+        layer.apply(torch.tensor(1.0))
+    with pytest.raises(mplinear.InvalidArgument, match="out"):
+        layer.apply(x, out=torch.empty(2, 32))
+    with pytest.raises(mplinear.InvalidArgument, match="out"):
+        layer.apply(x, out=torch.empty(1, 32, dtype=torch.float64))
+    with pytest.raises(mplinear.InvalidArgument, match="out"):
+        layer.apply(x, out=torch.empty(32, 2).T)
+    with pytest.raises(mplinear.InvalidArgument, match="on meta"):
+        layer.apply(torch.empty(1, 128, device="meta"))
+    with pytest.raises(mplinear.InvalidArgument, match="bias"):
+        layer.apply(x, torch.zeros(31))
+    out = torch.empty(1, 32)
+    assert layer.apply(x, torch.ones(32), out=out) is out and torch.equal(out, oracle(x, w, torch.ones(32)))
+
+
+def test_quantlinear_direct_and_op_paths():
+    """QuantLinear.forward calls the layer itself in eager inference and the op whenever something traces
+    or records (compile, jit.trace, dispatch modes, autograd): the same result either way, and the op in
+    every captured graph."""
+    t, w = tensors("ct", "uint4b8", 128, 32, 32)
+    bias = torch.arange(32, dtype=torch.float32) / 4
+    lin = mt.QuantLinear(mplinear.Layer(mplinear.Config(k=128, n=32, act="f32", group_size=32), t), bias)
+    x = int_x((3, 128), torch.float32)
+    want = oracle(x, w, bias)
+    assert mt._direct(x)
+    with torch.inference_mode():
+        xi = x.clone()
+        assert mt._direct(xi) and torch.equal(lin(xi), want)
+    assert torch.equal(lin(x), want)
+    assert torch.equal(torch.ops.mplinear.apply(x, lin.layer_id, 32, lin.bias), want)
+    xg = x.clone().requires_grad_()
+    assert not mt._direct(xg)
+    assert torch.equal(lin(xg).detach(), want)
+    with torch._subclasses.fake_tensor.FakeTensorMode(allow_non_fake_inputs=True):  # the bias buffer is real
+        fx = torch.empty(3, 128)
+        assert not mt._direct(fx) and lin(fx).shape == (3, 32)
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False):
+        assert not mt._direct(x) and torch.equal(lin(x), want)
+    with torch.device("cpu"):  # a torch function mode
+        assert not mt._direct(x) and torch.equal(lin(x), want)
+    traced = torch.jit.trace(lin, (x,), check_trace=False)
+    assert "mplinear::apply" in str(traced.graph) and torch.equal(traced(x), want)
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    gm = make_fx(lin)(x)
+    assert any("mplinear" in str(nd.target) for nd in gm.graph.nodes) and torch.equal(gm(x), want)
+    ep = torch.export.export(lin, (x,))
+    assert any("mplinear" in str(nd.target) for nd in ep.graph.nodes)
+    assert torch.equal(ep.module()(x), want)
+
+
+def test_op_opcheck_more():
+    """opcheck beyond schema and fake tensors: the op under AOT dispatch (dynamic shapes) too."""
+    t, w = tensors("ct", "uint4b8", 128, 32, 32)
+    lin = mt.QuantLinear(mplinear.Layer(mplinear.Config(k=128, n=32, act="f32", group_size=32), t))
+    x = int_x((2, 128), torch.float32)
+    for b in (None, torch.arange(32, dtype=torch.float32)):
+        torch.library.opcheck(torch.ops.mplinear.apply.default, (x, lin.layer_id, 32, b),
+                              test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_dynamic"))

@@ -234,8 +234,11 @@ def test_end_to_end(checkpoint):
     b = base_model(out, sd)
     with mplinear.Model(out) as m:
         assert m.quant_method == "compressed-tensors"
-        assert [li.name for li in m.layers] == sorted(prefixes, key=lambda s: [int(t) if t.isdigit() else t
-                                                                               for t in s.split(".")])
+        # the library lists layers in forward order (include/mplinear.h, mpl_model_layer_count): by block,
+        # then Llama's projection order
+        proj = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+        assert [li.name for li in m.layers] == sorted(
+            prefixes, key=lambda s: (int(s.split(".")[2]), proj.index(s.rsplit(".", 1)[1])))
         cfg = m.info(prefixes[0]).config
         assert cfg.group_size == scheme["group_size"] and cfg.zero_points == (not scheme["symmetric"])
         assert sorted(mt.replace_linears(b, m, dtype=torch.float32)) == prefixes

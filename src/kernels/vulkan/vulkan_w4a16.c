@@ -6,9 +6,9 @@
  *
  * Paths, in priority order, all on the one packed buffer of docs/layouts/vulkan_w4a16.md:
  *   gemv     m 1..4: the decode GEMV (shaders/w4a16_gemv.comp), subgroup reductions, 16-byte loads
- *   coopmat  m >= 5 on devices with VK_KHR_cooperative_matrix (f16 x f16 + f32): the shader is not written
- *            yet, so the row refuses everywhere (NOT_BUILT) and tiled serves (issue 14)
  *   tiled    m >= 5 (the fallback for every m): shared-memory tiled GEMM, 64 x 64 tiles
+ * A cooperative-matrix GEMM (VK_KHR_cooperative_matrix; `mplinear info` lists each device's shapes) is not
+ * written: it becomes a row before tiled when its shader exists (issue 14).
  * Every path keeps the exact W4A16 contract of mplinear.h (fp32 sums of exact integer weights times x per
  * group, scaled once per group, one output rounding on the host): weight_rounding is 0.
  */
@@ -53,17 +53,6 @@ static mpl_reason can_implement(const mpl_config *c, const mpl_platform *p, char
     return MPL_REASON_OK;
 }
 
-static mpl_reason coopmat_can_implement(const mpl_config *c, const mpl_platform *p, char *msg, size_t cap) {
-    (void)c;
-    if (!(p->vulkan_caps & MPL_VK_CAP_COOPMAT))
-        return mpl_refuse(msg, cap, MPL_REASON_DEVICE,
-                          "vulkan_w4a16:coopmat needs VK_KHR_cooperative_matrix with an f16 x f16 + f32 subgroup "
-                          "shape: Vulkan device %d has none (tiled serves prefill)",
-                          p->vulkan_device);
-    return mpl_refuse(msg, cap, MPL_REASON_NOT_BUILT,
-                      "vulkan_w4a16:coopmat: the cooperative-matrix shader is not written yet (issue 14); tiled serves");
-}
-
 static const mpl_path_desc paths[MPL_VULKAN_W4A16_NPATHS] = {
     [MPL_VULKAN_W4A16_PATH_GEMV] = {
         .name = "vulkan_w4a16:gemv",
@@ -72,13 +61,6 @@ static const mpl_path_desc paths[MPL_VULKAN_W4A16_NPATHS] = {
         .m_min = 1, .m_max = 4, .m_limit = MPL_M_ANY,
         .why = "the decode GEMV serves m = 1..4 (one workgroup pass over the weights); tiled from 5: not "
                "measured yet on a GPU (bench/vulkan/h200.sh), on lavapipe correctness only",
-    },
-    [MPL_VULKAN_W4A16_PATH_COOPMAT] = {
-        .name = "vulkan_w4a16:coopmat",
-        .requires = "VK_KHR_cooperative_matrix (f16 x f16 + f32, subgroup scope)",
-        .m_min = 5, .m_max = MPL_M_ANY, .m_limit = MPL_M_ANY,
-        .why = "not written: refuses everywhere",
-        .can_implement = coopmat_can_implement,
     },
     [MPL_VULKAN_W4A16_PATH_TILED] = {
         .name = "vulkan_w4a16:tiled",
@@ -90,7 +72,6 @@ static const mpl_path_desc paths[MPL_VULKAN_W4A16_NPATHS] = {
 
 static const mpl_vk_shader path_shader[MPL_VULKAN_W4A16_NPATHS] = {
     [MPL_VULKAN_W4A16_PATH_GEMV] = MPL_VK_SHADER_GEMV,
-    [MPL_VULKAN_W4A16_PATH_COOPMAT] = MPL_VK_SHADER_TILED, /* never runs: the row refuses */
     [MPL_VULKAN_W4A16_PATH_TILED] = MPL_VK_SHADER_TILED,
 };
 
@@ -132,7 +113,7 @@ static mpl_status apply(const void *pp, const mpl_apply_args *a) {
     const packed_layer *p = pp;
     if (a->device_pointers)
         return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "vulkan_w4a16: device pointers are not supported (host pointers only)");
-    if (a->path < 0 || a->path >= MPL_VULKAN_W4A16_NPATHS || a->path == MPL_VULKAN_W4A16_PATH_COOPMAT)
+    if (a->path < 0 || a->path >= MPL_VULKAN_W4A16_NPATHS)
         return mpl_set_error(MPL_ERR_INTERNAL, "vulkan_w4a16: path %d cannot run", a->path);
     return mpl_vk_layer_apply(p->vk, path_shader[a->path], a->m, a->x, a->bias, a->y);
 }
@@ -141,7 +122,7 @@ static size_t weight_bytes(const void *pp) { return ((const packed_layer *)pp)->
 
 mpl_status mpl_vulkan_w4a16_time(const void *packed, int path, int64_t m, double *seconds) {
     const packed_layer *p = packed;
-    if (path < 0 || path >= MPL_VULKAN_W4A16_NPATHS || path == MPL_VULKAN_W4A16_PATH_COOPMAT)
+    if (path < 0 || path >= MPL_VULKAN_W4A16_NPATHS)
         return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "vulkan_w4a16: path %d cannot run", path);
     return mpl_vk_layer_time(p->vk, path_shader[path], m, seconds);
 }

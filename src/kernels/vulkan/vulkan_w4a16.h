@@ -6,7 +6,7 @@
 #include "vk_runtime.h"
 
 /* Path indices of mpl_kernel_vulkan_w4a16.paths, in priority order. */
-enum { MPL_VULKAN_W4A16_PATH_GEMV, MPL_VULKAN_W4A16_PATH_COOPMAT, MPL_VULKAN_W4A16_PATH_TILED, MPL_VULKAN_W4A16_NPATHS };
+enum { MPL_VULKAN_W4A16_PATH_GEMV, MPL_VULKAN_W4A16_PATH_TILED, MPL_VULKAN_W4A16_NPATHS };
 
 /* Benchmarks: GPU time of one dispatch of `path` over m rows on a packed layer (device-resident data). */
 mpl_status mpl_vulkan_w4a16_time(const void *packed, int path, int64_t m, double *seconds);
