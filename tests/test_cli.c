@@ -165,24 +165,26 @@ static void read_file(const char *p, char *buf, size_t cap) {
     buf[n] = 0;
 }
 
-/* Runs mplinear with args (NULL-terminated); stdout/stderr land in g_out/g_err. Exit code, or 128+signal. */
-static int run_args(const char *const *args) {
+/* Runs mplinear with args (NULL-terminated); stdout/stderr land in g_out/g_err. Exit code, or 128+signal.
+ * stdin comes from in_fd and stderr goes to err_fd (then g_err stays empty) when they are >= 0. */
+static int run_args_fds(const char *const *args, int in_fd, int err_fd) {
     const char *argv[128];
     int n = 0;
     argv[n++] = g_bin;
     for (int i = 0; args[i] && n < 126; i++) argv[n++] = args[i];
     argv[n] = NULL;
-    const char *po = path_in("stdout.txt"), *pe = path_in("stderr.txt");
     char o[4200], e[4200];
-    snprintf(o, sizeof o, "%s", po);
-    snprintf(e, sizeof e, "%s", pe);
+    snprintf(o, sizeof o, "%s", path_in("stdout.txt"));
+    snprintf(e, sizeof e, "%s", path_in("stderr.txt"));
     fflush(stdout);
     fflush(stderr);
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
-        int fo = open(o, O_WRONLY | O_CREAT | O_TRUNC, 0644), fe = open(e, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fo = open(o, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fe = err_fd >= 0 ? err_fd : open(e, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (fo < 0 || fe < 0) _exit(125);
+        if (in_fd >= 0) dup2(in_fd, 0);
         dup2(fo, 1);
         dup2(fe, 2);
         execv(g_bin, (char *const *)argv);
@@ -192,12 +194,15 @@ static int run_args(const char *const *args) {
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     read_file(o, g_out, sizeof g_out);
-    read_file(e, g_err, sizeof g_err);
+    g_err[0] = 0;
+    if (err_fd < 0) read_file(e, g_err, sizeof g_err);
     remove(o);
     remove(e);
     if (WIFEXITED(status)) return WEXITSTATUS(status);
     return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
+
+static int run_args(const char *const *args) { return run_args_fds(args, -1, -1); }
 
 #define RUN(...) run_args((const char *const[]){__VA_ARGS__, NULL})
 
@@ -1144,42 +1149,6 @@ static void test_checkpoint_placeholders(void **state) {
 }
 
 /* ---------- issue 17: outputs never replace what is not ours, inputs never hang ---------- */
-
-/* Runs mplinear with stdin from in_fd and stderr into err_fd (each when >= 0; else as run_args). */
-static int run_args_fds(const char *const *args, int in_fd, int err_fd) {
-    const char *argv[128];
-    int n = 0;
-    argv[n++] = g_bin;
-    for (int i = 0; args[i] && n < 126; i++) argv[n++] = args[i];
-    argv[n] = NULL;
-    char o[4200], e[4200];
-    snprintf(o, sizeof o, "%s", path_in("stdout.txt"));
-    snprintf(e, sizeof e, "%s", path_in("stderr.txt"));
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        int fo = open(o, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int fe = err_fd >= 0 ? err_fd : open(e, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fo < 0 || fe < 0) _exit(125);
-        if (in_fd >= 0) dup2(in_fd, 0);
-        dup2(fo, 1);
-        dup2(fe, 2);
-        execv(g_bin, (char *const *)argv);
-        _exit(126);
-    }
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    read_file(o, g_out, sizeof g_out);
-    g_err[0] = 0;
-    if (err_fd < 0) read_file(e, g_err, sizeof g_err);
-    remove(o);
-    remove(e);
-    if (WIFEXITED(status)) return WEXITSTATUS(status);
-    return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-}
 
 static unsigned char *read_all(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");

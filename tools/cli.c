@@ -411,3 +411,14 @@ int cli_cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
 }
+
+void cli_verify_inputs(mpl_act a, uint64_t seed, size_t mk, const float *bias, size_t n, void *x, float *xf, void *b,
+                       float *bf) {
+    cli_rng rng;
+    cli_rng_seed(&rng, seed ^ 0x5851f42d4c957f2dull);
+    for (size_t i = 0; i < mk; i++) xf[i] = (float)cli_rng_gauss(&rng);
+    cli_f32_to_act(a, xf, x, mk);
+    cli_act_to_f32(a, x, xf, mk);
+    cli_f32_to_act(a, bias, b, n);
+    cli_act_to_f32(a, b, bf, n);
+}

@@ -198,6 +198,10 @@ int cli_synth_value(const mpl_config *c, const cli_synth *s, int64_t n, int64_t 
 /* Convert n floats to activation type a (round to nearest even), and back. */
 void cli_f32_to_act(mpl_act a, const float *src, void *dst, size_t n);
 void cli_act_to_f32(mpl_act a, const void *src, float *dst, size_t n);
+/* verify's inputs for a seed (with or without --tp): mk Gaussian values of x rounded to activation type a
+ * (x, and xf = the values the kernels see), and the n-channel bias (f32 in bias) the same way (b, bf). */
+void cli_verify_inputs(mpl_act a, uint64_t seed, size_t mk, const float *bias, size_t n, void *x, float *xf, void *b,
+                       float *bf);
 /* Unit roundoff of an activation type (2^-11 f16, 2^-8 bf16, 2^-24 f32). */
 double cli_act_unit_roundoff(mpl_act a);
 

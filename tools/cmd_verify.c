@@ -95,13 +95,7 @@ int cli_verify_run(const char *cmd, const cli_setup *s, mpl_layout layout, uint6
         rc = CLI_EXIT_RESOURCE;
         goto out;
     }
-    cli_rng rng;
-    cli_rng_seed(&rng, seed ^ 0x5851f42d4c957f2dull);
-    for (size_t i = 0; i < mk; i++) xf[i] = (float)cli_rng_gauss(&rng);
-    cli_f32_to_act(c->act, xf, x, mk);
-    cli_act_to_f32(c->act, x, xf, mk); /* the values the kernels see */
-    cli_f32_to_act(c->act, syn.bias, b, (size_t)N);
-    cli_act_to_f32(c->act, b, bf, (size_t)N);
+    cli_verify_inputs(c->act, seed, mk, syn.bias, (size_t)N, x, xf, b, bf);
     /* Sentinels: an output a kernel forgets to write shows up as NaN. */
     memset(y, 0xff, mn * es);
     memset(yr, 0xff, mn * es);

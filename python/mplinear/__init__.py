@@ -257,10 +257,40 @@ def _host_tensor(obj, what: str, bf16_ok: bool = True):
     return t, keep
 
 
+# ---- owned C handles ----
+
+
+class _Handle:
+    """An owned C handle (self._h): close() frees it once, also at collection; a context manager."""
+
+    _h = None
+
+    def _free(self, h) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Frees the C object now (also done when the object is collected). Idempotent."""
+        if self._h:
+            h, self._h = self._h, None
+            self._free(h)
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
 # ---- the layer ----
 
 
-class Layer:
+class Layer(_Handle):
     """A packed quantized linear layer (mpl_layer): y = x W^T + b.
 
     Layer(config, tensors, *, kernel=None, threads=0, device="cpu", cuda_device=0)
@@ -321,23 +351,8 @@ class Layer:
         if bias is not None:
             self.bias = bias
 
-    def close(self) -> None:
-        """Frees the packed weights now (also done when the object is collected). Idempotent."""
-        if self._h:
-            h, self._h = self._h, None
-            self._destroy(h)
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+    def _free(self, h) -> None:  # the packed weights (mpl_layer_destroy, bound at creation)
+        self._destroy(h)
 
     def _handle(self):
         if not self._h:
@@ -596,7 +611,7 @@ class LayerInfo:
     file: str
 
 
-class Model:
+class Model(_Handle):
     """A quantized checkpoint folder (config.json + *.safetensors: GPTQ, AWQ, compressed-tensors), mapped
     read-only (mpl_model_open; docs/checkpoints.md). Layers created from it outlive it."""
 
@@ -617,22 +632,8 @@ class Model:
                                          file=li.file.decode()))
         self._by_name = {li.name: li for li in self.layers}
 
-    def close(self):
-        if self._h:
-            h, self._h = self._h, None
-            _c.mpl_model_close(h)
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+    def _free(self, h) -> None:
+        _c.mpl_model_close(h)
 
     def __repr__(self):
         return f"mplinear.Model({self.path!r}, quant_method={self.quant_method!r}, layers={len(self.layers)})"
