@@ -4,7 +4,7 @@
  * The only public header. It is the specification of the C API: every
  * function documents its contract here.
  *
- *   y[M x N] = x[M x K] . W^T + b,  W quantized to 4 or 8 bits with group scales.
+ *   y[M x N] = x[M x K] . W^T + b,  W quantized to 2, 3, 4 or 8 bits with group scales.
  *
  * Life cycle (plan once, run cheap):
  *   mpl_layer_create(config, checkpoint tensors, options, &layer)
@@ -82,7 +82,11 @@ typedef enum mpl_wtype {
     MPL_WTYPE_UINT4 = 2,     /* 4-bit stored s, value s - z (z: per-group zero point) */
     MPL_WTYPE_INT4 = 3,      /* 4-bit two's complement, value in [-8,7] */
     MPL_WTYPE_UINT8B128 = 4, /* 8-bit stored s, value s - 128 */
-    MPL_WTYPE_UINT8 = 5      /* 8-bit stored s, value s - z */
+    MPL_WTYPE_UINT8 = 5,     /* 8-bit stored s, value s - z */
+    MPL_WTYPE_UINT2B2 = 6,   /* 2-bit stored s in [0,3], value s - 2 */
+    MPL_WTYPE_UINT3B4 = 7,   /* 3-bit stored s in [0,7], value s - 4 */
+    MPL_WTYPE_UINT2 = 8,     /* 2-bit stored s, value s - z */
+    MPL_WTYPE_UINT3 = 9      /* 3-bit stored s, value s - z */
 } mpl_wtype;
 
 typedef enum mpl_act {
@@ -126,7 +130,7 @@ typedef struct mpl_config {
     mpl_wtype wtype;
     mpl_act act;
     int64_t group_size;
-    int zero_points; /* 1: per-group zero points (uint4/uint8 only) */
+    int zero_points; /* 1: per-group zero points (uint2/uint3/uint4/uint8 only) */
     int act_order;   /* 1: g_idx gives the group of every input channel */
     mpl_mode mode;
 } mpl_config;
@@ -137,6 +141,10 @@ MPL_API void mpl_config_init(mpl_config *c, int64_t k, int64_t n);
 MPL_API mpl_status mpl_config_validate(const mpl_config *c);
 
 MPL_API const char *mpl_wtype_name(mpl_wtype t);
+/* Bits per stored code (2, 3, 4 or 8); 0 for an unknown type. */
+MPL_API int mpl_wtype_width(mpl_wtype t);
+/* 1 when the type stores s - z and so needs per-group zero points (uint2, uint3, uint4, uint8), else 0. */
+MPL_API int mpl_wtype_zero_points(mpl_wtype t);
 MPL_API const char *mpl_act_name(mpl_act a);
 /* Parse names ("uint4b8", "bf16", ...). MPL_ERR_INVALID_ARGUMENT if unknown. */
 MPL_API mpl_status mpl_wtype_parse(const char *s, mpl_wtype *out);

@@ -758,7 +758,7 @@ static void test_apply_bad_shapes(void **state) {
     BAD("zeros with uint4b8", "zero points", 3, {"--wtype", "uint4b8"});
     BAD("--zp without file", "--zeros", 2, {"--zeros", NULL}, {"--zp", ""});
     /* Names. */
-    BAD("unknown wtype", "unknown weight type", 2, {"--wtype", "uint3"});
+    BAD("unknown wtype", "unknown weight type", 2, {"--wtype", "uint5"});
     BAD("unknown act", "unknown activation type", 2, {"--act", "f8"});
     BAD("unknown layout", "unknown layout", 2, {"--layout", "marlin"});
     BAD("unknown kernel", "unknown kernel", 3, {"--kernel", "no_such_kernel"});

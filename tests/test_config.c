@@ -65,6 +65,10 @@ static const config_case cases[] = {
     {12, 8, 0, 0, I4, BF, -1, 0, 0, A16, "k = 12", "multiple of 8"},
     {34, 8, 0, 0, U8B, BF, -1, 0, 0, A16, "k = 34", "multiple of 4"},
     {6, 8, 0, 0, U8, BF, -1, 1, 0, A16, "k = 6", "multiple of 4"},
+    {24, 8, 0, 0, MPL_WTYPE_UINT2B2, BF, -1, 0, 0, A16, "k = 24", "multiple of 16"},
+    {48, 8, 0, 0, MPL_WTYPE_UINT3, BF, -1, 1, 0, A16, "k = 48", "multiple of 32"},
+    {64, 8, 0, 0, MPL_WTYPE_UINT3B4, BF, -1, 1, 0, A16, "zero_points = 1", "uint3b4"},
+    {64, 8, 0, 0, MPL_WTYPE_UINT2, BF, -1, 0, 0, A16, "zero_points = 0", "uint2"},
     /* group size */
     {64, 8, 0, 0, U4B8, BF, 24, 0, 0, A16, "group_size = 24", "divisor of k = 64"},
     {64, 8, 0, 0, U4B8, BF, 128, 0, 0, A16, "group_size = 128", "divisor of k = 64"},
@@ -83,7 +87,7 @@ static const config_case cases[] = {
     {64, 8, 0, 0, U4B8, BF, 32, 0, 3, A16, "act_order = 3", "0 or 1"},
     /* unknown enums */
     {64, 8, 0, 0, 0, BF, -1, 0, 0, A16, "wtype = 0", "uint4b8"},
-    {64, 8, 0, 0, 6, BF, -1, 0, 0, A16, "wtype = 6", "uint4b8"},
+    {64, 8, 0, 0, 10, BF, -1, 0, 0, A16, "wtype = 10", "uint4b8"},
     {64, 8, 0, 0, -1, BF, -1, 0, 0, A16, "wtype = -1", "uint4b8"},
     {64, 8, 0, 0, U4B8, 0, -1, 0, 0, A16, "act = 0", "bf16"},
     {64, 8, 0, 0, U4B8, 4, -1, 0, 0, A16, "act = 4", "bf16"},
@@ -193,8 +197,11 @@ static void defaults(void **state) {
 
 static void names_and_parsing(void **state) {
     (void)state;
-    static const char *const wn[] = {"uint4b8", "uint4", "int4", "uint8b128", "uint8"};
-    for (int i = 0; i < 5; i++) {
+    static const char *const wn[] = {"uint4b8", "uint4", "int4", "uint8b128", "uint8", "uint2b2", "uint3b4", "uint2", "uint3"};
+    static const int width[] = {4, 4, 4, 8, 8, 2, 3, 2, 3}, zp[] = {0, 1, 0, 0, 1, 0, 0, 1, 1};
+    for (int i = 0; i < 9; i++) {
+        assert_int_equal(mpl_wtype_width((mpl_wtype)(i + 1)), width[i]);
+        assert_int_equal(mpl_wtype_zero_points((mpl_wtype)(i + 1)), zp[i]);
         mpl_wtype t = (mpl_wtype)0;
         assert_string_equal(mpl_wtype_name((mpl_wtype)(i + 1)), wn[i]);
         assert_int_equal(mpl_wtype_parse(wn[i], &t), MPL_OK);
@@ -215,13 +222,15 @@ static void names_and_parsing(void **state) {
         assert_int_equal(l, i + 1);
     }
     assert_string_equal(mpl_wtype_name((mpl_wtype)0), "unknown");
-    assert_string_equal(mpl_wtype_name((mpl_wtype)6), "unknown");
+    assert_string_equal(mpl_wtype_name((mpl_wtype)10), "unknown");
+    assert_int_equal(mpl_wtype_width((mpl_wtype)10), 0);
+    assert_int_equal(mpl_wtype_zero_points((mpl_wtype)0), 0);
     assert_string_equal(mpl_act_name((mpl_act)9), "unknown");
     assert_string_equal(mpl_layout_name((mpl_layout)-1), "unknown");
     /* unknown names: the bad string and the accepted list in the message; nothing written */
     mpl_wtype t = MPL_WTYPE_INT4;
-    assert_int_equal(mpl_wtype_parse("uint3b4", &t), MPL_ERR_INVALID_ARGUMENT);
-    assert_non_null(strstr(mpl_last_error(), "'uint3b4'"));
+    assert_int_equal(mpl_wtype_parse("uint5b16", &t), MPL_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(mpl_last_error(), "'uint5b16'"));
     assert_non_null(strstr(mpl_last_error(), "uint8b128"));
     assert_int_equal(t, MPL_WTYPE_INT4);
     assert_int_equal(mpl_wtype_parse("UINT4", &t), MPL_ERR_INVALID_ARGUMENT); /* names are exact */

@@ -351,21 +351,29 @@ static void layout_rules(void **state) {
 /* ---------- 2. the encoder against a packer written from the spec ---------- */
 
 static void put(uint32_t *w, int i, int bits, int v) { *w |= ((uint32_t)v & ((1u << bits) - 1u)) << (bits * i); }
+/* The dense stream of the spec, one bit at a time: value i's bit b is stream bit i*bits + b, in word
+ * (bit / 32) * stride at position bit % 32. */
+static void put_stream(uint32_t *w, int64_t stride, int64_t i, int bits, int v) {
+    for (int b = 0; b < bits; b++) {
+        int64_t pos = i * bits + b;
+        w[(pos / 32) * stride] |= (uint32_t)((v >> b) & 1) << (pos % 32);
+    }
+}
 
 /* Expected tensors for w in `layout`; words zero-initialised (padding nibbles stay 0). */
 static void spec_pack(const tu_weights *w, mpl_layout layout, uint32_t *weight, int8_t *weight_i8, float *scales,
                       uint32_t *zeros) {
     const mpl_config *c = &w->cfg;
     int bits = tu_wtype_bits(c->wtype), pf = 32 / bits;
-    int64_t K = c->k, N = c->n, G = w->groups, Np = (N + pf - 1) / pf;
+    int64_t K = c->k, N = c->n, G = w->groups, Np = (N * bits + 31) / 32, Kp = K * bits / 32;
     const int *order = bits == 4 ? awq4_order : awq8_order;
     for (int64_t n = 0; n < N; n++)
         for (int64_t k = 0; k < K; k++) {
             int code = w->codes[n * K + k];
             switch (layout) {
-            case MPL_LAYOUT_CT: put(&weight[n * (K / pf) + k / pf], (int)(k % pf), bits, code); break;
+            case MPL_LAYOUT_CT: put_stream(&weight[n * Kp], 1, k, bits, code); break;
             case MPL_LAYOUT_GPTQ:
-            case MPL_LAYOUT_GPTQ_V2: put(&weight[(k / pf) * N + n], (int)(k % pf), bits, code); break;
+            case MPL_LAYOUT_GPTQ_V2: put_stream(&weight[n], N, k, bits, code); break;
             case MPL_LAYOUT_AWQ:
                 for (int i = 0; i < pf; i++)
                     if (n % pf == order[i]) put(&weight[k * (N / pf) + n / pf], i, bits, code);
@@ -380,9 +388,9 @@ static void spec_pack(const tu_weights *w, mpl_layout layout, uint32_t *weight, 
             if (!w->zeros) continue;
             int z = w->zeros[n * G + g];
             switch (layout) {
-            case MPL_LAYOUT_CT: put(&zeros[(n / pf) * G + g], (int)(n % pf), bits, z); break;
-            case MPL_LAYOUT_GPTQ: put(&zeros[g * Np + n / pf], (int)(n % pf), bits, z - 1); break;
-            case MPL_LAYOUT_GPTQ_V2: put(&zeros[g * Np + n / pf], (int)(n % pf), bits, z); break;
+            case MPL_LAYOUT_CT: put_stream(&zeros[g], G, n, bits, z); break;
+            case MPL_LAYOUT_GPTQ: put_stream(&zeros[g * Np], 1, n, bits, z - 1); break;
+            case MPL_LAYOUT_GPTQ_V2: put_stream(&zeros[g * Np], 1, n, bits, z); break;
             case MPL_LAYOUT_AWQ:
                 for (int i = 0; i < pf; i++)
                     if (n % pf == order[i]) put(&zeros[g * (N / pf) + n / pf], i, bits, z);
@@ -402,12 +410,12 @@ static int64_t shape_numel(const mpl_tensor *t) {
 static int encoder_matches_spec(const tu_weights *w, mpl_layout layout, const mpl_checkpoint_tensors *ck) {
     const mpl_config *c = &w->cfg;
     int bits = tu_wtype_bits(c->wtype), pf = 32 / bits;
-    int64_t K = c->k, N = c->n, G = w->groups, Np = (N + pf - 1) / pf;
+    int64_t K = c->k, N = c->n, G = w->groups, Np = (N * bits + 31) / 32, Kp = K * bits / 32;
     int64_t wd[2], sd[2], zd[2];
     switch (layout) {
-    case MPL_LAYOUT_CT: wd[0] = N, wd[1] = K / pf, sd[0] = N, sd[1] = G, zd[0] = Np, zd[1] = G; break;
+    case MPL_LAYOUT_CT: wd[0] = N, wd[1] = Kp, sd[0] = N, sd[1] = G, zd[0] = Np, zd[1] = G; break;
     case MPL_LAYOUT_GPTQ:
-    case MPL_LAYOUT_GPTQ_V2: wd[0] = K / pf, wd[1] = N, sd[0] = G, sd[1] = N, zd[0] = G, zd[1] = Np; break;
+    case MPL_LAYOUT_GPTQ_V2: wd[0] = Kp, wd[1] = N, sd[0] = G, sd[1] = N, zd[0] = G, zd[1] = Np; break;
     case MPL_LAYOUT_AWQ: wd[0] = K, wd[1] = N / pf, sd[0] = G, sd[1] = N, zd[0] = G, zd[1] = N / pf; break;
     default: wd[0] = N, wd[1] = K, sd[0] = N, sd[1] = G, zd[0] = zd[1] = 0; break;
     }
@@ -457,6 +465,8 @@ typedef struct {
 
 static const shape shapes4[] = {{40, 13, {-1, 8, 20, 40}}, {72, 7, {-1, 24, 36, 0}}, {96, 1, {-1, 32, 48, 24}}};
 static const shape shapes8[] = {{36, 5, {-1, 12, 18, 4}}, {72, 7, {-1, 24, 8, 0}}, {96, 1, {-1, 32, 48, 0}}};
+/* 2- and 3-bit: K a multiple of 32 (3-bit: 32 values per 3 words); N odd so the zero stream ends mid-word */
+static const shape shapes23[] = {{32, 13, {-1, 8, 16, 32}}, {64, 11, {-1, 32, 16, 0}}, {96, 1, {-1, 32, 48, 24}}};
 /* AWQ packs along N: N must be a multiple of 8 (4-bit) or 4 (8-bit) */
 static const shape awq4[] = {{40, 24, {-1, 8, 20, 40}}, {72, 8, {-1, 24, 36, 0}}, {96, 16, {-1, 32, 48, 24}}};
 static const shape awq8[] = {{36, 12, {-1, 12, 18, 4}}, {72, 4, {-1, 24, 8, 0}}, {96, 8, {-1, 32, 48, 0}}};
@@ -517,15 +527,20 @@ static int64_t roundtrip_one(const mpl_config *c, mpl_layout layout, mpl_dtype s
 
 static void roundtrip(void **state) {
     mpl_layout layout = (mpl_layout)(intptr_t)*state;
-    static const mpl_wtype types[] = {MPL_WTYPE_UINT4B8, MPL_WTYPE_UINT4, MPL_WTYPE_INT4, MPL_WTYPE_UINT8B128,
-                                      MPL_WTYPE_UINT8};
+    static const mpl_wtype types[] = {MPL_WTYPE_UINT4B8, MPL_WTYPE_UINT4, MPL_WTYPE_INT4,    MPL_WTYPE_UINT8B128,
+                                      MPL_WTYPE_UINT8,   MPL_WTYPE_UINT2B2, MPL_WTYPE_UINT3B4, MPL_WTYPE_UINT2,
+                                      MPL_WTYPE_UINT3};
     static const mpl_dtype sds[] = {MPL_DTYPE_F16, MPL_DTYPE_BF16, MPL_DTYPE_F32};
     uint64_t base = tu_seed(0x1a70u + (uint64_t)layout), idx = 0;
     int64_t bad = 0;
-    for (int t = 0; t < 5; t++) {
+    for (int t = 0; t < (int)(sizeof types / sizeof types[0]); t++) {
         if (layout == MPL_LAYOUT_CT_INT && types[t] != MPL_WTYPE_INT4) continue;
         int bits = tu_wtype_bits(types[t]);
-        const shape *sh = layout == MPL_LAYOUT_AWQ ? (bits == 8 ? awq8 : awq4) : (bits == 8 ? shapes8 : shapes4);
+        if (layout == MPL_LAYOUT_AWQ && bits < 4) continue; /* AWQ's packing is 4- and 8-bit only */
+        const shape *sh = layout == MPL_LAYOUT_AWQ ? (bits == 8 ? awq8 : awq4)
+                          : bits < 4              ? shapes23
+                          : bits == 8             ? shapes8
+                                                  : shapes4;
         for (int s = 0; s < 3; s++)
             for (int gi = 0; gi < 4; gi++)
                 for (int ao = 0; ao < 3; ao++) {

@@ -136,11 +136,12 @@ typedef struct {
 
 static const shape shapes4[] = {{40, 13, {-1, 8, 20}}, {72, 7, {-1, 24, 36}}, {96, 1, {-1, 32, 48}}};
 static const shape shapes8[] = {{36, 5, {-1, 12, 18}}, {72, 7, {-1, 24, 8}}, {96, 16, {-1, 32, 48}}};
+static const shape shapes23[] = {{32, 13, {-1, 8, 16}}, {64, 7, {-1, 32, 16}}, {96, 16, {-1, 32, 48}}};
 
 static void ref_matrix(void **state) {
     const matrix_param *p = *state;
     int bits = tu_wtype_bits(p->wtype);
-    const shape *sh = bits == 8 ? shapes8 : shapes4;
+    const shape *sh = bits == 8 ? shapes8 : bits < 4 ? shapes23 : shapes4;
     static const mpl_act acts[] = {MPL_ACT_F16, MPL_ACT_BF16, MPL_ACT_F32};
     static const mpl_dtype sds[] = {MPL_DTYPE_F16, MPL_DTYPE_BF16, MPL_DTYPE_F32};
     uint64_t base = tu_seed(0x5eed0000u + (uint64_t)p->wtype * 16 + (uint64_t)p->mode);
@@ -167,7 +168,7 @@ static void ref_matrix(void **state) {
                     layouts[nl++] = MPL_LAYOUT_GPTQ;
                     layouts[nl++] = MPL_LAYOUT_CT;
                     layouts[nl++] = MPL_LAYOUT_GPTQ_V2;
-                    if (!c.act_order && c.n % (32 / bits) == 0) layouts[nl++] = MPL_LAYOUT_AWQ;
+                    if (!c.act_order && bits >= 4 && c.n % (32 / bits) == 0) layouts[nl++] = MPL_LAYOUT_AWQ;
                     if (c.wtype == MPL_WTYPE_INT4) layouts[nl++] = MPL_LAYOUT_CT_INT;
                     uint64_t seed = tu_case_seed(base, idx);
                     tu_data_kind dk = idx % 3 == 2 ? TU_DATA_EXACT : TU_DATA_RANDOM;
@@ -423,7 +424,9 @@ int main(void) {
         {MPL_WTYPE_UINT4B8, MPL_MODE_W4A16}, {MPL_WTYPE_UINT4, MPL_MODE_W4A16},   {MPL_WTYPE_INT4, MPL_MODE_W4A16},
         {MPL_WTYPE_UINT8B128, MPL_MODE_W4A16}, {MPL_WTYPE_UINT8, MPL_MODE_W4A16}, {MPL_WTYPE_UINT4B8, MPL_MODE_W4A8},
         {MPL_WTYPE_UINT4, MPL_MODE_W4A8},      {MPL_WTYPE_INT4, MPL_MODE_W4A8},   {MPL_WTYPE_UINT8B128, MPL_MODE_W4A8},
-        {MPL_WTYPE_UINT8, MPL_MODE_W4A8},
+        {MPL_WTYPE_UINT8, MPL_MODE_W4A8},      {MPL_WTYPE_UINT2B2, MPL_MODE_W4A16}, {MPL_WTYPE_UINT3B4, MPL_MODE_W4A16},
+        {MPL_WTYPE_UINT2, MPL_MODE_W4A16},     {MPL_WTYPE_UINT3, MPL_MODE_W4A16},   {MPL_WTYPE_UINT2B2, MPL_MODE_W4A8},
+        {MPL_WTYPE_UINT3, MPL_MODE_W4A8},
     };
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(conversions),
@@ -438,6 +441,12 @@ int main(void) {
         cmocka_unit_test_prestate(ref_matrix, (void *)&params[7]),
         cmocka_unit_test_prestate(ref_matrix, (void *)&params[8]),
         cmocka_unit_test_prestate(ref_matrix, (void *)&params[9]),
+        cmocka_unit_test_prestate(ref_matrix, (void *)&params[10]),
+        cmocka_unit_test_prestate(ref_matrix, (void *)&params[11]),
+        cmocka_unit_test_prestate(ref_matrix, (void *)&params[12]),
+        cmocka_unit_test_prestate(ref_matrix, (void *)&params[13]),
+        cmocka_unit_test_prestate(ref_matrix, (void *)&params[14]),
+        cmocka_unit_test_prestate(ref_matrix, (void *)&params[15]),
         cmocka_unit_test(w4a8_edge_rows),
         cmocka_unit_test(w4a16_nonfinite_rows),
         cmocka_unit_test(irregular_extremes),

@@ -346,8 +346,8 @@ static void folder_configs(void **state) {
     expect_open(MPL_ERR_FORMAT, "config.json", "not a quantized checkpoint");
     write_text("config.json", "{\"quantization_config\":{\"quant_method\":\"bitsandbytes\"}}");
     expect_open(MPL_ERR_UNSUPPORTED, "config.json", "'bitsandbytes'");
-    write_text("config.json", "{\"quantization_config\":{\"quant_method\":\"gptq\",\"bits\":3,\"group_size\":32}}");
-    expect_open(MPL_ERR_UNSUPPORTED, "config.json", "bits = 3");
+    write_text("config.json", "{\"quantization_config\":{\"quant_method\":\"gptq\",\"bits\":5,\"group_size\":32}}");
+    expect_open(MPL_ERR_UNSUPPORTED, "config.json", "bits = 5");
     write_text("config.json", "{\"quantization_config\":{\"quant_method\":\"gptq\",\"bits\":\"4\",\"group_size\":32}}");
     expect_open(MPL_ERR_FORMAT, "config.json", "quantization_config.bits");
     write_text("config.json", "{\"quantization_config\":{\"quant_method\":\"gptq\",\"bits\":4,\"group_size\":0}}");

@@ -278,7 +278,7 @@ void cli_print_config_help(FILE *f, int64_t def_m, const char *def_k, const char
             "  --wtype T           uint4b8 (default), uint4, int4, uint8b128, uint8\n"
             "  --act A             activation type f16, bf16 (default), f32\n"
             "  --group-size G      -1 (one group over K, the default) or a positive divisor of K\n"
-            "  --zp                per-group zero points (implied for uint4 and uint8)\n"
+            "  --zp                per-group zero points (implied for uint2, uint3, uint4, uint8)\n"
             "  --act-order         g_idx gives each input channel's group\n"
             "  --w4a8              quantize activations to int8 per row (W4A8 mode)\n"
             "  --device D          cpu (default), cuda, or vulkan[:INDEX|:NAME] (a Vulkan device, mplinear info)\n"
@@ -332,7 +332,7 @@ int cli_setup_from_opts(const char *cmd, cli_opt *opts, int nopts, int64_t def_m
     if ((t = cli_value(opts, nopts, "group-size"))) {
         if ((rc = cli_int(cmd, "group-size", t, -1, dim_max, &s->cfg.group_size))) return rc;
     }
-    s->cfg.zero_points = cli_has(opts, nopts, "zp") || s->cfg.wtype == MPL_WTYPE_UINT4 || s->cfg.wtype == MPL_WTYPE_UINT8;
+    s->cfg.zero_points = cli_has(opts, nopts, "zp") || mpl_wtype_zero_points(s->cfg.wtype);
     s->cfg.act_order = cli_has(opts, nopts, "act-order");
     s->cfg.mode = cli_has(opts, nopts, "w4a8") ? MPL_MODE_W4A8 : MPL_MODE_W4A16;
     if ((t = cli_value(opts, nopts, "device"))) {

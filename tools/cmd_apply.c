@@ -21,13 +21,14 @@ static void help(void) {
            "                      [--stream-timeout S]\n"
            "       mplinear apply --checkpoint DIR --layer NAME ...   (checkpoint directories; see its --help)\n"
            "\n"
-           "Tensors are .npy files in the checkpoint's own shapes and dtypes (pf = 8 values per int32 for\n"
-           "4-bit types, 4 for 8-bit types; G = K / group_size groups, 1 for group size -1):\n"
-           "  layout   --weight                --scales   --zeros (uint4/uint8)\n"
+           "Tensors are .npy files in the checkpoint's own shapes and dtypes (pf = 32 / bits values per int32:\n"
+           "16 for 2-bit, 8 for 4-bit, 4 for 8-bit; 3-bit: 32 values per 3 words, a dense bit stream;\n"
+           "G = K / group_size groups, 1 for group size -1):\n"
+           "  layout   --weight                --scales   --zeros (uint2/uint3/uint4/uint8)\n"
            "  ct       [N, K/pf] int32         [N, G]     [ceil(N/pf), G] int32\n"
            "  gptq     [K/pf, N] int32         [G, N]     [G, ceil(N/pf)] int32, stores zero-1\n"
            "  gptq-v2  [K/pf, N] int32         [G, N]     [G, ceil(N/pf)] int32, stores the zero\n"
-           "  awq      [K, N/pf] int32 (AWQ order) [G, N] [G, N/pf] int32   (N a multiple of pf)\n"
+           "  awq      [K, N/pf] int32 (AWQ order) [G, N] [G, N/pf] int32   (4- and 8-bit; N a multiple of pf)\n"
            "  ct-int   [N, K] int8 (int4 values -8..7)  [N, G]   (wtype int4 only)\n"
            "Scales and bias: float16, float32, or bfloat16 stored as uint16 bits ('<u2').\n"
            "--g-idx: [K] int32 or int64 (act-order; the group of every input channel).\n"
@@ -191,12 +192,12 @@ int cli_apply(int argc, char **argv) {
         cli_error(cmd, "--act-order given without --g-idx G.npy (apply reads g_idx from a file)");
         return CLI_EXIT_USAGE;
     }
-    if ((c->wtype == MPL_WTYPE_UINT4 || c->wtype == MPL_WTYPE_UINT8) && !fz.path) {
+    if (mpl_wtype_zero_points(c->wtype) && !fz.path) {
         cli_error(cmd, "--wtype %s stores s - z and needs zero points: pass --zeros Z.npy", mpl_wtype_name(c->wtype));
         return CLI_EXIT_INPUT;
     }
-    if (fz.path && c->wtype != MPL_WTYPE_UINT4 && c->wtype != MPL_WTYPE_UINT8) {
-        cli_error(cmd, "--zeros given but --wtype %s has no zero points (only uint4 and uint8 do)",
+    if (fz.path && !mpl_wtype_zero_points(c->wtype)) {
+        cli_error(cmd, "--zeros given but --wtype %s has no zero points (only uint2, uint3, uint4 and uint8 do)",
                   mpl_wtype_name(c->wtype));
         return CLI_EXIT_INPUT;
     }
@@ -210,8 +211,7 @@ int cli_apply(int argc, char **argv) {
         return CLI_EXIT_INPUT;
     }
 
-    int bits = (c->wtype == MPL_WTYPE_UINT8B128 || c->wtype == MPL_WTYPE_UINT8) ? 8 : 4;
-    int64_t pf = 32 / bits;
+    const int bits = mpl_wtype_width(c->wtype);
     /* 1. The weight: its shape gives K and N. */
     if ((rc = load(cmd, &fw, timeout_ms))) goto out;
     {
@@ -238,11 +238,21 @@ int cli_apply(int argc, char **argv) {
             rc = CLI_EXIT_INPUT;
             goto out;
         }
+        /* Words along the packed dimension hold 32 / bits values (3-bit: 32 per 3 words). */
+        const int64_t words = (layout == MPL_LAYOUT_GPTQ || layout == MPL_LAYOUT_GPTQ_V2) ? a0 : a1;
+        if (layout != MPL_LAYOUT_CT_INT && (words * 32) % bits != 0) {
+            cli_error(cmd, "--weight %s: shape %s: %d-bit values pack 32 per %d words, so its packed dimension (%lld "
+                      "words) must be a multiple of %d",
+                      fw.path, sh, bits, bits, (long long)words, bits);
+            rc = CLI_EXIT_INPUT;
+            goto out;
+        }
+        const int64_t vals = words * 32 / bits;
         switch (layout) {
-        case MPL_LAYOUT_CT: c->n = a0, c->k = a1 * pf; break;
+        case MPL_LAYOUT_CT: c->n = a0, c->k = vals; break;
         case MPL_LAYOUT_GPTQ:
-        case MPL_LAYOUT_GPTQ_V2: c->k = a0 * pf, c->n = a1; break;
-        case MPL_LAYOUT_AWQ: c->k = a0, c->n = a1 * pf; break;
+        case MPL_LAYOUT_GPTQ_V2: c->k = vals, c->n = a1; break;
+        case MPL_LAYOUT_AWQ: c->k = a0, c->n = vals; break;
         case MPL_LAYOUT_CT_INT: c->n = a0, c->k = a1; break;
         }
     }
@@ -272,7 +282,7 @@ int cli_apply(int argc, char **argv) {
         }
     }
     const int64_t G = c->group_size == -1 ? 1 : K / c->group_size;
-    const int64_t Np = (N + pf - 1) / pf;
+    const int64_t Np = (N * bits + 31) / 32; /* words along N, the last one padded */
     const int ng = layout == MPL_LAYOUT_CT || layout == MPL_LAYOUT_CT_INT;
     char what[160];
     snprintf(what, sizeof what, "%s: K = %lld, N = %lld, %lld group%s", mpl_layout_name(layout), (long long)K,
@@ -287,7 +297,7 @@ int cli_apply(int argc, char **argv) {
         goto out;
     if (fz.path) {
         int64_t z0 = layout == MPL_LAYOUT_CT ? Np : G;
-        int64_t z1 = layout == MPL_LAYOUT_CT ? G : layout == MPL_LAYOUT_AWQ ? N / pf : Np;
+        int64_t z1 = layout == MPL_LAYOUT_CT ? G : layout == MPL_LAYOUT_AWQ ? N * bits / 32 : Np;
         if ((rc = load(cmd, &fz, timeout_ms)) || (rc = check(cmd, &fz, i32, 1, "int32", z0, z1, layout == MPL_LAYOUT_CT, what)))
             goto out;
     }

@@ -48,6 +48,10 @@ int cli_synth_value(const mpl_config *c, const cli_synth *s, int64_t n, int64_t 
     case MPL_WTYPE_INT4: return code >= 8 ? code - 16 : code;
     case MPL_WTYPE_UINT8B128: return code - 128;
     case MPL_WTYPE_UINT8: return code - z;
+    case MPL_WTYPE_UINT2B2: return code - 2;
+    case MPL_WTYPE_UINT3B4: return code - 4;
+    case MPL_WTYPE_UINT2:
+    case MPL_WTYPE_UINT3: return code - z;
     }
     return 0;
 }
@@ -82,7 +86,7 @@ mpl_status cli_synth_make(const mpl_config *c, mpl_layout layout, uint64_t seed,
     }
     cli_rng r;
     cli_rng_seed(&r, seed);
-    int bits = (c->wtype == MPL_WTYPE_UINT8B128 || c->wtype == MPL_WTYPE_UINT8) ? 8 : 4;
+    int bits = mpl_wtype_width(c->wtype);
     uint32_t span = 1u << bits;
     for (size_t i = 0; i < nk; i++) s->codes[i] = (uint8_t)cli_rng_below(&r, span);
     /* Scales: 2^-6 * (1 + j/64), j in 0..63: exact in f16 and bf16-safe magnitudes. */

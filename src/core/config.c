@@ -20,12 +20,19 @@ void mpl_options_init(mpl_options *o) {
     o->device = MPL_DEVICE_CPU;
 }
 
-static const char *const wtype_names[] = {NULL, "uint4b8", "uint4", "int4", "uint8b128", "uint8"};
+static const char *const wtype_names[] = {NULL,    "uint4b8", "uint4",   "int4",  "uint8b128",
+                                          "uint8", "uint2b2", "uint3b4", "uint2", "uint3"};
+#define WTYPE_LAST MPL_WTYPE_UINT3
+#define WTYPE_LIST "uint4b8, uint4, int4, uint8b128, uint8, uint2b2, uint3b4, uint2 or uint3"
 static const char *const act_names[] = {NULL, "f16", "bf16", "f32"};
 static const char *const layout_names[] = {NULL, "ct", "gptq", "gptq-v2", "awq", "ct-int"};
 
 const char *mpl_wtype_name(mpl_wtype t) {
-    return (t >= MPL_WTYPE_UINT4B8 && t <= MPL_WTYPE_UINT8) ? wtype_names[t] : "unknown";
+    return (t >= MPL_WTYPE_UINT4B8 && t <= WTYPE_LAST) ? wtype_names[t] : "unknown";
+}
+int mpl_wtype_width(mpl_wtype t) { return (t >= MPL_WTYPE_UINT4B8 && t <= WTYPE_LAST) ? mpl_wtype_bits(t) : 0; }
+int mpl_wtype_zero_points(mpl_wtype t) {
+    return (t >= MPL_WTYPE_UINT4B8 && t <= WTYPE_LAST) ? (int)mpl_wtype_needs_zeros(t) : 0;
 }
 const char *mpl_act_name(mpl_act a) {
     return (a >= MPL_ACT_F16 && a <= MPL_ACT_F32) ? act_names[a] : "unknown";
@@ -36,13 +43,13 @@ const char *mpl_layout_name(mpl_layout l) {
 
 mpl_status mpl_wtype_parse(const char *s, mpl_wtype *out) {
     if (!out) return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "mpl_wtype_parse: out is NULL");
-    for (int i = 1; i <= 5; i++)
+    for (int i = 1; i <= WTYPE_LAST; i++)
         if (s && strcmp(s, wtype_names[i]) == 0) {
             *out = (mpl_wtype)i;
             return MPL_OK;
         }
     return mpl_set_error(MPL_ERR_INVALID_ARGUMENT,
-                         "unknown weight type '%s': must be uint4b8, uint4, int4, uint8b128 or uint8",
+                         "unknown weight type '%s': must be " WTYPE_LIST,
                          s ? s : "(null)");
 }
 
@@ -107,18 +114,18 @@ mpl_status mpl_config_validate(const mpl_config *c) {
     if (c->full_n != 0 && (c->full_n < c->n || c->full_n > MPL_MAX_DIM))
         BAD("config full_n = %lld: must be 0 (same as n) or in n..%lld (n = %lld)", (long long)c->full_n,
             (long long)MPL_MAX_DIM, (long long)c->n);
-    if (c->wtype < MPL_WTYPE_UINT4B8 || c->wtype > MPL_WTYPE_UINT8)
-        BAD("config wtype = %d: not a known weight type (uint4b8, uint4, int4, uint8b128, uint8)", (int)c->wtype);
+    if (c->wtype < MPL_WTYPE_UINT4B8 || c->wtype > WTYPE_LAST)
+        BAD("config wtype = %d: not a known weight type (" WTYPE_LIST ")", (int)c->wtype);
     if (c->act < MPL_ACT_F16 || c->act > MPL_ACT_F32)
         BAD("config act = %d: not a known activation type (f16, bf16, f32)", (int)c->act);
     if (c->mode != MPL_MODE_W4A16 && c->mode != MPL_MODE_W4A8)
         BAD("config mode = %d: must be W4A16 (0) or W4A8 (1)", (int)c->mode);
     int bits = mpl_wtype_bits(c->wtype);
-    /* Packed layouts hold 32/bits values per int32 along K. */
-    int pf = 32 / bits;
+    /* Packed layouts hold 32/bits values per int32 along K (3-bit: 32 values per 3 words). */
+    int pf = mpl_wtype_k_multiple(c->wtype);
     if (c->k % pf != 0)
-        BAD("config k = %lld: must be a multiple of %d for %s weights (values packed %d per int32)",
-            (long long)c->k, pf, mpl_wtype_name(c->wtype), pf);
+        BAD("config k = %lld: must be a multiple of %d for %s weights (%s)", (long long)c->k, pf,
+            mpl_wtype_name(c->wtype), bits == 3 ? "32 values packed per 3 int32 words" : "values packed whole per int32");
     /* An act-order row-parallel shard (mpl_shard_config) names the whole layer's groups: its k need
      * not be a multiple of group_size, full_k must. */
     int shard_groups = c->act_order == 1 && c->full_k > c->k && c->group_size > 0 && c->full_k % c->group_size == 0;
@@ -132,7 +139,7 @@ mpl_status mpl_config_validate(const mpl_config *c) {
         BAD("config zero_points = 0 with wtype %s: %s stores s - z and needs zero points", mpl_wtype_name(c->wtype),
             mpl_wtype_name(c->wtype));
     if (!mpl_wtype_needs_zeros(c->wtype) && c->zero_points)
-        BAD("config zero_points = 1 with wtype %s: zero points apply only to uint4 and uint8",
+        BAD("config zero_points = 1 with wtype %s: zero points apply only to uint2, uint3, uint4 and uint8",
             mpl_wtype_name(c->wtype));
     if (c->act_order && c->group_size == -1)
         BAD("config act_order = 1 with group_size -1: act-order needs groups (desc_act with one group is "
@@ -140,7 +147,7 @@ mpl_status mpl_config_validate(const mpl_config *c) {
     if (c->mode == MPL_MODE_W4A8) {
         /* Integer group sums must fit int32: 127 * max|w| * group length < 2^31. */
         int64_t gl = c->group_size == -1 ? c->k : c->group_size;
-        int64_t wmax = bits == 8 ? 255 : 15;
+        int64_t wmax = (1 << bits) - 1;
         if (127 * wmax * gl >= ((int64_t)1 << 31))
             BAD("config group length %lld in W4A8 mode: 127 * %lld * group length must stay below 2^31 "
                 "(int32 group sums)",

@@ -41,8 +41,8 @@ bool mpl_size_mul3(int64_t a, int64_t b, int64_t c, size_t *out);
 
 /*
  * The one form every checkpoint decoder produces and every kernel packs from.
- *   codes[n*k + kk]: the stored code of weight (n, kk): 0..15 for 4-bit types
- *     (int4: the two's-complement nibble), 0..255 for 8-bit types.
+ *   codes[n*k + kk]: the stored code of weight (n, kk): 0..2^bits - 1 (int4: the
+ *     two's-complement nibble).
  *   scales[n*groups + g]: the group scale, converted exactly to float.
  *   zeros[n*groups + g]: raw zero point (uint4/uint8 with zero points) or NULL.
  *   g_idx[kk]: group of input channel kk (act-order) or NULL.
@@ -85,6 +85,10 @@ static inline int mpl_code_value(mpl_wtype t, int code, int zero) {
     case MPL_WTYPE_INT4: return code >= 8 ? code - 16 : code;
     case MPL_WTYPE_UINT8B128: return code - 128;
     case MPL_WTYPE_UINT8: return code - zero;
+    case MPL_WTYPE_UINT2B2: return code - 2;
+    case MPL_WTYPE_UINT3B4: return code - 4;
+    case MPL_WTYPE_UINT2: return code - zero;
+    case MPL_WTYPE_UINT3: return code - zero;
     }
     return 0;
 }
@@ -94,10 +98,30 @@ static inline int mpl_weight_value(const mpl_canonical *w, int64_t n, int64_t kk
     return mpl_code_value(w->wtype, w->codes[n * w->k + kk], z);
 }
 static inline int mpl_wtype_bits(mpl_wtype t) {
-    return (t == MPL_WTYPE_UINT8B128 || t == MPL_WTYPE_UINT8) ? 8 : 4;
+    switch (t) {
+    case MPL_WTYPE_UINT2B2:
+    case MPL_WTYPE_UINT2: return 2;
+    case MPL_WTYPE_UINT3B4:
+    case MPL_WTYPE_UINT3: return 3;
+    case MPL_WTYPE_UINT8B128:
+    case MPL_WTYPE_UINT8: return 8;
+    default: return 4;
+    }
 }
 static inline bool mpl_wtype_needs_zeros(mpl_wtype t) {
-    return t == MPL_WTYPE_UINT4 || t == MPL_WTYPE_UINT8;
+    return t == MPL_WTYPE_UINT4 || t == MPL_WTYPE_UINT8 || t == MPL_WTYPE_UINT2 || t == MPL_WTYPE_UINT3;
+}
+/* The symmetric bias of a type (its zero point when it has none): 2^(bits-1), int4 0; types with
+ * zero points: 0 (their zero is per group). */
+static inline int mpl_wtype_bias(mpl_wtype t) {
+    if (t == MPL_WTYPE_INT4 || mpl_wtype_needs_zeros(t)) return 0;
+    return 1 << (mpl_wtype_bits(t) - 1);
+}
+/* K must be a multiple of this for packed checkpoint layouts: 32 / bits values per int32 (2-, 4-, 8-bit),
+ * or 32 values per 3 words for 3-bit (a dense bit stream: no value is split at a row end). */
+static inline int mpl_wtype_k_multiple(mpl_wtype t) {
+    int b = mpl_wtype_bits(t);
+    return b == 3 ? 32 : 32 / b;
 }
 static inline size_t mpl_act_size(mpl_act a) { return a == MPL_ACT_F32 ? 4 : 2; }
 

@@ -21,6 +21,10 @@ static const int *field_of(int bits) { return bits == 4 ? field_of4 : order8; }
 
 static mpl_status awq_rules(const mpl_config *cfg) {
     mpl_ckpt_dims d = mpl_ckpt_dims_of(cfg);
+    if (d.bits != 4 && d.bits != 8)
+        return mpl_set_error(MPL_ERR_INVALID_ARGUMENT,
+                             "layout awq with wtype %s: AWQ's interleaved packing is defined for 4- and 8-bit weights",
+                             mpl_wtype_name(cfg->wtype));
     if (d.n % d.pf != 0)
         return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "AWQ layout with n = %lld: n must be a multiple of %d",
                              (long long)d.n, d.pf);

@@ -2,9 +2,11 @@
  * ct.c -- compressed-tensors checkpoints: layouts ct (pack-quantized) and ct-int (int-quantized,
  * W4A8 int4). Decode and encode of both.
  *
- *   ct:     weight_packed     [N, K/pf] int32, packed along K: word (n, w) field i = code of (n, k = pf*w + i)
+ *   ct:     weight_packed     [N, Kp] int32, row n a dense bit stream along K: value k = code of (n, k)
  *           weight_scale      [N, G] (or [N] when G == 1)
- *           weight_zero_point [Np, G] (or [Np]) int32, packed along N: word (r, g) field i = zero of (n = pf*r + i, g)
+ *           weight_zero_point [Np, G] (or [Np]) int32, column g a dense bit stream along N: value n = zero of (n, g)
+ *   (Kp = K bits / 32, Np = ceil(N bits / 32); for 2-, 4- and 8-bit, value i is field i % pf of word i / pf.
+ *   compressed-tensors >= 0.1x writes 3-bit densely; the older 10-per-word packing is refused by shape.)
  *   ct-int: weight            [N, K] int8, the signed int4 value, not packed (-8..7)
  *           weight_scale      as ct; no zero points
  *
@@ -17,7 +19,7 @@
 static mpl_status ct_check_shapes(const mpl_config *cfg, const mpl_checkpoint_tensors *ck) {
     mpl_ckpt_dims d = mpl_ckpt_dims_of(cfg);
     mpl_status st;
-    if ((st = mpl_ckpt_expect("weight_packed", &ck->weight, MPL_DTYPE_I32, MPL_DTYPE_NONE, d.n, d.k / d.pf, false)) ||
+    if ((st = mpl_ckpt_expect("weight_packed", &ck->weight, MPL_DTYPE_I32, MPL_DTYPE_NONE, d.n, d.k_words, false)) ||
         (st = mpl_ckpt_expect_scales("weight_scale", &ck->scales, d.n, d.groups, true)))
         return st;
     if (cfg->zero_points)
@@ -27,25 +29,21 @@ static mpl_status ct_check_shapes(const mpl_config *cfg, const mpl_checkpoint_te
 
 static mpl_status ct_decode(const mpl_config *cfg, const mpl_checkpoint_tensors *ck, mpl_canonical *w) {
     mpl_ckpt_dims d = mpl_ckpt_dims_of(cfg);
-    const int64_t K = d.k, N = d.n, G = d.groups, KW = d.k / d.pf;
+    const int64_t K = d.k, N = d.n, G = d.groups, KW = d.k_words;
     for (int64_t n = 0; n < N; n++)
-        for (int64_t kw = 0; kw < KW; kw++) {
-            uint32_t v = mpl_ckpt_word(&ck->weight, (size_t)(n * KW + kw));
-            for (int i = 0; i < d.pf; i++) w->codes[n * K + kw * d.pf + i] = (uint8_t)mpl_ckpt_field(v, i, d.bits);
-        }
+        for (int64_t k = 0; k < K; k++)
+            w->codes[n * K + k] = (uint8_t)mpl_ckpt_stream_get(&ck->weight, (size_t)(n * KW), 1, k, d.bits);
     mpl_ckpt_scales_decode(&ck->scales, true, &d, w->scales);
     if (cfg->zero_points)
         for (int64_t n = 0; n < N; n++)
-            for (int64_t g = 0; g < G; g++) {
-                uint32_t v = mpl_ckpt_word(&ck->zeros, (size_t)((n / d.pf) * G + g));
-                w->zeros[n * G + g] = (uint8_t)mpl_ckpt_field(v, (int)(n % d.pf), d.bits);
-            }
+            for (int64_t g = 0; g < G; g++)
+                w->zeros[n * G + g] = (uint8_t)mpl_ckpt_stream_get(&ck->zeros, (size_t)g, (size_t)G, n, d.bits);
     return MPL_OK;
 }
 
 static mpl_status ct_encode(const mpl_config *cfg, const mpl_ckpt_source *src, mpl_checkpoint_tensors *out) {
     mpl_ckpt_dims d = mpl_ckpt_dims_of(cfg);
-    const int64_t K = d.k, N = d.n, G = d.groups, KW = d.k / d.pf;
+    const int64_t K = d.k, N = d.n, G = d.groups, KW = d.k_words;
     mpl_status st;
     if ((st = mpl_ckpt_tensor_alloc(&out->weight, MPL_DTYPE_I32, N, KW)) ||
         (st = mpl_ckpt_tensor_alloc(&out->scales, src->scale_dtype, N, G)) ||
@@ -54,13 +52,13 @@ static mpl_status ct_encode(const mpl_config *cfg, const mpl_ckpt_source *src, m
     uint32_t *wp = (uint32_t *)out->weight.data;
     for (int64_t n = 0; n < N; n++)
         for (int64_t k = 0; k < K; k++)
-            mpl_ckpt_put_field(&wp[n * KW + k / d.pf], (int)(k % d.pf), d.bits, src->codes[n * K + k]);
+            mpl_ckpt_stream_put(&wp[n * KW], 1, k, d.bits, src->codes[n * K + k]);
     mpl_ckpt_scales_encode(src->scales, true, &d, &out->scales);
     if (src->zeros) {
         uint32_t *zp = (uint32_t *)out->zeros.data;
         for (int64_t n = 0; n < N; n++)
             for (int64_t g = 0; g < G; g++)
-                mpl_ckpt_put_field(&zp[(n / d.pf) * G + g], (int)(n % d.pf), d.bits, src->zeros[n * G + g]);
+                mpl_ckpt_stream_put(&zp[g], (size_t)G, n, d.bits, src->zeros[n * G + g]);
     }
     return MPL_OK;
 }

@@ -32,7 +32,8 @@ mpl_ckpt_dims mpl_ckpt_dims_of(const mpl_config *cfg) {
     d.k = cfg->k;
     d.n = cfg->n;
     d.groups = cfg->group_size == -1 ? 1 : cfg->k / cfg->group_size;
-    d.n_words = (cfg->n + d.pf - 1) / d.pf;
+    d.k_words = cfg->k * d.bits / 32;
+    d.n_words = (cfg->n * d.bits + 31) / 32;
     return d;
 }
 

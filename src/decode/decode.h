@@ -26,11 +26,12 @@ mpl_status mpl_decode_checkpoint(const mpl_config *cfg, const mpl_checkpoint_ten
 
 /* The extents every layout is written in (docs/layouts/checkpoints.md, "Notation"). */
 typedef struct mpl_ckpt_dims {
-    int bits;        /* 4 or 8 */
-    int pf;          /* values per int32 word: 32 / bits */
+    int bits;        /* 2, 3, 4 or 8 */
+    int pf;          /* whole values per int32 word: 32 / bits (3-bit: 10, the AWQ-style packings only) */
     int64_t k, n;
     int64_t groups;  /* G: k / group_size, 1 for group_size -1 */
-    int64_t n_words; /* Np = ceil(n / pf): words along N when packed along N (last word padded) */
+    int64_t k_words; /* Kp = k * bits / 32: words along K (config rule: exact) */
+    int64_t n_words; /* Np = ceil(n * bits / 32): words along N when packed along N (last word padded) */
 } mpl_ckpt_dims;
 
 mpl_ckpt_dims mpl_ckpt_dims_of(const mpl_config *cfg);
@@ -91,6 +92,31 @@ static inline int mpl_ckpt_field(uint32_t w, int i, int bits) { return (int)((w 
 /* ORs v (wrapped to the field width) into field i of *w. */
 static inline void mpl_ckpt_put_field(uint32_t *w, int i, int bits, int v) {
     *w |= ((uint32_t)v & ((1u << bits) - 1u)) << (bits * i);
+}
+
+/*
+ * The dense bit stream every packed layout but AWQ writes (docs/layouts/checkpoints.md): value i of a run
+ * of words holds stream bits [bits*i, bits*(i+1)), word j holding stream bits [32j, 32j + 32), little end
+ * first; a 3-bit value may straddle two words. For 2-, 4- and 8-bit this is the same as field i % pf of
+ * word i / pf. The words of one run are t's words base, base + stride, base + 2 stride, ...; the caller
+ * has checked the tensor holds ceil((i + 1) bits / 32) of them.
+ */
+static inline int mpl_ckpt_stream_get(const mpl_tensor *t, size_t base, size_t stride, int64_t i, int bits) {
+    const uint64_t bit = (uint64_t)i * (uint64_t)bits;
+    const size_t w = (size_t)(bit >> 5);
+    const unsigned off = (unsigned)(bit & 31u);
+    uint64_t v = mpl_ckpt_word(t, base + w * stride);
+    if (off + (unsigned)bits > 32u) v |= (uint64_t)mpl_ckpt_word(t, base + (w + 1) * stride) << 32;
+    return (int)((v >> off) & ((1u << bits) - 1u));
+}
+/* ORs v (wrapped to the width) in as value i of the run at words[0], words[stride], ... */
+static inline void mpl_ckpt_stream_put(uint32_t *words, size_t stride, int64_t i, int bits, int v) {
+    const uint64_t bit = (uint64_t)i * (uint64_t)bits;
+    const size_t w = (size_t)(bit >> 5);
+    const unsigned off = (unsigned)(bit & 31u);
+    const uint64_t f = ((uint64_t)v & ((1u << bits) - 1u)) << off;
+    words[w * stride] |= (uint32_t)f;
+    if (off + (unsigned)bits > 32u) words[(w + 1) * stride] |= (uint32_t)(f >> 32);
 }
 
 #endif /* MPL_DECODE_H */

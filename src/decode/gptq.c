@@ -2,9 +2,11 @@
  * gptq.c -- AutoGPTQ / GPTQModel checkpoints: layouts gptq ("v1" zeros, stored as zero - 1) and
  * gptq-v2 (zeros stored as they are). Decode and encode of both.
  *
- *   qweight [K/pf, N] int32, packed along K: word (r, n) field i = code of (n, k = pf*r + i)
+ *   qweight [Kp, N] int32, column n a dense bit stream along K: value k = code of (n, k)
  *   scales  [G, N]
- *   qzeros  [G, Np]   int32, packed along N: word (g, r) field i = zero (v1: zero - 1) of (n = pf*r + i, g)
+ *   qzeros  [G, Np]   int32, row g a dense bit stream along N: value n = zero (v1: zero - 1) of (n, g)
+ *   (Kp = K bits / 32, Np = ceil(N bits / 32); for 2-, 4- and 8-bit, value i is field i % pf of word i / pf;
+ *   AutoGPTQ's 3-bit packing -- 10 values, one split across words, 10, split, 10 -- is this same stream.)
  *
  * Bit-level definition and the v1 table: docs/layouts/checkpoints.md.
  */
@@ -13,7 +15,7 @@
 static mpl_status gptq_check_shapes(const mpl_config *cfg, const mpl_checkpoint_tensors *ck) {
     mpl_ckpt_dims d = mpl_ckpt_dims_of(cfg);
     mpl_status st;
-    if ((st = mpl_ckpt_expect("qweight", &ck->weight, MPL_DTYPE_I32, MPL_DTYPE_NONE, d.k / d.pf, d.n, false)) ||
+    if ((st = mpl_ckpt_expect("qweight", &ck->weight, MPL_DTYPE_I32, MPL_DTYPE_NONE, d.k_words, d.n, false)) ||
         (st = mpl_ckpt_expect_scales("scales", &ck->scales, d.groups, d.n, false)))
         return st;
     if (cfg->zero_points)
@@ -26,18 +28,16 @@ static mpl_status decode_common(const mpl_config *cfg, const mpl_checkpoint_tens
                                 int zero_bias) {
     mpl_ckpt_dims d = mpl_ckpt_dims_of(cfg);
     const int64_t K = d.k, N = d.n, G = d.groups;
-    for (int64_t r = 0; r < K / d.pf; r++)
-        for (int64_t n = 0; n < N; n++) {
-            uint32_t v = mpl_ckpt_word(&ck->weight, (size_t)(r * N + n));
-            for (int i = 0; i < d.pf; i++) w->codes[n * K + r * d.pf + i] = (uint8_t)mpl_ckpt_field(v, i, d.bits);
-        }
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t k = 0; k < K; k++)
+            w->codes[n * K + k] = (uint8_t)mpl_ckpt_stream_get(&ck->weight, (size_t)n, (size_t)N, k, d.bits);
     mpl_ckpt_scales_decode(&ck->scales, false, &d, w->scales);
     if (cfg->zero_points) {
         int mask = (1 << d.bits) - 1;
         for (int64_t n = 0; n < N; n++)
             for (int64_t g = 0; g < G; g++) {
-                uint32_t v = mpl_ckpt_word(&ck->zeros, (size_t)(g * d.n_words + n / d.pf));
-                w->zeros[n * G + g] = (uint8_t)((mpl_ckpt_field(v, (int)(n % d.pf), d.bits) + zero_bias) & mask);
+                int z = mpl_ckpt_stream_get(&ck->zeros, (size_t)(g * d.n_words), 1, n, d.bits);
+                w->zeros[n * G + g] = (uint8_t)((z + zero_bias) & mask);
             }
     }
     return MPL_OK;
@@ -48,21 +48,20 @@ static mpl_status encode_common(const mpl_config *cfg, const mpl_ckpt_source *sr
     mpl_ckpt_dims d = mpl_ckpt_dims_of(cfg);
     const int64_t K = d.k, N = d.n, G = d.groups;
     mpl_status st;
-    if ((st = mpl_ckpt_tensor_alloc(&out->weight, MPL_DTYPE_I32, K / d.pf, N)) ||
+    if ((st = mpl_ckpt_tensor_alloc(&out->weight, MPL_DTYPE_I32, d.k_words, N)) ||
         (st = mpl_ckpt_tensor_alloc(&out->scales, src->scale_dtype, G, N)) ||
         (src->zeros && (st = mpl_ckpt_tensor_alloc(&out->zeros, MPL_DTYPE_I32, G, d.n_words))))
         return st;
     uint32_t *qw = (uint32_t *)out->weight.data;
     for (int64_t n = 0; n < N; n++)
         for (int64_t k = 0; k < K; k++)
-            mpl_ckpt_put_field(&qw[(k / d.pf) * N + n], (int)(k % d.pf), d.bits, src->codes[n * K + k]);
+            mpl_ckpt_stream_put(&qw[n], (size_t)N, k, d.bits, src->codes[n * K + k]);
     mpl_ckpt_scales_encode(src->scales, false, &d, &out->scales);
     if (src->zeros) {
         uint32_t *qz = (uint32_t *)out->zeros.data;
         for (int64_t n = 0; n < N; n++)
             for (int64_t g = 0; g < G; g++)
-                mpl_ckpt_put_field(&qz[g * d.n_words + n / d.pf], (int)(n % d.pf), d.bits,
-                                   src->zeros[n * G + g] - zero_bias);
+                mpl_ckpt_stream_put(&qz[g * d.n_words], 1, n, d.bits, src->zeros[n * G + g] - zero_bias);
     }
     return MPL_OK;
 }

@@ -164,10 +164,12 @@ static mpl_act act_from_dtype(const char *s) {
 
 /* Fills wtype from bits and symmetry; the caller has checked bits. */
 static void finish_scheme(mpl_hf_scheme *s) {
-    if (s->bits == 4)
-        s->wtype = s->symmetric ? MPL_WTYPE_UINT4B8 : MPL_WTYPE_UINT4;
-    else
-        s->wtype = s->symmetric ? MPL_WTYPE_UINT8B128 : MPL_WTYPE_UINT8;
+    switch (s->bits) {
+    case 2: s->wtype = s->symmetric ? MPL_WTYPE_UINT2B2 : MPL_WTYPE_UINT2; break;
+    case 3: s->wtype = s->symmetric ? MPL_WTYPE_UINT3B4 : MPL_WTYPE_UINT3; break;
+    case 4: s->wtype = s->symmetric ? MPL_WTYPE_UINT4B8 : MPL_WTYPE_UINT4; break;
+    default: s->wtype = s->symmetric ? MPL_WTYPE_UINT8B128 : MPL_WTYPE_UINT8; break;
+    }
     if (s->layout == MPL_LAYOUT_CT_INT) s->wtype = MPL_WTYPE_INT4;
     /* desc_act with one group is meaningless (vLLM normalises it away too). */
     if (s->group_size == -1) s->act_order = 0;
@@ -191,8 +193,9 @@ static mpl_status parse_gptq(const char *label, json_object *q, mpl_hf_config *c
         return st;
     if (!have_bits) return FMT("%s: %sbits is missing", label, ctx);
     if (!have_group) return FMT("%s: %sgroup_size is missing", label, ctx);
-    if (bits != 4 && bits != 8)
-        return UNSUP("%s: %sbits = %lld: mplinear reads 4- and 8-bit GPTQ checkpoints", label, ctx, (long long)bits);
+    if (bits != 2 && bits != 3 && bits != 4 && bits != 8)
+        return UNSUP("%s: %sbits = %lld: mplinear reads 2-, 3-, 4- and 8-bit GPTQ checkpoints", label, ctx,
+                     (long long)bits);
     if ((st = check_group_size(label, ctx, group))) return st;
     const char *fmt = NULL, *fmt2 = NULL;
     if ((st = get_str(label, ctx, q, "checkpoint_format", &fmt)) || (st = get_str(label, ctx, q, "format", &fmt2)))
@@ -405,8 +408,8 @@ static mpl_status parse_ct_group(const char *label, const char *gname, json_obje
             return UNSUP("%s: %snum_bits = %lld with int-quantized: mplinear reads int4 values stored in int8", label,
                          ctx, (long long)bits);
         if (!sym) return UNSUP("%s: %ssymmetric = false with int-quantized: int4 weights have no zero points", label, ctx);
-    } else if (bits != 4 && bits != 8) {
-        return UNSUP("%s: %snum_bits = %lld: mplinear reads 4- and 8-bit weights", label, ctx, (long long)bits);
+    } else if (bits != 2 && bits != 3 && bits != 4 && bits != 8) {
+        return UNSUP("%s: %snum_bits = %lld: mplinear reads 2-, 3-, 4- and 8-bit weights", label, ctx, (long long)bits);
     }
     if (!strat || strcmp(strat, "group") == 0) {
         if (!have_group) return FMT("%s: %sstrategy group needs group_size", label, ctx);

@@ -575,7 +575,7 @@ static const tref *find_suffix(const mpl_model *m, const char *prefix, const cha
 }
 
 /* The packed tensor's 2-D shape gives K and N (pf values per int32 along the packed dimension). */
-static mpl_status dims_of(const char *layer, const tref *w, mpl_layout layout, int pf, int64_t *k, int64_t *n) {
+static mpl_status dims_of(const char *layer, const tref *w, mpl_layout layout, int bits, int64_t *k, int64_t *n) {
     const mpl_st_tensor *t = w->t;
     char sh[128];
     mpl_dtype want = layout == MPL_LAYOUT_CT_INT ? MPL_DTYPE_I8 : MPL_DTYPE_I32;
@@ -589,12 +589,20 @@ static mpl_status dims_of(const char *layer, const tref *w, mpl_layout layout, i
     if (s0 < 1 || s1 < 1 || s0 > MPL_MAX_DIM || s1 > MPL_MAX_DIM)
         return FMT("%s: tensor '%s' has shape [%lld, %lld]: each dimension must be in 1..%lld", w->f->path, w->name,
                    (long long)s0, (long long)s1, (long long)MPL_MAX_DIM);
+    /* Words along the packed dimension hold 32 / bits values each (3-bit: 32 values per 3 words). */
+    const int64_t words = layout == MPL_LAYOUT_CT ? s1 : layout == MPL_LAYOUT_AWQ ? s1 : s0;
+    /* (ct: weight_shape, when present, gives k exactly; the last word may be padded) */
+    if (layout != MPL_LAYOUT_CT_INT && layout != MPL_LAYOUT_CT && (words * 32) % bits != 0)
+        return FMT("%s: tensor '%s' has %lld words along its packed dimension: %d-bit values pack 32 per %d words, "
+                   "so it must be a multiple of %d",
+                   w->f->path, w->name, (long long)words, bits, bits, bits);
+    const int64_t vals = words * 32 / bits;
     switch (layout) {
-    case MPL_LAYOUT_CT: *n = s0, *k = s1 * pf; break;
+    case MPL_LAYOUT_CT: *n = s0, *k = vals; break;
     case MPL_LAYOUT_CT_INT: *n = s0, *k = s1; break;
     case MPL_LAYOUT_GPTQ:
-    case MPL_LAYOUT_GPTQ_V2: *k = s0 * pf, *n = s1; break;
-    case MPL_LAYOUT_AWQ: *k = s0, *n = s1 * pf; break;
+    case MPL_LAYOUT_GPTQ_V2: *k = vals, *n = s1; break;
+    case MPL_LAYOUT_AWQ: *k = s0, *n = vals; break;
     }
     (void)layer;
     return MPL_OK;
@@ -636,9 +644,11 @@ static mpl_status check_g_idx(const tref *r, int64_t K, int64_t G, int64_t group
 
 static mpl_status build_layer(mpl_model *m, const char *prefix, const mpl_hf_scheme *s, const tref *w, layer_rec *L) {
     mpl_status st;
-    int pf = 32 / s->bits;
     int64_t K = 0, N = 0;
-    if ((st = dims_of(prefix, w, s->layout, pf, &K, &N))) return st;
+    if ((st = dims_of(prefix, w, s->layout, s->bits, &K, &N))) return st;
+    const int pf = 32 / s->bits;                  /* whole values per int32 (AWQ's packing along N) */
+    const int kmult = s->bits == 3 ? 32 : pf;     /* k must be a multiple of this (mpl_config_validate) */
+    const int64_t kwords = (int64_t)w->t->shape[1]; /* ct: words along K */
     int ct = s->layout == MPL_LAYOUT_CT || s->layout == MPL_LAYOUT_CT_INT;
     L->layout = s->layout;
     L->weight = w;
@@ -658,14 +668,17 @@ static mpl_status build_layer(mpl_model *m, const char *prefix, const mpl_hf_sch
             memcpy(v32, ws->t->data, sizeof v32);
             v[0] = v32[0], v[1] = v32[1];
         }
-        if (v[0] != N || v[1] > K || v[1] <= K - pf)
-            return FMT("%s: tensor '%s' = [%lld, %lld] does not match '%s' (n = %lld, k = %lld packed %d per int32)",
-                       ws->f->path, ws->name, (long long)v[0], (long long)v[1], w->name, (long long)N, (long long)K, pf);
-        if (v[1] != K)
+        if (v[0] != N || v[1] < 1 || v[1] > MPL_MAX_DIM || (v[1] * s->bits + 31) / 32 != kwords)
+            return FMT("%s: tensor '%s' = [%lld, %lld] does not match '%s' (n = %lld, %lld words of %d-bit values "
+                       "along k)",
+                       ws->f->path, ws->name, (long long)v[0], (long long)v[1], w->name, (long long)N,
+                       (long long)kwords, s->bits);
+        if (v[1] % kmult != 0)
             return mpl_set_error(MPL_ERR_UNSUPPORTED,
                                  "%s: layer '%s': in_features %lld is not a multiple of %d (the last packed word is "
-                                 "padded); mplinear needs k %% %d == 0",
-                                 ws->f->path, prefix, (long long)v[1], pf, pf);
+                                 "padded); mplinear needs k %% %d == 0 for %d-bit weights",
+                                 ws->f->path, prefix, (long long)v[1], kmult, kmult, s->bits);
+        K = v[1];
     }
     mpl_config *c = &L->cfg;
     mpl_config_init(c, K, N);
@@ -680,7 +693,7 @@ static mpl_status build_layer(mpl_model *m, const char *prefix, const mpl_hf_sch
                    (long long)K, (long long)c->group_size);
     if ((st = mpl_config_validate(c))) return prefix_error(st, "%s: layer '%s'", w->f->path, prefix);
     int64_t G = c->group_size == -1 ? 1 : K / c->group_size;
-    int64_t Np = (N + pf - 1) / pf;
+    int64_t Np = (N * s->bits + 31) / 32;
     mpl_dtype f16 = MPL_DTYPE_F16, bf16 = MPL_DTYPE_BF16, f32 = MPL_DTYPE_F32;
     if (ct) {
         if ((st = expect(prefix, "weight_scale", L->scales, f16, bf16, f32, N, G, 1))) return st;

@@ -81,12 +81,28 @@ int tu_code_value(mpl_wtype t, int code, int zero) {
     case MPL_WTYPE_INT4: return code < 8 ? code : code - 16;
     case MPL_WTYPE_UINT8B128: return code - 128;
     case MPL_WTYPE_UINT8: return code - zero;
+    case MPL_WTYPE_UINT2B2: return code - 2;
+    case MPL_WTYPE_UINT3B4: return code - 4;
+    case MPL_WTYPE_UINT2:
+    case MPL_WTYPE_UINT3: return code - zero;
     }
     return 0;
 }
 
-int tu_wtype_bits(mpl_wtype t) { return (t == MPL_WTYPE_UINT8B128 || t == MPL_WTYPE_UINT8) ? 8 : 4; }
-int tu_wtype_needs_zeros(mpl_wtype t) { return t == MPL_WTYPE_UINT4 || t == MPL_WTYPE_UINT8; }
+int tu_wtype_bits(mpl_wtype t) {
+    switch (t) {
+    case MPL_WTYPE_UINT8B128:
+    case MPL_WTYPE_UINT8: return 8;
+    case MPL_WTYPE_UINT2B2:
+    case MPL_WTYPE_UINT2: return 2;
+    case MPL_WTYPE_UINT3B4:
+    case MPL_WTYPE_UINT3: return 3;
+    default: return 4;
+    }
+}
+int tu_wtype_needs_zeros(mpl_wtype t) {
+    return t == MPL_WTYPE_UINT4 || t == MPL_WTYPE_UINT8 || t == MPL_WTYPE_UINT2 || t == MPL_WTYPE_UINT3;
+}
 int64_t tu_group_size(const mpl_config *c) { return c->group_size == -1 ? c->k : c->group_size; }
 int64_t tu_groups(const mpl_config *c) { return c->k / tu_group_size(c); }
 
@@ -238,7 +254,7 @@ int tu_weights_random(tu_weights *w, const mpl_config *cfg, mpl_dtype scale_dtyp
         tu_weights_free(w);
         return -1;
     }
-    uint64_t levels = tu_wtype_bits(cfg->wtype) == 8 ? 256 : 16;
+    uint64_t levels = (uint64_t)1 << tu_wtype_bits(cfg->wtype);
     for (size_t i = 0; i < nk; i++) w->codes[i] = (uint8_t)tu_rng_below(r, levels);
     for (size_t i = 0; i < ng; i++) {
         double s;
