@@ -17,7 +17,7 @@
  *    or more devices -- memory of another device: MPL_ERR_INVALID_ARGUMENT naming the pointer, and a
  *    correct apply afterwards still works (no sticky error was left behind).
  *  - two threads applying one layer at once, each on its own stream, with m = 1 (skinny paths) and
- *    m = 256 (the dq path and its process-wide lock), and two threads through the host-pointer
+ *    m = 256 (the dq path, each call on its own issuing context), and two threads through the host-pointer
  *    apply: every result bit-identical to the same apply run alone.
  *  - an apply after a sticky CUDA error: not provoked. A sticky error (an illegal address inside a
  *    kernel) poisons the CUDA context of the whole process for good, so it cannot be made safely
@@ -367,7 +367,7 @@ static void two_threads(void **state) {
     layer_data_make(&d, 4096, 4096, 7);
     mpl_layer *l = NULL;
     assert_int_equal(create_cuda(&d, &l), MPL_OK);
-    static const int64_t ms[2] = {1, 256}; /* a skinny path and the dq path (whose lock is process-wide) */
+    static const int64_t ms[2] = {1, 256}; /* a skinny path and the dq path (its issuing contexts: one per concurrent call) */
     for (int dp = 1; dp >= 0; dp--) {
         worker w[2];
         for (int t = 0; t < 2; t++) {

@@ -48,14 +48,15 @@ static int reset(void **state) {
 
 static void random_canonical(mpl_canonical *w, const mpl_config *c, tu_rng *r, int scale_kind) {
     assert_int_equal(mpl_canonical_alloc(w, c), MPL_OK);
-    for (int64_t i = 0; i < w->n * w->k; i++) w->codes[i] = (uint8_t)tu_rng_below(r, 16);
+    const int levels = w->wtype == MPL_WTYPE_UINT8B128 || w->wtype == MPL_WTYPE_UINT8 ? 256 : 16;
+    for (int64_t i = 0; i < w->n * w->k; i++) w->codes[i] = (uint8_t)tu_rng_below(r, (uint64_t)levels);
     for (int64_t i = 0; i < w->n * w->groups; i++) {
         double v = tu_rng_uniform(r, -0.1, 0.1);
         /* 0: exact in f16, 1: exact in bf16 only, 2: full f32 */
         w->scales[i] = scale_kind == 0 ? (float)tu_round_dtype(MPL_DTYPE_F16, v)
                        : scale_kind == 1 ? (float)tu_round_dtype(MPL_DTYPE_BF16, v * 1e-4)
                                          : (float)v;
-        if (w->zeros) w->zeros[i] = (uint8_t)tu_rng_below(r, 16);
+        if (w->zeros) w->zeros[i] = (uint8_t)tu_rng_below(r, (uint64_t)levels);
     }
     if (w->g_idx) {
         for (int64_t i = 0; i < w->k; i++) w->g_idx[i] = (int32_t)(i / w->group_size);
@@ -70,10 +71,15 @@ static void layout_round_trip(void **state) {
         int64_t k, n, gs;
         int zp, act_order, scale_kind;
         mpl_act act;
+        int w8;
     } cases[] = {
-        {64, 16, -1, 0, 0, 0, MPL_ACT_F16},    {200, 24, -1, 1, 0, 2, MPL_ACT_BF16},
-        {960, 72, 32, 1, 0, 1, MPL_ACT_F16},   {768, 200, 64, 0, 1, 0, MPL_ACT_BF16},
-        {1408, 264, 128, 1, 1, 2, MPL_ACT_F16}, {480, 8, 48, 0, 0, 1, MPL_ACT_BF16},
+        {64, 16, -1, 0, 0, 0, MPL_ACT_F16, 0},    {200, 24, -1, 1, 0, 2, MPL_ACT_BF16, 0},
+        {960, 72, 32, 1, 0, 1, MPL_ACT_F16, 0},   {768, 200, 64, 0, 1, 0, MPL_ACT_BF16, 0},
+        {1408, 264, 128, 1, 1, 2, MPL_ACT_F16, 0}, {480, 8, 48, 0, 0, 1, MPL_ACT_BF16, 0},
+        /* 8-bit: two planes */
+        {64, 16, -1, 0, 0, 0, MPL_ACT_F16, 1},    {208, 24, -1, 1, 0, 2, MPL_ACT_BF16, 1},
+        {960, 72, 32, 1, 0, 1, MPL_ACT_F16, 1},   {768, 200, 64, 0, 1, 0, MPL_ACT_BF16, 1},
+        {1408, 264, 128, 1, 1, 2, MPL_ACT_F16, 1},
     };
     tu_rng r;
     tu_rng_init(&r, tu_seed(0xc0da));
@@ -83,7 +89,8 @@ static void layout_round_trip(void **state) {
         c.group_size = cases[ci].gs;
         c.act = cases[ci].act;
         c.zero_points = cases[ci].zp;
-        c.wtype = c.zero_points ? MPL_WTYPE_UINT4 : MPL_WTYPE_UINT4B8;
+        c.wtype = cases[ci].w8 ? (c.zero_points ? MPL_WTYPE_UINT8 : MPL_WTYPE_UINT8B128)
+                               : c.zero_points ? MPL_WTYPE_UINT4 : MPL_WTYPE_UINT4B8;
         c.act_order = cases[ci].act_order;
         mpl_canonical w, back;
         random_canonical(&w, &c, &r, cases[ci].scale_kind);
@@ -213,8 +220,9 @@ static void refusals(void **state) {
     } cases[] = {
         {MPL_WTYPE_UINT4B8, MPL_ACT_BF16, 64, 64, -1, 0, MPL_MODE_W4A8, MPL_REASON_MODE, "W4A8"},
         {MPL_WTYPE_INT4, MPL_ACT_BF16, 64, 64, -1, 0, MPL_MODE_W4A16, MPL_REASON_WEIGHT_TYPE, "int4"},
-        {MPL_WTYPE_UINT8B128, MPL_ACT_BF16, 64, 64, -1, 0, MPL_MODE_W4A16, MPL_REASON_WEIGHT_TYPE, "uint8b128"},
-        {MPL_WTYPE_UINT8, MPL_ACT_F16, 64, 64, -1, 1, MPL_MODE_W4A16, MPL_REASON_WEIGHT_TYPE, "uint8"},
+        {MPL_WTYPE_UINT2B2, MPL_ACT_BF16, 64, 64, -1, 0, MPL_MODE_W4A16, MPL_REASON_WEIGHT_TYPE, "uint2b2"},
+        {MPL_WTYPE_UINT3, MPL_ACT_F16, 64, 64, -1, 1, MPL_MODE_W4A16, MPL_REASON_WEIGHT_TYPE, "uint3"},
+        {MPL_WTYPE_UINT8B128, MPL_ACT_BF16, 40, 64, -1, 0, MPL_MODE_W4A16, MPL_REASON_SHAPE, "multiple of 16"},
         {MPL_WTYPE_UINT4B8, MPL_ACT_F32, 64, 64, -1, 0, MPL_MODE_W4A16, MPL_REASON_ACT_TYPE, "f32"},
         {MPL_WTYPE_UINT4B8, MPL_ACT_F16, 64, 60, -1, 0, MPL_MODE_W4A16, MPL_REASON_SHAPE, "n = 60"},
         {MPL_WTYPE_UINT4, MPL_ACT_F16, 96, 64, 24, 1, MPL_MODE_W4A16, MPL_REASON_GROUP_SIZE, "group size 24"},
@@ -275,9 +283,14 @@ static void fake_gpus(int devices, int cc) {
 }
 
 /* The path the table picks by default for m rows, stated independently of src/ (cuda_w4a16.c's rows). */
+/* 8-bit layers (g_w8): two 4-bit planes; no skinny-rounded, no wg, dq from m = 65 when k % 64 == 0 */
+static int g_w8;
+
 static const char *expected_default(int64_t m, int64_t k, int cc, mpl_act act, int zp) {
-    /* skinny-rounded comes first with skinny's range and takes bf16 without zero points */
-    if (m <= 8 || (m <= 16 && k >= 8192)) return act == MPL_ACT_BF16 && !zp ? "cuda_w4a16:skinny-rounded" : "cuda_w4a16:skinny";
+    /* skinny-rounded comes first with skinny's range and takes bf16 uint4b8 */
+    if (m <= 8 || (m <= 16 && k >= 8192))
+        return act == MPL_ACT_BF16 && !zp && !g_w8 ? "cuda_w4a16:skinny-rounded" : "cuda_w4a16:skinny";
+    if (g_w8) return m >= 65 && k % 64 == 0 ? "cuda_w4a16:dq" : "cuda_w4a16:tc";
     if (cc == 90 && m >= 33 && m <= 512) return "cuda_w4a16:wg";
     if (m >= 161) return "cuda_w4a16:dq";
     return "cuda_w4a16:tc";
@@ -554,7 +567,8 @@ typedef struct dcase {
 
 static const char *fmt_case(const dcase *d, int64_t m, const char *path, int ksplit, char *buf, size_t cap) {
     snprintf(buf, cap, "k=%lld n=%lld gs=%lld %s%s %s %s scales %s%s m=%lld path=%s ksplit=%d dq_slab=%zu overlap=%d",
-             (long long)d->k, (long long)d->n, (long long)d->gs, d->zp ? "uint4 zp" : "uint4b8",
+             (long long)d->k, (long long)d->n, (long long)d->gs,
+             g_w8 ? (d->zp ? "uint8 zp" : "uint8b128") : d->zp ? "uint4 zp" : "uint4b8",
              d->act_order ? " act-order" : "", mpl_act_name(d->act), d->data == TU_DATA_EXACT ? "exact" : "random",
              mpl_dtype_name(d->scale_dtype), d->bias ? " bias" : "", (long long)m, path ? path : "default", ksplit,
              g_tune.dq_slab_bytes, g_tune.dq_overlap);
@@ -580,7 +594,7 @@ static int run_case(const dcase *d, int64_t m, uint64_t seed, const char *path, 
     mpl_config_init(&c, d->k, d->n);
     c.group_size = d->gs;
     c.zero_points = d->zp;
-    c.wtype = d->zp ? MPL_WTYPE_UINT4 : MPL_WTYPE_UINT4B8;
+    c.wtype = g_w8 ? (d->zp ? MPL_WTYPE_UINT8 : MPL_WTYPE_UINT8B128) : d->zp ? MPL_WTYPE_UINT4 : MPL_WTYPE_UINT4B8;
     c.act_order = d->act_order;
     c.act = d->act;
     tu_weights w;
@@ -731,6 +745,15 @@ done:
 }
 
 static const int64_t all_m[] = {1, 2, 7, 8, 9, 16, 17, 64, 65, 257, 1024};
+
+/* Paths that refuse the case's config (tested in path_refusals): skinny-rounded takes bf16 uint4b8 only;
+ * 8-bit layers have no wg and dq only with k % 64 == 0. */
+static int refused(const dcase *d, const char *path) {
+    if (!strcmp(path, "cuda_w4a16:skinny-rounded") && (d->act != MPL_ACT_BF16 || d->zp || g_w8)) return 1;
+    if (g_w8 && !strcmp(path, "cuda_w4a16:wg")) return 1;
+    if (g_w8 && !strcmp(path, "cuda_w4a16:dq") && d->k % 64 != 0) return 1;
+    return 0;
+}
 static const int64_t few_m[] = {1, 9, 17, 65};
 
 /* Every M through the default choice, then through every other path of the table this device runs and
@@ -743,7 +766,7 @@ static int run_ms(const dcase *d, const int64_t *ms, int nm, uint64_t seed, int 
         const char *def = expected_default(ms[i], d->k, g_cc, d->act, d->zp);
         for (int j = 0; j < g_npaths; j++) {
             if (!g_path_runs[j] || ms[i] > g_path_limit[j] || !strcmp(g_path_name[j], def)) continue;
-            if (!strcmp(g_path_name[j], "cuda_w4a16:skinny-rounded") && (d->act != MPL_ACT_BF16 || d->zp)) continue; /* refused */
+            if (refused(d, g_path_name[j])) continue;
             bad += !run_case(d, ms[i], s, g_path_name[j], 0), (*cases)++;
         }
     }
@@ -752,7 +775,7 @@ static int run_ms(const dcase *d, const int64_t *ms, int nm, uint64_t seed, int 
 
 /* path forced when this device runs it */
 static int run_forced(const dcase *d, int64_t m, uint64_t seed, const char *path, int ksplit) {
-    if (!strcmp(path, "cuda_w4a16:skinny-rounded") && (d->act != MPL_ACT_BF16 || d->zp)) return 1; /* refused */
+    if (refused(d, path)) return 1;
     for (int j = 0; j < g_npaths; j++)
         if (!strcmp(g_path_name[j], path)) return g_path_runs[j] ? run_case(d, m, seed, path, ksplit) : 1;
     fprintf(stderr, "FAIL: no path %s in the table\n", path);
@@ -840,6 +863,26 @@ static int device_matrix_body(void) {
                 bad += !run_forced(&dqc[i], dq_m[j], tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:dq", 0), cases++;
         g_tune = mpl_cuda_w4a16_tuning_default;
     }
+    /* 8-bit weights (uint8b128, uint8 + zero points) as two 4-bit planes: every path that takes them, default
+     * and forced, both activation types, exact and random data, act-order, group -1, a K of 16 * odd (no dq),
+     * bias; dq with several slabs and both overlap settings */
+    const dcase w8c[] = {
+        {512, 264, 128, 0, 0, MPL_ACT_BF16, EX, BF16, G, 1}, {1024, 152, 128, 1, 0, MPL_ACT_F16, RN, F16, MPL_LAYOUT_CT, 1},
+        {768, 200, 64, 1, 1, MPL_ACT_BF16, RN, BF16, G, 0},  {960, 56, -1, 0, 0, MPL_ACT_F16, RN, F32, G, 1},
+        {1040, 40, 16, 0, 0, MPL_ACT_BF16, RN, BF16, G, 1},  {8192, 264, 128, 0, 0, MPL_ACT_BF16, RN, BF16, G, 1},
+    };
+    const int64_t w8_m[] = {1, 9, 16, 17, 33, 65, 257};
+    g_w8 = 1;
+    for (size_t i = 0; i < sizeof w8c / sizeof w8c[0]; i++)
+        bad += run_ms(&w8c[i], w8_m, (int)(sizeof w8_m / sizeof w8_m[0]), seed, &cases);
+    for (int ov = 0; ov <= 1; ov++) {
+        g_tune.dq_slab_bytes = (size_t)16 << 10;
+        g_tune.dq_overlap = ov;
+        for (size_t i = 0; i < 3; i++)
+            bad += !run_forced(&w8c[i], 65, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:dq", 0), cases++;
+        g_tune = mpl_cuda_w4a16_tuning_default;
+    }
+    g_w8 = 0;
     /* tensor-parallel slices (N, K not multiples of 128), default paths with forced split-K 1 and 3 */
     const dcase tp[] = {
         {1408, 7392, 128, 0, 0, MPL_ACT_BF16, RN, F16, G, 1},

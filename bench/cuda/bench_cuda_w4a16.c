@@ -194,7 +194,7 @@ static int calls_for(int copies) { return copies * ((8 + copies - 1) / copies); 
 /* R layers of one random uint4b8 group-128 checkpoint on kernel cuda_w4a16, its path forced when path names
  * one ("cuda_w4a16:tc"; NULL: the table's choice by m). NULL when the path cannot run here (reason printed). */
 static mpl_layer **make_layers(const mpl_checkpoint_tensors *ck, const mpl_config *cfg, const char *path, int *copies) {
-    size_t bytes = (size_t)(cfg->n * cfg->k / 2 + cfg->n * (cfg->k / GROUP) * 2);
+    size_t bytes = (size_t)(cfg->n * cfg->k / (cfg->wtype == MPL_WTYPE_UINT8B128 ? 1 : 2) + cfg->n * (cfg->k / GROUP) * 2);
     int r = copies_for(bytes);
     mpl_layer **l = calloc((size_t)r, sizeof *l);
     if (!l) {
@@ -261,14 +261,18 @@ static int sweep_path_index(const char *path) {
 }
 static mpl_cuda_w4a16_tuning g_tuning; /* what the sweep's applies read (mpl_cuda_w4a16_tuning_override) */
 
-/* A random uint4b8 group-128 layer written straight into the compressed-tensors layout (weight_packed
- * [N][K/8] int32 of eight codes, weight_scale [N][K/128] f16): no encoding pass over 470M codes. */
+/* --wtype: uint4b8 (default) or uint8b128: bits per weight */
+static int g_bits = 4;
+
+/* A random uint4b8 (or uint8b128) group-128 layer written straight into the compressed-tensors layout
+ * (weight_packed [N][K*bits/32] int32, weight_scale [N][K/128] f16): no encoding pass over 470M codes. */
 static void make_checkpoint(const shape *s, mpl_config *cfg, mpl_checkpoint_tensors *ck) {
     mpl_config_init(cfg, s->k, s->n);
     cfg->group_size = GROUP;
     cfg->act = g_act;
+    cfg->wtype = g_bits == 8 ? MPL_WTYPE_UINT8B128 : MPL_WTYPE_UINT4B8;
     memset(ck, 0, sizeof *ck);
-    size_t words = (size_t)(s->n * s->k / 8), ng = (size_t)(s->n * (s->k / GROUP));
+    size_t words = (size_t)(s->n * s->k * g_bits / 32), ng = (size_t)(s->n * (s->k / GROUP));
     uint32_t *w = malloc(words * 4);
     uint16_t *sc = malloc(ng * 2);
     if (!w || !sc) exit(1);
@@ -278,7 +282,7 @@ static void make_checkpoint(const shape *s, mpl_config *cfg, mpl_checkpoint_tens
         sc[i] = g_scales_bf16 ? mpl_f32_to_bf16(v) : mpl_f32_to_f16(v);
     }
     ck->layout = MPL_LAYOUT_CT;
-    ck->weight = (mpl_tensor){.data = w, .dtype = MPL_DTYPE_I32, .ndim = 2, .shape = {s->n, s->k / 8}};
+    ck->weight = (mpl_tensor){.data = w, .dtype = MPL_DTYPE_I32, .ndim = 2, .shape = {s->n, s->k * g_bits / 32}};
     ck->scales = (mpl_tensor){.data = sc, .dtype = g_scales_bf16 ? MPL_DTYPE_BF16 : MPL_DTYPE_F16, .ndim = 2,
                               .shape = {s->n, s->k / GROUP}};
 }
@@ -322,7 +326,7 @@ static void free_copies(void **wb, int count) {
 }
 
 static double ideal_bytes(const shape *s, int64_t m) {
-    return (double)s->n * (double)s->k / 2 + (double)s->n * (double)(s->k / GROUP) * 2 + (double)m * (double)s->k * 2 +
+    return (double)s->n * (double)s->k * g_bits / 8 + (double)s->n * (double)(s->k / GROUP) * 2 + (double)m * (double)s->k * 2 +
            (double)m * (double)s->n * 2;
 }
 
@@ -366,9 +370,11 @@ int main(int argc, char **argv) {
             sweep = 1;
         else if (!strcmp(argv[i], "--md") && i + 1 < argc)
             md_path = argv[++i];
+        else if (!strcmp(argv[i], "--wtype") && i + 1 < argc) /* uint4b8 or uint8b128 (random codes) */
+            g_bits = !strcmp(argv[++i], "uint8b128") ? 8 : 4;
         else {
             fprintf(stderr, "usage: %s [--m 1,16,...] [--shapes 8B.qkv,...] [--reps n] [--crossover] [--sweep [--sets LABEL]] "
-                    "[--act f16|bf16] [--md file]\n",
+                    "[--act f16|bf16] [--wtype uint4b8|uint8b128] [--md file]\n",
                     argv[0]);
             return 2;
         }

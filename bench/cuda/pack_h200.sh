@@ -8,11 +8,11 @@ cd "$(dirname "$0")/../.."
 cmake -S . -B build-h200x -DMPLINEAR_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 > /dev/null
 # Also the CPU-side suites that exercise paths the device host has and this machine may not (its Xeon
 # has AMX and AVX-512), the CLI test (every path forced from the CLI, CUDA ones included) and mplbench.
-cmake --build build-h200x -j"$(nproc)" --target test_cuda_w4a16 test_cuda_faults bench_cuda_w4a16 bench_cuda_bw mplinear-cli \
+cmake --build build-h200x -j"$(nproc)" --target test_cuda_w4a16 test_cuda_faults bench_cuda_w4a16 bench_cuda_bw bench_cuda_threads mplinear-cli \
     test_cli test_paths test_x86_w4a16 test_x86_w4a8 test_chooser mplbench
 mkdir -p .h200 .h200pack/lib
-bins="test_cuda_w4a16 test_cuda_faults bench_cuda_w4a16 bench_cuda_bw mplinear test_cli test_paths test_x86_w4a16 test_x86_w4a8 test_chooser mplbench"
-cp build-h200x/tests/test_cuda_w4a16 build-h200x/tests/test_cuda_faults build-h200x/bench/cuda/bench_cuda_w4a16 build-h200x/bench/cuda/bench_cuda_bw build-h200x/mplinear \
+bins="test_cuda_w4a16 test_cuda_faults bench_cuda_w4a16 bench_cuda_bw bench_cuda_threads mplinear test_cli test_paths test_x86_w4a16 test_x86_w4a8 test_chooser mplbench"
+cp build-h200x/tests/test_cuda_w4a16 build-h200x/tests/test_cuda_faults build-h200x/bench/cuda/bench_cuda_w4a16 build-h200x/bench/cuda/bench_cuda_bw build-h200x/bench/cuda/bench_cuda_threads build-h200x/mplinear \
    build-h200x/tests/test_cli build-h200x/tests/test_paths build-h200x/tests/test_x86_w4a16 build-h200x/tests/test_x86_w4a8 \
    build-h200x/tests/test_chooser build-h200x/bench/x86/mplbench .h200/
 (cd .h200 && strip $bins)

@@ -69,10 +69,84 @@ static void pack_rows(void *ctx, int tid, int nthreads) {
                 }
 }
 
+static mpl_status pack4(const mpl_config *c, const mpl_canonical *w, mpl_cuda_w4a16_layout *out);
+
+/*
+ * 8-bit as two 4-bit planes: the canonical form of the 2k-channel uint4 layer (codes already in packed
+ * order, so it carries no perm of its own), packed as 4-bit, then the layout's perm set to the duplicating
+ * one and the 8-bit identity restored.
+ */
+static mpl_status pack8(const mpl_config *c, const mpl_canonical *w, mpl_cuda_w4a16_layout *out) {
+    const int64_t K = w->k, N = w->n, G = w->groups, gs = w->group_size;
+    if (K % 16 != 0)
+        return mpl_set_error(MPL_ERR_INVALID_ARGUMENT,
+                             "cuda_w4a16 pack: 8-bit weights with k = %lld: k must be a multiple of 16 (the high "
+                             "plane starts on a k16 step)",
+                             (long long)K);
+    if (w->g_idx && !w->act_order_uniform)
+        return mpl_set_error(MPL_ERR_INVALID_ARGUMENT,
+                             "cuda_w4a16 pack: act-order groups differ in size: must hold group_size channels each");
+    /* K <= MPL_MAX_DIM = 2^24 (validated), so 2K packed channels stay far inside the kernels' int range */
+    mpl_config c2 = *c;
+    c2.k = 2 * K;
+    c2.full_k = 0;
+    c2.wtype = MPL_WTYPE_UINT4;
+    c2.zero_points = 1;
+    c2.act_order = 0;
+    c2.group_size = gs;
+    mpl_canonical w2;
+    mpl_status st = mpl_canonical_alloc_groups(&w2, &c2, 2 * G);
+    if (st != MPL_OK) return st;
+    w2.group_size = gs;
+    int32_t *perm2 = malloc((size_t)(2 * K) * sizeof(int32_t));
+    if (!perm2) {
+        mpl_canonical_free(&w2);
+        return mpl_set_error(MPL_ERR_OUT_OF_MEMORY, "cuda_w4a16 pack: cannot allocate the 8-bit plane permutation");
+    }
+    for (int64_t j = 0; j < K; j++) perm2[j] = perm2[K + j] = w->perm ? w->perm[j] : (int32_t)j;
+    for (int64_t n = 0; n < N; n++) {
+        const uint8_t *src = w->codes + n * K;
+        uint8_t *lo = w2.codes + n * 2 * K, *hi = lo + K;
+        for (int64_t j = 0; j < K; j++) {
+            uint8_t code = src[perm2[j]];
+            lo[j] = code & 15u;
+            hi[j] = (uint8_t)(code >> 4);
+        }
+        for (int64_t g = 0; g < G; g++) {
+            int z = w->zeros ? w->zeros[n * G + g] : 128;
+            float s = w->scales[n * G + g];
+            w2.scales[n * 2 * G + g] = s;
+            w2.scales[n * 2 * G + G + g] = 16.0f * s; /* exact: a power of two (all_exact picks a format that holds it) */
+            w2.zeros[n * 2 * G + g] = (uint8_t)(z & 15);
+            w2.zeros[n * 2 * G + G + g] = (uint8_t)(z >> 4);
+        }
+    }
+    st = pack4(&c2, &w2, out);
+    mpl_canonical_free(&w2);
+    if (st != MPL_OK) {
+        free(perm2);
+        return st;
+    }
+    free(out->perm);
+    out->perm = perm2;
+    out->k_in = K;
+    out->planes = 2;
+    out->wtype = w->wtype;
+    out->cfg_group_size = c->group_size;
+    return MPL_OK; /* uint8b128 keeps the planes' zeros (0 and 8): the kernels read them; unpack drops them */
+}
+
 mpl_status mpl_cuda_w4a16_pack(const mpl_config *c, const mpl_canonical *w, mpl_cuda_w4a16_layout *out) {
     memset(out, 0, sizeof *out);
+    if (w->wtype == MPL_WTYPE_UINT8B128 || w->wtype == MPL_WTYPE_UINT8) return pack8(c, w, out);
+    return pack4(c, w, out);
+}
+
+static mpl_status pack4(const mpl_config *c, const mpl_canonical *w, mpl_cuda_w4a16_layout *out) {
+    memset(out, 0, sizeof *out);
     if (w->wtype != MPL_WTYPE_UINT4B8 && w->wtype != MPL_WTYPE_UINT4)
-        return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "cuda_w4a16 pack: weight type %s: must be uint4b8 or uint4",
+        return mpl_set_error(MPL_ERR_INVALID_ARGUMENT,
+                             "cuda_w4a16 pack: weight type %s: must be uint4b8, uint4, uint8b128 or uint8",
                              mpl_wtype_name(w->wtype));
     if (w->g_idx && !w->act_order_uniform)
         return mpl_set_error(MPL_ERR_INVALID_ARGUMENT,
@@ -81,6 +155,8 @@ mpl_status mpl_cuda_w4a16_pack(const mpl_config *c, const mpl_canonical *w, mpl_
         return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "cuda_w4a16 pack: group size %lld: must be a multiple of 16",
                              (long long)w->group_size);
     mpl_cuda_w4a16_layout *l = out;
+    l->k_in = w->k;
+    l->planes = 1;
     l->k = w->k;
     l->n = w->n;
     l->k_pad = round_up(w->k, MPL_CUDA_W4A16_KC);
@@ -139,7 +215,51 @@ mpl_status mpl_cuda_w4a16_pack(const mpl_config *c, const mpl_canonical *w, mpl_
     return MPL_OK;
 }
 
+/* The nibble of row n at packed position p (the inverse of pack_rows' placement). */
+static unsigned nibble_at(const mpl_cuda_w4a16_layout *l, int64_t n, int64_t p) {
+    const int r = (int)(n % MPL_CUDA_W4A16_NT), c = (int)(p % MPL_CUDA_W4A16_KC), col = c % 16, rem = col & 3;
+    const int lane = (r & 7) * 4 + (col >> 2), i = (r >> 3) | ((rem >> 1) << 1) | ((rem & 1) << 2);
+    uint32_t word = l->qweight[mpl_cuda_w4a16_word_index(l, n / MPL_CUDA_W4A16_NT, p / MPL_CUDA_W4A16_KC, lane, c / 16)];
+    return (word >> (4 * i)) & 15u;
+}
+
+static float scale_at(const mpl_cuda_w4a16_layout *l, size_t at) {
+    if (l->scale_fmt == MPL_CUDA_W4A16_SCALE_F16) return mpl_f16_to_f32(l->scales[at]);
+    if (l->scale_fmt == MPL_CUDA_W4A16_SCALE_BF16) return mpl_bf16_to_f32(l->scales[at]);
+    return bits_f32(((uint32_t)l->scales[at] << 16) | l->scales_lo[at]);
+}
+
+/* Two planes back to 8-bit codes: code = low | high << 4, the low plane's scales and groups. */
+static mpl_status unpack8(const mpl_cuda_w4a16_layout *l, int act_order, mpl_canonical *out) {
+    const int64_t K = l->k_in, G = l->groups / 2;
+    mpl_config c;
+    mpl_config_init(&c, K, l->n);
+    c.wtype = l->wtype;
+    c.group_size = l->cfg_group_size;
+    c.zero_points = l->wtype == MPL_WTYPE_UINT8;
+    c.act_order = act_order;
+    mpl_status st = mpl_canonical_alloc(out, &c);
+    if (st != MPL_OK) return st;
+    for (int64_t n = 0; n < l->n; n++) {
+        for (int64_t j = 0; j < K; j++)
+            out->codes[n * K + l->perm[j]] = (uint8_t)(nibble_at(l, n, j) | nibble_at(l, n, K + j) << 4);
+        for (int64_t g = 0; g < G; g++) {
+            out->scales[n * G + g] = scale_at(l, mpl_cuda_w4a16_plane_index(l, g, n));
+            if (c.zero_points)
+                out->zeros[n * G + g] = (uint8_t)(l->zeros[mpl_cuda_w4a16_plane_index(l, g, n)] |
+                                                  l->zeros[mpl_cuda_w4a16_plane_index(l, G + g, n)] << 4);
+        }
+    }
+    if (act_order) {
+        for (int64_t j = 0; j < K; j++) out->g_idx[l->perm[j]] = (int32_t)(j / l->group_size);
+        st = mpl_canonical_resolve_act_order(out);
+        if (st != MPL_OK) mpl_canonical_free(out);
+    }
+    return st;
+}
+
 mpl_status mpl_cuda_w4a16_unpack(const mpl_cuda_w4a16_layout *l, int act_order, mpl_canonical *out) {
+    if (l->planes == 2) return unpack8(l, act_order, out);
     mpl_config c;
     mpl_config_init(&c, l->k, l->n);
     c.wtype = l->wtype;

@@ -21,18 +21,21 @@ _Static_assert(MPL_CUDA_W4A16_BLOCK_BYTES == MPL_CUDA_W4A16_NT * MPL_CUDA_W4A16_
 _Static_assert(1 << MPL_CUDA_W4A16_KC_SHIFT == MPL_CUDA_W4A16_KC, "KC_SHIFT is log2(KC)");
 
 typedef struct mpl_cuda_w4a16_layout {
-    int64_t k, n;            /* the layer's sizes */
+    int64_t k_in;            /* the layer's input channels */
+    int planes;              /* 1: 4-bit codes; 2: 8-bit codes as a low- and a high-nibble plane along K */
+    int64_t k, n;            /* packed input channels (planes * k_in) and the layer's outputs */
     int64_t k_pad, n_pad;    /* k rounded up to MPL_CUDA_W4A16_KC, n rounded up to MPL_CUDA_W4A16_N_ALIGN */
     int64_t cfg_group_size;  /* as configured (-1 or a divisor of k) */
     int64_t group_size;      /* effective (k when -1) */
     int64_t groups;
-    mpl_wtype wtype;         /* uint4b8, or uint4 with zeros */
+    mpl_wtype wtype;         /* the layer's: uint4b8, uint4 (zeros), uint8b128 or uint8 (zeros) */
     int scale_fmt;           /* mpl_cuda_w4a16_scale_fmt */
     uint32_t *qweight;       /* [n_pad/16][k_pad/64][32 lanes][4 words] */
     uint16_t *scales;        /* [groups][n_pad], rows interleaved (mpl_cuda_w4a16_plane_index) */
     uint16_t *scales_lo;     /* [groups][n_pad] when scale_fmt is F32, else NULL */
-    uint8_t *zeros;          /* [groups][n_pad] raw zero points (uint4), else NULL */
-    int32_t *perm;           /* [k]: packed position j holds input channel perm[j] (act-order), else NULL */
+    uint8_t *zeros;          /* [groups][n_pad] raw zero points (uint4; 8-bit: each plane's nibble), else NULL */
+    int32_t *perm;           /* [k]: packed position j holds input channel perm[j] (act-order, and always with
+                                two planes: j and j + k_in both read channel perm[j]), else NULL */
 } mpl_cuda_w4a16_layout;
 
 /* Byte sizes of each buffer (0 when absent). */
@@ -44,6 +47,11 @@ size_t mpl_cuda_w4a16_zeros_bytes(const mpl_cuda_w4a16_layout *l);
  * Packs canonical weights (uint4b8, or uint4 with zero points; act-order resolved with
  * uniform groups; group size -1 or a multiple of 16) into host buffers. The scale plane
  * takes the first exact encoding of: the activation type's 16-bit type, the other one, f32.
+ * 8-bit weights (uint8b128, uint8 with zero points; k a multiple of 16) are packed as a 4-bit layer of
+ * 2k packed channels: position j < k holds the low nibble of channel j's code, k + j the high nibble,
+ * each plane with its own groups (G low, then G high: zero z & 15 with scale s, zero z >> 4 with scale
+ * 16 s), and perm duplicates x: sum over both planes = sum (code - z) s x exactly
+ * (docs/layouts/cuda_w4a16.md, "8-bit: two planes").
  */
 mpl_status mpl_cuda_w4a16_pack(const mpl_config *c, const mpl_canonical *w, mpl_cuda_w4a16_layout *out);
 /* The inverse: canonical codes, scales (exact), zeros and g_idx (act-order resolved). */

@@ -43,9 +43,11 @@ static mpl_reason skinny_rounded_can_implement(const mpl_config *c, const mpl_pl
         return mpl_refuse(msg, cap, MPL_REASON_ACT_TYPE,
                           "activation type %s: cuda_w4a16:skinny-rounded takes bf16 (f16 keeps skinny's offset form)",
                           mpl_act_name(c->act));
-    if (c->zero_points)
+    if (c->zero_points || c->wtype != MPL_WTYPE_UINT4B8)
         return mpl_refuse(msg, cap, MPL_REASON_ZERO_POINTS,
-                          "zero points: cuda_w4a16:skinny-rounded takes uint4b8 only (-zero * scale is not exact in bf16)");
+                          "weight type %s%s: cuda_w4a16:skinny-rounded takes uint4b8 only (-zero * scale is not exact "
+                          "in bf16; 8-bit layers' planes carry zero points)",
+                          mpl_wtype_name(c->wtype), c->zero_points ? " with zero points" : "");
     return MPL_REASON_OK;
 }
 
@@ -53,6 +55,39 @@ static mpl_reason skinny_rounded_can_implement(const mpl_config *c, const mpl_pl
 static void skinny_m_range(const mpl_config *c, const mpl_platform *p, int64_t *m_min, int64_t *m_max) {
     (void)p, (void)m_min;
     if (c->k < 8192 && *m_max > 8) *m_max = 8;
+}
+
+static bool is_w8(const mpl_config *c) { return c->wtype == MPL_WTYPE_UINT8B128 || c->wtype == MPL_WTYPE_UINT8; }
+
+/* 8-bit layers run as two 4-bit planes; wg's rounded form (m > 32) would round each plane's w * s on its
+ * own, so its error would not be bounded by u |w s| (low and high parts can cancel): refused. */
+static mpl_reason wg_can_implement(const mpl_config *c, const mpl_platform *p, char *msg, size_t cap) {
+    (void)p;
+    if (is_w8(c))
+        return mpl_refuse(msg, cap, MPL_REASON_WEIGHT_TYPE,
+                          "weight type %s: cuda_w4a16:wg would round the two 4-bit planes of an 8-bit weight "
+                          "separately (tc and dq keep one rounding)",
+                          mpl_wtype_name(c->wtype));
+    return MPL_REASON_OK;
+}
+
+/* dq dequantizes both planes of an 8-bit layer in one pass: the high plane must start on a 64-channel chunk. */
+static mpl_reason dq_can_implement(const mpl_config *c, const mpl_platform *p, char *msg, size_t cap) {
+    (void)p;
+    if (is_w8(c) && c->k % MPL_CUDA_W4A16_KC != 0)
+        return mpl_refuse(msg, cap, MPL_REASON_SHAPE,
+                          "k = %lld with 8-bit weights: cuda_w4a16:dq needs k a multiple of %d (its high-nibble plane "
+                          "starts on a chunk)",
+                          (long long)c->k, MPL_CUDA_W4A16_KC);
+    return MPL_REASON_OK;
+}
+
+/* 8-bit: no wg, and tc multiplies 2k packed channels, so dq takes over earlier: H200 v11 (forced, uint8b128,
+ * bf16): m = 64 tc 145 / 551 / 403 us vs dq 187 / 738 / 390 (8B gate_up, 70B gate_up, 70B down), m = 128
+ * tc 297 / 898 / 438 vs dq 190 / 775 / 412: dq from m = 65. */
+static void dq_m_range(const mpl_config *c, const mpl_platform *p, int64_t *m_min, int64_t *m_max) {
+    (void)p, (void)m_max;
+    if (is_w8(c) && *m_min > 65) *m_min = 65;
 }
 
 static const mpl_path_desc paths[NPATHS] = {
@@ -84,13 +119,17 @@ static const mpl_path_desc paths[NPATHS] = {
         .why = "H200 v6: beats tc from m = 33 (70B gate_up m = 64: 171 vs 289 us; loses at 32, 157 vs 147 us) and dq "
                "up to m = 512 (70B down m = 256: 188 vs 381 us); ties dq at 1024, loses at 4096 (0.80-0.85x vs "
                "0.96-0.99x of cuBLAS)",
+        .can_implement = wg_can_implement,
     },
     [PATH_DQ] = {
         .name = "cuda_w4a16:dq",
         .requires = "",
         .m_min = 161, .m_max = MPL_M_ANY, .m_limit = MPL_M_ANY,
+        .can_implement = dq_can_implement,
+        .m_range = dq_m_range,
         .why = "H200 v5: tc wins at m = 128 (70B gate_up 457 vs 668 us), dq at m = 256 (743 vs 859 us; 8B layers "
-               "0.45-0.62x of cuBLAS vs 0.25-0.46x); with wg first (cc 9.0) it serves m >= 513",
+               "0.45-0.62x of cuBLAS vs 0.25-0.46x); with wg first (cc 9.0) it serves m >= 513. 8-bit layers "
+               "(no wg): from m = 65 (H200 v11: tc ahead at m = 64 on 2 of 3 layers, dq at 128 on all 3)",
     },
     [PATH_TC] = {
         .name = "cuda_w4a16:tc",
@@ -163,11 +202,17 @@ static mpl_reason can_implement(const mpl_config *c, const mpl_platform *p, char
     if (c->mode != MPL_MODE_W4A16)
         return mpl_refuse(msg, cap, MPL_REASON_MODE,
                           "mode W4A8: cuda_w4a16 runs W4A16 only (activations used as given, not quantized)");
-    if (c->wtype != MPL_WTYPE_UINT4B8 && c->wtype != MPL_WTYPE_UINT4)
+    const bool w8 = c->wtype == MPL_WTYPE_UINT8B128 || c->wtype == MPL_WTYPE_UINT8;
+    if (c->wtype != MPL_WTYPE_UINT4B8 && c->wtype != MPL_WTYPE_UINT4 && !w8)
         return mpl_refuse(msg, cap, MPL_REASON_WEIGHT_TYPE,
-                          "weight type %s: cuda_w4a16 takes uint4b8, or uint4 with zero points (4-bit codes "
-                          "with an unsigned bias)",
+                          "weight type %s: cuda_w4a16 takes uint4b8, uint4 (zero points), uint8b128 and uint8 (zero "
+                          "points; as two 4-bit planes); 2- and 3-bit codes have no CUDA kernel yet",
                           mpl_wtype_name(c->wtype));
+    if (w8 && c->k % 16 != 0)
+        return mpl_refuse(msg, cap, MPL_REASON_SHAPE,
+                          "k = %lld with 8-bit weights: must be a multiple of 16 (the high-nibble plane starts on a "
+                          "k16 step)",
+                          (long long)c->k);
     if (c->act != MPL_ACT_F16 && c->act != MPL_ACT_BF16)
         return mpl_refuse(msg, cap, MPL_REASON_ACT_TYPE,
                           "activation type %s: cuda_w4a16 takes f16 or bf16 (the tensor cores' 16-bit inputs)",
@@ -332,60 +377,102 @@ static double weight_rounding(const void *pp, int64_t m, int path) {
 /* ---------- path dq: slabs + cuBLAS ---------- */
 
 /*
- * Process-wide, per device: the cuBLAS handle, the scratch pool (stream-ordered, shared by every
- * layer, so the scratch is bounded by what concurrent calls use, not by the layer count), the side
- * stream and events of the overlap. Created on first use, kept for the process; one mutex serializes
- * issuing dq calls (the handle's stream and workspace, and the events, are per call state).
+ * Process-wide, per device: the scratch pool (stream-ordered, shared by every layer, so the scratch is
+ * bounded by what concurrent calls use, not by the layer count) and a free list of issuing contexts. A
+ * context is what one call's sequence needs to itself: a cuBLAS handle (its stream and workspace are set
+ * per call), the overlap's side stream and its events. A call takes a free context of its device (or
+ * creates one), issues its sequence and gives the context back; the mutex guards only the list (a pop or a
+ * push), so concurrent calls from several host threads issue in parallel, each with its own side stream.
+ * (Before, one mutex held across the whole sequence and one shared side stream serialized them: 2-8 host
+ * threads on their own streams gained nothing over one, bench/cuda/NOTES.md v11.) Contexts are created
+ * on demand (as many as calls ever ran at once) and kept for the process, as the pool is.
  */
 /* cuBLAS workspace: fixed size, so cuBLAS's kernel choice (and so the bits) does not vary by call */
 #define DQ_BLAS_WS ((size_t)32 << 20)
-typedef struct dq_blas {
-    int ready;
+typedef struct dq_ctx {
+    struct dq_ctx *next;
     cublasHandle_t h;
-    cudaMemPool_t pool;
     cudaStream_t side;
     cudaEvent_t fork, deq[2], gemm[2];
-} dq_blas;
-static dq_blas g_blas[MPL_CUDA_MAX_DEVICES];
-static pthread_mutex_t g_blas_mu = PTHREAD_MUTEX_INITIALIZER;
+} dq_ctx;
+typedef struct dq_dev {
+    int ready;
+    cudaMemPool_t pool;
+    dq_ctx *free; /* contexts not in use */
+} dq_dev;
+static dq_dev g_dq[MPL_CUDA_MAX_DEVICES];
+static pthread_mutex_t g_dq_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static mpl_status blas_fail(cublasStatus_t s, const char *what) {
     return mpl_set_error(MPL_ERR_CUDA, "cuda_w4a16:dq: %s: cuBLAS status %d: %s", what, (int)s, cublasGetStatusString(s));
 }
 
-/* Called with g_blas_mu held and dev current. */
-static mpl_status blas_init(int dev) {
-    dq_blas *b = &g_blas[dev];
-    if (b->ready) return MPL_OK;
-    cublasStatus_t bs = cublasCreate(&b->h);
-    if (bs != CUBLAS_STATUS_SUCCESS) return blas_fail(bs, "cublasCreate");
-    /* fp32 sums throughout (no reduced-precision split-K reductions): the tolerance derivation relies on it */
-    bs = cublasSetMathMode(b->h, (cublasMath_t)(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
-    if (bs != CUBLAS_STATUS_SUCCESS) {
-        cublasDestroy(b->h);
-        return blas_fail(bs, "cublasSetMathMode");
-    }
+/* The device's pool, created once (called with g_dq_mu held and dev current). */
+static mpl_status dq_pool_init(int dev) {
+    dq_dev *d = &g_dq[dev];
+    if (d->ready) return MPL_OK;
     struct cudaMemPoolProps props;
     memset(&props, 0, sizeof props);
     props.allocType = cudaMemAllocationTypePinned;
     props.location.type = cudaMemLocationTypeDevice;
     props.location.id = dev;
     uint64_t keep = UINT64_MAX;
-    cudaError_t e = cudaMemPoolCreate(&b->pool, &props);
-    if (e == cudaSuccess) e = cudaMemPoolSetAttribute(b->pool, cudaMemPoolAttrReleaseThreshold, &keep);
-    if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&b->side, cudaStreamNonBlocking);
-    if (e == cudaSuccess) e = cudaEventCreateWithFlags(&b->fork, cudaEventDisableTiming);
+    cudaError_t e = cudaMemPoolCreate(&d->pool, &props);
+    if (e == cudaSuccess) e = cudaMemPoolSetAttribute(d->pool, cudaMemPoolAttrReleaseThreshold, &keep);
+    if (e != cudaSuccess) return cuda_fail(e, dev, "creating the dq path's scratch pool");
+    d->ready = 1;
+    return MPL_OK;
+}
+
+/* A new issuing context (dev current; no lock needed: nothing shared is touched). */
+static mpl_status dq_ctx_create(int dev, dq_ctx **out) {
+    dq_ctx *c = calloc(1, sizeof *c);
+    if (!c) return mpl_set_error(MPL_ERR_OUT_OF_MEMORY, "cuda_w4a16:dq: out of memory for an issuing context");
+    cublasStatus_t bs = cublasCreate(&c->h);
+    if (bs != CUBLAS_STATUS_SUCCESS) {
+        free(c);
+        return blas_fail(bs, "cublasCreate");
+    }
+    /* fp32 sums throughout (no reduced-precision split-K reductions): the tolerance derivation relies on it */
+    bs = cublasSetMathMode(c->h, (cublasMath_t)(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
+    if (bs != CUBLAS_STATUS_SUCCESS) {
+        cublasDestroy(c->h);
+        free(c);
+        return blas_fail(bs, "cublasSetMathMode");
+    }
+    cudaError_t e = cudaStreamCreateWithFlags(&c->side, cudaStreamNonBlocking);
+    if (e == cudaSuccess) e = cudaEventCreateWithFlags(&c->fork, cudaEventDisableTiming);
     for (int i = 0; i < 2 && e == cudaSuccess; i++) {
-        e = cudaEventCreateWithFlags(&b->deq[i], cudaEventDisableTiming);
-        if (e == cudaSuccess) e = cudaEventCreateWithFlags(&b->gemm[i], cudaEventDisableTiming);
+        e = cudaEventCreateWithFlags(&c->deq[i], cudaEventDisableTiming);
+        if (e == cudaSuccess) e = cudaEventCreateWithFlags(&c->gemm[i], cudaEventDisableTiming);
     }
     if (e != cudaSuccess) {
-        /* partial state is leaked rather than torn down in an unknown order; the call fails */
-        cublasDestroy(b->h);
-        return cuda_fail(e, dev, "creating the dq path's pool, stream and events");
+        /* partial CUDA state is leaked rather than torn down in an unknown order; the call fails */
+        cublasDestroy(c->h);
+        free(c);
+        return cuda_fail(e, dev, "creating a dq issuing context (stream and events)");
     }
-    b->ready = 1;
+    *out = c;
     return MPL_OK;
+}
+
+/* Takes a free context of dev (creating the pool and, when none is free, a context). */
+static mpl_status dq_ctx_take(int dev, dq_ctx **out) {
+    pthread_mutex_lock(&g_dq_mu);
+    mpl_status st = dq_pool_init(dev);
+    dq_ctx *c = NULL;
+    if (st == MPL_OK && (c = g_dq[dev].free) != NULL) g_dq[dev].free = c->next;
+    pthread_mutex_unlock(&g_dq_mu);
+    if (st == MPL_OK && !c) st = dq_ctx_create(dev, &c);
+    *out = st == MPL_OK ? c : NULL;
+    return st;
+}
+
+static void dq_ctx_give(int dev, dq_ctx *c) {
+    pthread_mutex_lock(&g_dq_mu);
+    c->next = g_dq[dev].free;
+    g_dq[dev].free = c;
+    pthread_mutex_unlock(&g_dq_mu);
 }
 
 /*
@@ -420,7 +507,8 @@ static size_t dq_slab_rows(const mpl_cuda_w4a16_tuning *t, int sms, int M, int K
  */
 static mpl_status run_dq(const packed_layer *p, const mpl_cuda_w4a16_tuning *t, const mpl_cuda_w4a16_args *a,
                          cudaStream_t stream) {
-    const int K = a->k, N = a->n, M = a->m, dev = p->device;
+    /* 8-bit (two planes): the slabs are the layer's k wide; x (gathered, both planes) keeps rows of a->k */
+    const int K = a->planes_k ? a->planes_k : a->k, N = a->n, M = a->m, dev = p->device, ldx = a->k;
     const size_t rows = dq_slab_rows(t, p->sms, M, K, N, a->bias != NULL);
     int nslabs = (int)(((size_t)N + rows - 1) / rows);
     int nbuf = t->dq_overlap && nslabs > 1 ? 2 : 1;
@@ -428,12 +516,12 @@ static mpl_status run_dq(const packed_layer *p, const mpl_cuda_w4a16_tuning *t, 
     /* with a bias: cuBLAS writes the fp32 product slab, our epilogue adds the bias and rounds once */
     size_t c_bytes = a->bias ? (rows * (size_t)M * 4 + 255) & ~(size_t)255 : 0;
     size_t total = DQ_BLAS_WS + (size_t)nbuf * slab_bytes + c_bytes;
-    pthread_mutex_lock(&g_blas_mu);
-    mpl_status st = blas_init(dev);
-    dq_blas *b = &g_blas[dev];
+    dq_ctx *b = NULL;
+    mpl_status st = dq_ctx_take(dev, &b);
+    if (st != MPL_OK) return st;
     char *scr = NULL;
-    if (st == MPL_OK) {
-        cudaError_t e = cudaMallocFromPoolAsync((void **)&scr, total, b->pool, stream);
+    {
+        cudaError_t e = cudaMallocFromPoolAsync((void **)&scr, total, g_dq[dev].pool, stream);
         if (e != cudaSuccess) {
             scr = NULL;
             st = cuda_fail(e, dev, "allocating dq scratch");
@@ -470,10 +558,10 @@ static mpl_status run_dq(const packed_layer *p, const mpl_cuda_w4a16_tuning *t, 
             break;
         }
         if (cbuf)
-            bs = cublasGemmEx(b->h, CUBLAS_OP_T, CUBLAS_OP_N, ns, M, K, &one, w, dt, K, a->x, dt, K, &zero, cbuf,
+            bs = cublasGemmEx(b->h, CUBLAS_OP_T, CUBLAS_OP_N, ns, M, K, &one, w, dt, K, a->x, dt, ldx, &zero, cbuf,
                               CUDA_R_32F, ns, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
         else
-            bs = cublasGemmEx(b->h, CUBLAS_OP_T, CUBLAS_OP_N, ns, M, K, &one, w, dt, K, a->x, dt, K, &zero,
+            bs = cublasGemmEx(b->h, CUBLAS_OP_T, CUBLAS_OP_N, ns, M, K, &one, w, dt, K, a->x, dt, ldx, &zero,
                               (uint16_t *)a->y + n0, dt, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
         if (bs != CUBLAS_STATUS_SUCCESS) {
             st = blas_fail(bs, "cublasGemmEx");
@@ -497,7 +585,7 @@ static mpl_status run_dq(const packed_layer *p, const mpl_cuda_w4a16_tuning *t, 
         cudaError_t e = cudaFreeAsync(scr, stream);
         if (st == MPL_OK && e != cudaSuccess) st = cuda_fail(e, dev, "freeing dq scratch");
     }
-    pthread_mutex_unlock(&g_blas_mu);
+    dq_ctx_give(dev, b);
     return st;
 }
 
@@ -541,6 +629,7 @@ static mpl_status run_path(const packed_layer *p, int path, int m, const void *x
         .ksplit = t->ksplit,
         .skinny_nw = t->skinny_nw,
         .wg_map = p->wg_state == 0 ? p->wg_map : NULL,
+        .planes_k = p->meta.planes == 2 ? (int)p->meta.k_in : 0,
     };
     int e;
     switch (path) {
@@ -566,7 +655,7 @@ static mpl_status device_apply(const packed_layer *p, int path, int m, const voi
     void *xp = NULL;
     cudaError_t e = cudaMallocFromPoolAsync(&xp, bytes, p->pool, stream);
     if (e != cudaSuccess) return cuda_fail(e, p->device, "allocating act-order scratch");
-    int le = mpl_cuda_w4a16_launch_permute(x, p->perm, xp, m, (int)p->meta.k, stream);
+    int le = mpl_cuda_w4a16_launch_permute(x, p->perm, xp, m, (int)p->meta.k_in, (int)p->meta.k, stream);
     mpl_status st = le ? cuda_fail((cudaError_t)le, p->device, "launching the act-order permutation")
                        : run_path(p, path, m, xp, bias, y, stream);
     e = cudaFreeAsync(xp, stream);
@@ -576,7 +665,7 @@ static mpl_status device_apply(const packed_layer *p, int path, int m, const voi
 
 static mpl_status host_apply(const packed_layer *p, int path, int m, const void *x, const void *bias, void *y) {
     cudaStream_t stream = cudaStreamPerThread;
-    size_t bx = (size_t)m * (size_t)p->meta.k * 2, by = (size_t)m * (size_t)p->meta.n * 2;
+    size_t bx = (size_t)m * (size_t)p->meta.k_in * 2, by = (size_t)m * (size_t)p->meta.n * 2;
     size_t bb = bias ? (size_t)p->meta.n * 2 : 0;
     size_t ox = 0, ob = align256(bx), oy = align256(ob + bb), total = align256(oy + by);
     char *d = NULL;

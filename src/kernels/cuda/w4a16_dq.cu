@@ -10,50 +10,70 @@
  * store each; a warp's stores cover whole 32-byte sectors.
  *
  * Rounding: (code - zero) * scale is formed in fp32 (exact for f16/bf16 scales; one rounding for
- * f32 scales) and rounded once to the activation type.
+ * f32 scales) and rounded once to the activation type. 8-bit layers (two 4-bit planes along K): the
+ * thread also reads the high plane's 16 bytes and forms code = low + 16 high, zero = zl + 16 zh, with the
+ * low plane's scale, so the 16-bit weight is the 8-bit one rounded once (slab width = the layer's k).
  */
 #include "w4a16_common.cuh"
 
 namespace cuda_w4a16 {
 
-template <class A, bool ZP>
+template <class A, bool ZP, bool PL>
 __global__ void __launch_bounds__(256) w4a16_dq_slab(const mpl_cuda_w4a16_args a, int nt0, int ntiles,
                                                      uint16_t *__restrict__ w, int ldw) {
     const int KC = a.k_pad >> MPL_CUDA_W4A16_KC_SHIFT;
-    const long long total = (long long)ntiles * KC * 32;
+    /* PL (8-bit, two planes): chunks of the low plane only; the high plane's chunk kc is KCL + kc */
+    const int KCL = PL ? a.planes_k >> MPL_CUDA_W4A16_KC_SHIFT : KC;
+    const int kmax = PL ? a.planes_k : a.k;
+    const long long total = (long long)ntiles * KCL * 32;
     const uint32_t *sc32 = reinterpret_cast<const uint32_t *>(a.scales);
     const uint32_t *sl32 = reinterpret_cast<const uint32_t *>(a.scales_lo);
     const uint16_t *z16 = reinterpret_cast<const uint16_t *>(a.zeros);
     for (long long v = blockIdx.x * (long long)blockDim.x + threadIdx.x; v < total; v += (long long)gridDim.x * blockDim.x) {
         const int lane = (int)(v & 31);
         const long long blk = v >> 5;
-        const int kc = (int)(blk % KC), ntl = (int)(blk / KC), nt = nt0 + ntl;
+        const int kc = (int)(blk % KCL), ntl = (int)(blk / KCL), nt = nt0 + ntl;
         const int g = lane >> 2, t = lane & 3;
         const int row0 = nt * MPL_CUDA_W4A16_NT + g; /* rows row0 and row0 + 8 */
         const uint4 q = ldg_stream(reinterpret_cast<const uint4 *>(a.qweight) + ((size_t)nt * KC + kc) * 32 + lane);
+        const uint4 qh = PL ? ldg_stream(reinterpret_cast<const uint4 *>(a.qweight) + ((size_t)nt * KC + KCL + kc) * 32 + lane)
+                            : make_uint4(0u, 0u, 0u, 0u);
         const bool in0 = row0 < a.n, in1 = row0 + 8 < a.n;
         uint16_t *w0 = w + (size_t)(ntl * MPL_CUDA_W4A16_NT + g) * ldw, *w1 = w0 + (size_t)8 * ldw;
 #pragma unroll
         for (int j = 0; j < 4; j++) {
             const int k = kc * MPL_CUDA_W4A16_KC + 16 * j + 4 * t;
-            if (k >= a.k) break; /* K is a multiple of 8 and k of 4: k < K means k .. k+3 are inside */
+            if (k >= kmax) break; /* K is a multiple of 8 and k of 4: k < K means k .. k+3 are inside */
             const int grp = group_of_step(kc * 4 + j, a.inv_gs16);
             const size_t at = ((size_t)grp * a.n_pad + (size_t)nt * MPL_CUDA_W4A16_NT) / 2 + g; /* rows g, g+8: one word */
             const uint32_t hi = __ldg(sc32 + at), lo = a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32 ? __ldg(sl32 + at) : 0u;
             const uint32_t zz = ZP ? (uint32_t)__ldg(z16 + at) : 0x0808u;
             const float s0 = scale_value(hi & 0xffffu, lo & 0xffffu, a.scale_fmt);
             const float s1 = scale_value(hi >> 16, lo >> 16, a.scale_fmt);
-            const int z0 = (int)(zz & 0xffu), z1 = (int)(zz >> 8);
+            int z0 = (int)(zz & 0xffu), z1 = (int)(zz >> 8);
             const uint32_t wd = j == 0 ? q.x : j == 1 ? q.y : j == 2 ? q.z : q.w;
+            uint32_t wh = 0;
+            if (PL) {
+                /* the high plane's zeros (its own groups); the code is low + 16 high, the zero zl + 16 zh,
+                 * the low plane's scale s (the high plane holds 16 s) */
+                const int grh = group_of_step((KCL + kc) * 4 + j, a.inv_gs16);
+                const size_t ath = ((size_t)grh * a.n_pad + (size_t)nt * MPL_CUDA_W4A16_NT) / 2 + g;
+                const uint32_t zh = (uint32_t)__ldg(z16 + ath);
+                z0 += 16 * (int)(zh & 0xffu), z1 += 16 * (int)(zh >> 8);
+                wh = j == 0 ? qh.x : j == 1 ? qh.y : j == 2 ? qh.z : qh.w;
+            }
             /* row g: channels 4t + 0, 1, 2, 3 are nibbles 0, 4, 2, 6; row g+8: nibbles 1, 5, 3, 7 */
             uint32_t o0[2], o1[2];
 #pragma unroll
             for (int h = 0; h < 2; h++) {
                 const int na = h == 0 ? 0 : 2, nb = h == 0 ? 4 : 6; /* row g, channels 2h and 2h+1 */
-                const float r0a = (float)((int)((wd >> (4 * na)) & 15u) - z0) * s0;
-                const float r0b = (float)((int)((wd >> (4 * nb)) & 15u) - z0) * s0;
-                const float r1a = (float)((int)((wd >> (4 * (na + 1))) & 15u) - z1) * s1;
-                const float r1b = (float)((int)((wd >> (4 * (nb + 1))) & 15u) - z1) * s1;
+                /* 4-bit: the nibble; 8-bit: low + 16 high (exact integers: one rounding of (code - z) s) */
+                const int c0a = (int)((wd >> (4 * na)) & 15u) + (PL ? 16 * (int)((wh >> (4 * na)) & 15u) : 0);
+                const int c0b = (int)((wd >> (4 * nb)) & 15u) + (PL ? 16 * (int)((wh >> (4 * nb)) & 15u) : 0);
+                const int c1a = (int)((wd >> (4 * (na + 1))) & 15u) + (PL ? 16 * (int)((wh >> (4 * (na + 1))) & 15u) : 0);
+                const int c1b = (int)((wd >> (4 * (nb + 1))) & 15u) + (PL ? 16 * (int)((wh >> (4 * (nb + 1))) & 15u) : 0);
+                const float r0a = (float)(c0a - z0) * s0, r0b = (float)(c0b - z0) * s0;
+                const float r1a = (float)(c1a - z1) * s1, r1b = (float)(c1b - z1) * s1;
                 o0[h] = (uint32_t)A::from_float(r0a) | ((uint32_t)A::from_float(r0b) << 16);
                 o1[h] = (uint32_t)A::from_float(r1a) | ((uint32_t)A::from_float(r1b) << 16);
             }
@@ -67,14 +87,16 @@ __global__ void __launch_bounds__(256) w4a16_dq_slab(const mpl_cuda_w4a16_args a
  * beyond: a memory-bound expansion gains nothing from more resident threads; v5 design value). */
 template <class A>
 static cudaError_t dq_slab_act(const mpl_cuda_w4a16_args *a, int nt0, int ntiles, uint16_t *w, int ldw, cudaStream_t s) {
-    long long threads = (long long)ntiles * (a->k_pad / MPL_CUDA_W4A16_KC) * 32;
+    long long threads = (long long)ntiles * ((a->planes_k ? a->planes_k : a->k_pad) / MPL_CUDA_W4A16_KC) * 32;
     long long blocks = (threads + 255) / 256, cap = (long long)a->sms * 8;
     if (blocks > cap) blocks = cap;
     if (blocks < 1) blocks = 1;
-    if (a->zeros)
-        w4a16_dq_slab<A, true><<<(unsigned)blocks, 256, 0, s>>>(*a, nt0, ntiles, w, ldw);
+    if (a->planes_k)
+        w4a16_dq_slab<A, true, true><<<(unsigned)blocks, 256, 0, s>>>(*a, nt0, ntiles, w, ldw);
+    else if (a->zeros)
+        w4a16_dq_slab<A, true, false><<<(unsigned)blocks, 256, 0, s>>>(*a, nt0, ntiles, w, ldw);
     else
-        w4a16_dq_slab<A, false><<<(unsigned)blocks, 256, 0, s>>>(*a, nt0, ntiles, w, ldw);
+        w4a16_dq_slab<A, false, false><<<(unsigned)blocks, 256, 0, s>>>(*a, nt0, ntiles, w, ldw);
     return cudaGetLastError();
 }
 

@@ -47,11 +47,12 @@ typedef struct mpl_cuda_w4a16_args {
     int ksplit;                /* blocks along K reducing through a cluster: 0 = the launcher's rule, 1..8 forced */
     int skinny_nw;             /* skinny row tiles per warp: 0 = by layer width, 2 or 4 */
     const void *wg_map;        /* wg path: the weight tensor map (MPL_CUDA_W4A16_WG_MAP_BYTES) */
-    /* Keeps the struct (every kernel's by-value parameter) at the 136 bytes all kernels were measured with: at
-     * 128 bytes NVVM lowers the parameter differently (fields loaded one by one; the skinny kernel's fold
-     * unrolled twice as large, tc kernels up to ~60% longer in PTX), an unmeasured change. Drop it only with
-     * an H200 run comparing both (bench/cuda/NOTES.md v8). */
-    int reserved;
+    /* 8-bit layers (two 4-bit planes, docs/layouts/cuda_w4a16.md): the layer's k, where the high-nibble plane
+     * starts among the k packed channels; 0 for 4-bit layers. Only the dq path reads it (it dequantizes both
+     * planes into one 16-bit weight); the other paths run the planes as the 4-bit layer they are. (This
+     * field keeps the struct, every kernel's by-value parameter, at the 136 bytes all kernels were measured
+     * with: at 128 bytes NVVM lowers the parameter differently, bench/cuda/NOTES.md v8.) */
+    int planes_k;
 } mpl_cuda_w4a16_args;
 
 /* gs16 of a layer with one group over K: never reached by a k16 step (K <= 2^24 = 2^20 steps), and a
@@ -104,7 +105,8 @@ int mpl_cuda_w4a16_launch_dq_bias(const float *c, const void *bias, void *y, int
                                   void *stream);
 
 /* Act-order: xp[i][j] = x[i][perm[j]] (2-byte elements), before any path. */
-int mpl_cuda_w4a16_launch_permute(const void *x, const int32_t *perm, void *xp, int m, int k, void *stream);
+/* xp [m][k] = x [m][k_in] gathered through perm (k = k_in, or 2 k_in for an 8-bit layer's two planes) */
+int mpl_cuda_w4a16_launch_permute(const void *x, const int32_t *perm, void *xp, int m, int k_in, int k, void *stream);
 
 #ifdef __cplusplus
 }
