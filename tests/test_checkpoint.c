@@ -3,7 +3,10 @@
  * (tests/fixtures/, made by make_fixtures.py: compressed-tensors, GPTQModel,
  * AutoAWQ) opened through the public API; every layer applied to the
  * fixture's input and compared with the output computed from the weights as
- * the writing tool itself dequantizes them.
+ * the writing tool itself dequantizes them. The 2-, 3- and 8-bit fixtures
+ * (width_fixtures, issue 18) are also decoded code for code against the tool's
+ * own unpacking, and run on the kernel the chooser picks; dense_stream_examples
+ * checks the worked examples of docs/layouts/checkpoints.md word for word.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -17,6 +20,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "decode/decode.h"
 #include "model/safetensors.h"
 #include "mplinear.h"
 
@@ -31,17 +35,28 @@ typedef struct fixture {
     mpl_mode mode;
     mpl_act act;     /* expected default activation type (0: not checked) */
     int with_bias;   /* layers that have a bias */
+    int codes;       /* the expected file holds L.q (and L.zq): the tool's unpacked codes */
 } fixture;
 
 /* What each generator wrote (see make_fixtures.py). ct-w4a16-mixed holds two schemes: checked separately. */
 static const fixture fixtures[] = {
-    {"ct-w4a16-mixed", "compressed-tensors", 6, MPL_LAYOUT_CT, 0, 0, 0, 0, MPL_MODE_W4A16, MPL_ACT_BF16, 0},
-    {"ct-w4a16-asym", "compressed-tensors", 7, MPL_LAYOUT_CT, MPL_WTYPE_UINT4, 32, 1, 0, MPL_MODE_W4A16, MPL_ACT_F16, 3},
-    {"ct-w4a8-int", "compressed-tensors", 7, MPL_LAYOUT_CT_INT, MPL_WTYPE_INT4, -1, 0, 0, MPL_MODE_W4A8, MPL_ACT_BF16, 0},
-    {"gptq-g32-actorder", "gptq", 7, MPL_LAYOUT_GPTQ, MPL_WTYPE_UINT4B8, 32, 0, 1, MPL_MODE_W4A16, 0, 0},
-    {"gptq-v2-asym", "gptq", 7, MPL_LAYOUT_GPTQ_V2, MPL_WTYPE_UINT4, 32, 1, 0, MPL_MODE_W4A16, 0, 0},
-    {"awq-gemm-g32", "awq", 7, MPL_LAYOUT_AWQ, MPL_WTYPE_UINT4, 32, 1, 0, MPL_MODE_W4A16, MPL_ACT_F16, 0},
-    {"ct-w4a16-gptq", "compressed-tensors", 7, MPL_LAYOUT_CT, MPL_WTYPE_UINT4B8, 32, 0, 0, MPL_MODE_W4A16, MPL_ACT_BF16, 0},
+    {"ct-w4a16-mixed", "compressed-tensors", 6, MPL_LAYOUT_CT, 0, 0, 0, 0, MPL_MODE_W4A16, MPL_ACT_BF16, 0, 0},
+    {"ct-w4a16-asym", "compressed-tensors", 7, MPL_LAYOUT_CT, MPL_WTYPE_UINT4, 32, 1, 0, MPL_MODE_W4A16, MPL_ACT_F16, 3, 0},
+    {"ct-w4a8-int", "compressed-tensors", 7, MPL_LAYOUT_CT_INT, MPL_WTYPE_INT4, -1, 0, 0, MPL_MODE_W4A8, MPL_ACT_BF16, 0, 0},
+    {"gptq-g32-actorder", "gptq", 7, MPL_LAYOUT_GPTQ, MPL_WTYPE_UINT4B8, 32, 0, 1, MPL_MODE_W4A16, 0, 0, 0},
+    {"gptq-v2-asym", "gptq", 7, MPL_LAYOUT_GPTQ_V2, MPL_WTYPE_UINT4, 32, 1, 0, MPL_MODE_W4A16, 0, 0, 0},
+    {"awq-gemm-g32", "awq", 7, MPL_LAYOUT_AWQ, MPL_WTYPE_UINT4, 32, 1, 0, MPL_MODE_W4A16, MPL_ACT_F16, 0, 0},
+    {"ct-w4a16-gptq", "compressed-tensors", 7, MPL_LAYOUT_CT, MPL_WTYPE_UINT4B8, 32, 0, 0, MPL_MODE_W4A16, MPL_ACT_BF16, 0, 0},
+};
+
+/* Issue 18's widths: 2-, 3- and 8-bit checkpoints, each also checked code for code against the tool's unpack. */
+static const fixture width_fixtures[] = {
+    {"ct-w8a16-g32", "compressed-tensors", 7, MPL_LAYOUT_CT, MPL_WTYPE_UINT8B128, 32, 0, 0, MPL_MODE_W4A16, MPL_ACT_BF16, 0, 1},
+    {"ct-w3a16-g32", "compressed-tensors", 7, MPL_LAYOUT_CT, MPL_WTYPE_UINT3B4, 32, 0, 0, MPL_MODE_W4A16, MPL_ACT_BF16, 0, 1},
+    {"ct-w3a16-asym", "compressed-tensors", 7, MPL_LAYOUT_CT, MPL_WTYPE_UINT3, 32, 1, 0, MPL_MODE_W4A16, MPL_ACT_F16, 3, 1},
+    {"ct-w2a16-g64", "compressed-tensors", 7, MPL_LAYOUT_CT, MPL_WTYPE_UINT2B2, 64, 0, 0, MPL_MODE_W4A16, MPL_ACT_BF16, 0, 1},
+    {"gptq-w3-asym", "gptq", 7, MPL_LAYOUT_GPTQ, MPL_WTYPE_UINT3, 32, 1, 0, MPL_MODE_W4A16, 0, 0, 1},
+    {"gptq-w3-actorder", "gptq", 7, MPL_LAYOUT_GPTQ, MPL_WTYPE_UINT3B4, 32, 0, 1, MPL_MODE_W4A16, 0, 0, 1},
 };
 
 static const char *fixture_root(void) {
@@ -64,6 +79,82 @@ static const float *f32_tensor(const mpl_st_file *f, const char *layer, const ch
     assert_int_equal(t->shape[1], d1);
     assert_int_equal((uintptr_t)t->data % 4, 0);
     return t->data;
+}
+
+/* A checkpoint tensor of layer `layer` in its shard, as the decoder takes it (NULL data when absent). */
+static mpl_tensor shard_tensor(const mpl_st_file *f, const char *layer, const char *what) {
+    char name[512];
+    snprintf(name, sizeof name, "%s.%s", layer, what);
+    mpl_tensor t;
+    memset(&t, 0, sizeof t);
+    const mpl_st_tensor *s = mpl_st_find(f, name);
+    if (!s) return t;
+    assert_true(s->ndim >= 1 && s->ndim <= MPL_MAX_DIMS);
+    t.data = s->data;
+    t.dtype = s->dtype;
+    t.ndim = s->ndim;
+    for (int d = 0; d < s->ndim; d++) t.shape[d] = s->shape[d];
+    return t;
+}
+
+/* The tool's unpacked codes L.what ([rows, cols] uint8) from the expected file. */
+static const uint8_t *u8_tensor(const mpl_st_file *f, const char *layer, const char *what, int64_t d0, int64_t d1) {
+    char name[512];
+    snprintf(name, sizeof name, "%s.%s", layer, what);
+    const mpl_st_tensor *t = mpl_st_find(f, name);
+    if (!t) fail_msg("expected file has no tensor %s", name);
+    assert_string_equal(t->dtype_name, "U8");
+    assert_int_equal(t->ndim, 2);
+    assert_int_equal(t->shape[0], d0);
+    assert_int_equal(t->shape[1], d1);
+    return t->data;
+}
+
+/*
+ * Decodes layer `info`'s tensors, read from its shard, with mplinear's decoder and compares every
+ * stored code (and zero point) with the writing tool's own unpacking of the same words (L.q, L.zq):
+ * bit for bit, so a packing that the outputs' tolerance could hide still fails here.
+ */
+static void check_codes(const fixture *fx, const mpl_model_layer_info *info, const mpl_st_file *ef) {
+    const mpl_config *c = &info->config;
+    mpl_st_file *sf = NULL;
+    if (mpl_st_open(info->file, &sf) != MPL_OK) fail_msg("open %s: %s", info->file, mpl_last_error());
+    int ct = info->layout == MPL_LAYOUT_CT;
+    mpl_checkpoint_tensors ck;
+    memset(&ck, 0, sizeof ck);
+    ck.layout = info->layout;
+    ck.weight = shard_tensor(sf, info->name, ct ? "weight_packed" : "qweight");
+    ck.scales = shard_tensor(sf, info->name, ct ? "weight_scale" : "scales");
+    if (c->zero_points) ck.zeros = shard_tensor(sf, info->name, ct ? "weight_zero_point" : "qzeros");
+    if (c->act_order) ck.g_idx = shard_tensor(sf, info->name, ct ? "weight_g_idx" : "g_idx");
+    mpl_canonical w;
+    if (mpl_decode_checkpoint(c, &ck, &w) != MPL_OK)
+        fail_msg("%s layer %s: decode: %s", fx->dir, info->name, mpl_last_error());
+    const int64_t K = c->k, N = c->n, G = w.groups;
+    const uint8_t *q = u8_tensor(ef, info->name, "q", N, K);
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t k = 0; k < K; k++)
+            if (w.codes[n * K + k] != q[n * K + k])
+                fail_msg("%s layer %s: code (n %lld, k %lld) = %d, the tool unpacks %d", fx->dir, info->name,
+                         (long long)n, (long long)k, w.codes[n * K + k], q[n * K + k]);
+    if (c->zero_points) {
+        const uint8_t *zq = u8_tensor(ef, info->name, "zq", N, G);
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t g = 0; g < G; g++)
+                if (w.zeros[n * G + g] != zq[n * G + g])
+                    fail_msg("%s layer %s: zero (n %lld, group %lld) = %d, the tool unpacks %d", fx->dir, info->name,
+                             (long long)n, (long long)g, w.zeros[n * G + g], zq[n * G + g]);
+    }
+    /* Codes span the type's range: a fixture of all-equal codes would prove nothing. */
+    int lo = 255, hi = 0;
+    for (int64_t i = 0; i < N * K; i++) {
+        if (w.codes[i] < lo) lo = w.codes[i];
+        if (w.codes[i] > hi) hi = w.codes[i];
+    }
+    assert_int_equal(lo, 0);
+    assert_int_equal(hi, (1 << mpl_wtype_width(c->wtype)) - 1);
+    mpl_canonical_free(&w);
+    mpl_st_close(sf);
 }
 
 /*
@@ -115,6 +206,7 @@ static void check_fixture(const fixture *fx) {
         assert_int_equal(idx, i);
         biased += info.has_bias;
 
+        if (fx->codes) check_codes(fx, &info, ef);
         int64_t K = c->k, N = c->n, M = 4;
         const float *x = f32_tensor(ef, info.name, "x", M, K);
         const float *ye = f32_tensor(ef, info.name, "y", M, N);
@@ -142,6 +234,31 @@ static void check_fixture(const fixture *fx) {
                 fail_msg("%s layer %s: y[%lld, %lld] = %.9g, tool says %.9g (|err| %.3g > bound %.3g)", fx->dir,
                          info.name, (long long)(e / N), (long long)(e % N), y[e], ye[e], err, tol);
         }
+        /* Width fixtures: the kernel the chooser picks here (whichever serves the width) in f32, against the
+         * tool's output with the contract's bound: fp32 per group, groups scaled and summed, so up to
+         * K + G + 4 roundings (twice the reference's allowance, for another summation order). */
+        const char *chosen_name = "ref";
+        if (fx->codes) {
+            mpl_layer *lc = NULL;
+            mpl_options oc;
+            mpl_options_init(&oc);
+            oc.threads = 1;
+            if (mpl_model_layer_create(m, i, &oc, MPL_ACT_F32, &lc) != MPL_OK)
+                fail_msg("%s layer %s (chosen kernel): %s", fx->dir, info.name, mpl_last_error());
+            chosen_name = mpl_layer_kernel(lc);
+            int64_t G = c->group_size == -1 ? 1 : K / c->group_size;
+            memset(y, 0, (size_t)(M * N) * sizeof *y);
+            assert_int_equal(mpl_layer_apply(lc, M, x, bias, y), MPL_OK);
+            for (int64_t e = 0; e < M * N; e++) {
+                double tol = ((double)u_tool + 2.0 * (double)(K + G + 4) * ldexp(1.0, -24)) * s[e] + 1e-30;
+                double err = fabs((double)y[e] - (double)ye[e]);
+                if (err > tol)
+                    fail_msg("%s layer %s, kernel %s: y[%lld, %lld] = %.9g, tool says %.9g (|err| %.3g > bound %.3g)",
+                             fx->dir, info.name, chosen_name, (long long)(e / N), (long long)(e % N), y[e], ye[e], err,
+                             tol);
+            }
+            mpl_layer_destroy(lc);
+        }
         /* A layer created with the checkpoint's own activation type. */
         mpl_layer *l2 = NULL;
         mpl_options o2;
@@ -153,8 +270,9 @@ static void check_fixture(const fixture *fx) {
         mpl_layer_destroy(l);
         free(y);
         free(bias);
-        print_message("  %-18s %-40s k=%-4lld n=%-4lld %-9s worst err/bound %.3f\n", fx->dir, info.name,
-                      (long long)K, (long long)N, mpl_wtype_name(c->wtype), worst);
+        print_message("  %-18s %-40s k=%-4lld n=%-4lld %-9s worst err/bound %.3f%s%s\n", fx->dir, info.name,
+                      (long long)K, (long long)N, mpl_wtype_name(c->wtype), worst, fx->codes ? "; also on " : "",
+                      fx->codes ? chosen_name : "");
     }
     assert_int_equal(biased, fx->with_bias);
     mpl_st_close(ef);
@@ -214,6 +332,65 @@ static void awq_gemm(void **state) {
 static void ct_gptq(void **state) {
     (void)state;
     check_fixture(&fixtures[6]);
+}
+
+/* Encodes codes (cfg's layer, one group) in layout lay and checks the weight (or zero-point) words. */
+static void expect_words(const mpl_config *c, mpl_layout lay, const uint8_t *codes, const uint8_t *zeros,
+                         const uint32_t *want, int nwant, int of_zeros) {
+    float sc[64];
+    for (int i = 0; i < 64; i++) sc[i] = 1.0f;
+    mpl_checkpoint_tensors ck;
+    if (mpl_checkpoint_encode(c, lay, codes, sc, MPL_DTYPE_F32, zeros, NULL, &ck) != MPL_OK)
+        fail_msg("encode: %s", mpl_last_error());
+    const mpl_tensor *t = of_zeros ? &ck.zeros : &ck.weight;
+    int64_t count = t->shape[0] * (t->ndim == 2 ? t->shape[1] : 1);
+    assert_int_equal(count, nwant);
+    for (int i = 0; i < nwant; i++)
+        if (((const uint32_t *)t->data)[i] != want[i])
+            fail_msg("%s %s word %d = 0x%08X, docs/layouts/checkpoints.md says 0x%08X", mpl_layout_name(lay),
+                     mpl_wtype_name(c->wtype), i, ((const uint32_t *)t->data)[i], want[i]);
+    mpl_canonical w;
+    assert_int_equal(mpl_decode_checkpoint(c, &ck, &w), MPL_OK);
+    for (int64_t i = 0; i < c->n * c->k; i++) assert_int_equal(w.codes[i], codes[i]);
+    if (zeros)
+        for (int64_t i = 0; i < c->n; i++) assert_int_equal(w.zeros[i], zeros[i]);
+    mpl_canonical_free(&w);
+    mpl_checkpoint_tensors_free(&ck);
+}
+
+/* The worked examples of docs/layouts/checkpoints.md ("The dense bit stream"), word for word. */
+static void dense_stream_examples(void **state) {
+    (void)state;
+    uint8_t codes[64], zeros[13];
+    mpl_config c;
+    /* 3-bit, K = 32: codes k mod 8; the same three words in ct (a row) and gptq (column 0). */
+    static const uint32_t w3[] = {0x88FAC688u, 0xC688FAC6u, 0xFAC688FAu};
+    for (int k = 0; k < 32; k++) codes[k] = (uint8_t)(k % 8);
+    mpl_config_init(&c, 32, 1);
+    c.wtype = MPL_WTYPE_UINT3B4;
+    expect_words(&c, MPL_LAYOUT_CT, codes, NULL, w3, 3, 0);
+    expect_words(&c, MPL_LAYOUT_GPTQ, codes, NULL, w3, 3, 0);
+    /* 3-bit zeros along N = 13: 3n mod 8 in 2 words (bits 39..63 padding, written 0). */
+    static const uint32_t z3[] = {0x98ABC398u, 0x00000043u};
+    mpl_config_init(&c, 32, 13);
+    c.wtype = MPL_WTYPE_UINT3;
+    c.zero_points = 1;
+    uint8_t c13[13 * 32];
+    for (int i = 0; i < 13 * 32; i++) c13[i] = (uint8_t)(i % 8);
+    for (int n = 0; n < 13; n++) zeros[n] = (uint8_t)(3 * n % 8);
+    expect_words(&c, MPL_LAYOUT_CT, c13, zeros, z3, 2, 1);
+    expect_words(&c, MPL_LAYOUT_GPTQ_V2, c13, zeros, z3, 2, 1); /* v2: the zero itself, along N as well */
+    /* 2-bit, K = 16: codes k mod 4. */
+    static const uint32_t w2[] = {0xE4E4E4E4u};
+    for (int k = 0; k < 16; k++) codes[k] = (uint8_t)(k % 4);
+    mpl_config_init(&c, 16, 1);
+    c.wtype = MPL_WTYPE_UINT2B2;
+    expect_words(&c, MPL_LAYOUT_CT, codes, NULL, w2, 1, 0);
+}
+
+/* state: one row of width_fixtures. */
+static void width_fixture(void **state) {
+    check_fixture((const fixture *)*state);
 }
 
 static void api_errors(void **state) {
@@ -381,10 +558,16 @@ static void cli_commands(void **state) {
 }
 
 int main(void) {
-    const struct CMUnitTest tests[] = {
+    static const struct CMUnitTest fixed[] = {
         cmocka_unit_test(ct_mixed),      cmocka_unit_test(ct_asym),      cmocka_unit_test(ct_w4a8),
         cmocka_unit_test(gptq_actorder), cmocka_unit_test(gptq_v2_asym), cmocka_unit_test(awq_gemm),      cmocka_unit_test(ct_gptq),
-        cmocka_unit_test(api_errors),    cmocka_unit_test(cli_commands),
+        cmocka_unit_test(api_errors),    cmocka_unit_test(cli_commands),  cmocka_unit_test(dense_stream_examples),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    enum { NFIXED = sizeof fixed / sizeof fixed[0], NWIDTH = sizeof width_fixtures / sizeof width_fixtures[0] };
+    /* Then one test per row of width_fixtures, named by its fixture folder. */
+    struct CMUnitTest tests[NFIXED + NWIDTH];
+    memcpy(tests, fixed, sizeof fixed);
+    for (int i = 0; i < NWIDTH; i++)
+        tests[NFIXED + i] = (struct CMUnitTest){width_fixtures[i].dir, width_fixture, NULL, NULL, (void *)&width_fixtures[i]};
+    return _cmocka_run_group_tests("test_checkpoint", tests, NFIXED + NWIDTH, NULL, NULL);
 }

@@ -2,7 +2,8 @@
  * test_cli.c -- drives the built `mplinear` binary ($MPL_BUILD_DIR/mplinear) end to end.
  *
  *  - apply on every checkpoint layout (ct, gptq, gptq-v2, awq, ct-int) and weight type
- *    (uint4b8, uint4+zp, int4, uint8b128, uint8+zp), group sizes -1, powers of two and
+ *    (uint4b8, uint4+zp, int4, uint8b128, uint8+zp, uint2b2, uint3b4, uint2+zp, uint3+zp: the
+ *    2- and 3-bit ones in ct, gptq and gptq-v2, whose zeros pack along an odd N), group sizes -1, powers of two and
  *    non-power-of-two divisors of K (K = 96, groups of 24 and 48), uniform and irregular
  *    act-order, odd N (13, 17), W4A8, bias, f16/bf16/f32 activations, f16/bf16/f32 scales,
  *    x given as float32, float16 or bfloat16 (uint16 bits), 1-D x; one GPTQ case is packed
@@ -17,6 +18,9 @@
  *    (a pseudo-terminal here) and not with --quiet, a bad g_idx refused alike by inspect and apply.
  *  - --help on every subcommand, info, verify (ref and the chosen kernel), bench --json
  *    (parsed; required keys), demo on a small layer, the checkpoint placeholders.
+ *  - every weight width through verify, bench and demo (--wtype), the shape rules of 2- and 3-bit
+ *    weights (3-bit words not a multiple of 3, K not a multiple of 32, awq), and inspect's refusal
+ *    report (text blocks and the JSON "refused" array) with kernels disabled by name.
  *
  * Tolerance for apply (tu_tolerance, derivation in tests/support/testutil.c): the kernel
  * computes in fp32 (u = 2^-24), so |y - y_exact| <= gamma_n * mag with mag = |b| +
@@ -267,6 +271,18 @@ static const apply_case apply_cases[] = {
     {"w4a8 ct int4 g-1 f16", MPL_LAYOUT_CT, MPL_WTYPE_INT4, 96, 16, -1, 0, MPL_ACT_F16, 1, 0, MPL_DTYPE_F16, 2, MPL_DTYPE_F32, 0, MPL_DTYPE_F32, 0},
     {"w4a8 ct uint4 zp g48 act-order f32", MPL_LAYOUT_CT, MPL_WTYPE_UINT4, 96, 13, 48, 1, MPL_ACT_F32, 1, 1, MPL_DTYPE_F16, 2, MPL_DTYPE_F32, 0, MPL_DTYPE_F32, 0},
     {"w4a8 gptq-v2 uint8 zp g24 bf16", MPL_LAYOUT_GPTQ_V2, MPL_WTYPE_UINT8, 96, 17, 24, 0, MPL_ACT_BF16, 1, 1, MPL_DTYPE_F16, 2, MPL_DTYPE_F32, 0, MPL_DTYPE_F32, 0},
+    /* 2- and 3-bit (issue 18): K a multiple of 32 for 3-bit (32 values per 3 words), of 16 for 2-bit. */
+    {"ct uint3b4 g32 f32 bias", MPL_LAYOUT_CT, MPL_WTYPE_UINT3B4, 96, 13, 32, 0, MPL_ACT_F32, 0, 1, MPL_DTYPE_F16, 3, MPL_DTYPE_F32, 0, MPL_DTYPE_F32, 0},
+    {"ct uint3 zp g32 act-order bf16", MPL_LAYOUT_CT, MPL_WTYPE_UINT3, 128, 17, 32, 1, MPL_ACT_BF16, 0, 1, MPL_DTYPE_BF16, 2, MPL_DTYPE_F32, 0, MPL_DTYPE_F32, 0},
+    {"ct uint2b2 g16 f16", MPL_LAYOUT_CT, MPL_WTYPE_UINT2B2, 64, 13, 16, 0, MPL_ACT_F16, 0, 0, MPL_DTYPE_F16, 2, MPL_DTYPE_F16, 0, MPL_DTYPE_F32, 0},
+    {"ct uint2 zp g-1 f32", MPL_LAYOUT_CT, MPL_WTYPE_UINT2, 48, 21, -1, 0, MPL_ACT_F32, 0, 1, MPL_DTYPE_F32, 2, MPL_DTYPE_F32, 0, MPL_DTYPE_F32, 0},
+    {"gptq uint3b4 g32 act-order f16", MPL_LAYOUT_GPTQ, MPL_WTYPE_UINT3B4, 96, 13, 32, 1, MPL_ACT_F16, 0, 1, MPL_DTYPE_F16, 2, MPL_DTYPE_F32, 0, MPL_DTYPE_F16, 0},
+    {"gptq uint3 zp g32 bf16 m1 1-D x", MPL_LAYOUT_GPTQ, MPL_WTYPE_UINT3, 64, 23, 32, 0, MPL_ACT_BF16, 0, 0, MPL_DTYPE_F16, 1, MPL_DTYPE_F32, 1, MPL_DTYPE_F32, 0},
+    {"gptq uint3 zp g32 irregular act-order f32", MPL_LAYOUT_GPTQ, MPL_WTYPE_UINT3, 96, 11, 32, 2, MPL_ACT_F32, 0, 1, MPL_DTYPE_F16, 2, MPL_DTYPE_F32, 0, MPL_DTYPE_F32, 0},
+    {"gptq uint2b2 g48 bf16", MPL_LAYOUT_GPTQ, MPL_WTYPE_UINT2B2, 96, 17, 48, 0, MPL_ACT_BF16, 0, 1, MPL_DTYPE_F16, 3, MPL_DTYPE_F32, 0, MPL_DTYPE_F32, 0},
+    {"gptq uint2 zp g16 f16", MPL_LAYOUT_GPTQ, MPL_WTYPE_UINT2, 64, 13, 16, 0, MPL_ACT_F16, 0, 0, MPL_DTYPE_F16, 2, MPL_DTYPE_F32, 0, MPL_DTYPE_F32, 0},
+    {"gptq-v2 uint3 zp g-1 f32", MPL_LAYOUT_GPTQ_V2, MPL_WTYPE_UINT3, 64, 13, -1, 0, MPL_ACT_F32, 0, 1, MPL_DTYPE_F32, 2, MPL_DTYPE_F32, 0, MPL_DTYPE_F32, 0},
+    {"gptq-v2 uint2 zp g32 act-order bf16", MPL_LAYOUT_GPTQ_V2, MPL_WTYPE_UINT2, 96, 19, 32, 1, MPL_ACT_BF16, 0, 1, MPL_DTYPE_F16, 2, MPL_DTYPE_BF16, 0, MPL_DTYPE_F32, 0},
 };
 
 static void store_floats(mpl_dtype d, const float *src, void *dst, size_t n) {
@@ -771,6 +787,35 @@ static void test_apply_bad_shapes(void **state) {
     BAD("option twice", "twice", 2, {"--threads", "1"}, {"--threads", "2"});
     BAD("awq with g_idx", "g_idx", 3, {"--layout", "awq"});
     BAD("ct-int with uint4", "int4", 3, {"--layout", "ct-int"});
+    /* 2- and 3-bit weights (issue 18): 3-bit values pack 32 per 3 words, so K = words * 32 / 3. */
+    write_npy(p, MPL_DTYPE_I32, 2, (int64_t[]){4, BN}, iw);
+    BAD("3-bit gptq weight of 4 words", "must be a multiple of 3", 3, {"--weight", p}, {"--wtype", "uint3b4"},
+        {"--zeros", NULL}, {"--g-idx", NULL}, {"--group-size", "-1"});
+    write_npy(p, MPL_DTYPE_I32, 2, (int64_t[]){BN, 5}, iw);
+    BAD("3-bit ct weight of 5 words", "must be a multiple of 3", 3, {"--layout", "ct"}, {"--weight", p},
+        {"--wtype", "uint3b4"}, {"--zeros", NULL}, {"--g-idx", NULL}, {"--group-size", "-1"});
+    {
+        /* 3 words hold K = 32: a valid weight, then zeros of the wrong width (N = 13 3-bit zeros need 2 words). */
+        char wp[4200], sp[4200];
+        snprintf(wp, sizeof wp, "%s", path_in("w3.npy"));
+        snprintf(sp, sizeof sp, "%s", path_in("s3.npy"));
+        write_npy(wp, MPL_DTYPE_I32, 2, (int64_t[]){3, BN}, iw);
+        write_npy(sp, MPL_DTYPE_F16, 2, (int64_t[]){1, BN}, f);
+        write_npy(p, MPL_DTYPE_I32, 2, (int64_t[]){1, 1}, iw);
+        BAD("3-bit zeros of 1 word for N = 13", "--zeros", 3, {"--weight", wp}, {"--scales", sp}, {"--zeros", p},
+            {"--wtype", "uint3"}, {"--g-idx", NULL}, {"--group-size", "-1"});
+        BAD("3-bit x of the 4-bit K", "--input", 3, {"--weight", wp}, {"--scales", sp}, {"--wtype", "uint3b4"},
+            {"--zeros", NULL}, {"--g-idx", NULL}, {"--group-size", "-1"});
+        /* awq [K, N/pf]: 3 words hold N = 32 of K = 32; the library refuses the width by name. */
+        write_npy(wp, MPL_DTYPE_I32, 2, (int64_t[]){32, 3}, iw);
+        write_npy(sp, MPL_DTYPE_F16, 2, (int64_t[]){1, 32}, f);
+        char xp[4200];
+        snprintf(xp, sizeof xp, "%s", path_in("x32.npy"));
+        write_npy(xp, MPL_DTYPE_F32, 2, (int64_t[]){2, 32}, f);
+        BAD("awq with 3-bit", "4- and 8-bit", 3, {"--layout", "awq"}, {"--weight", wp}, {"--scales", sp},
+            {"--wtype", "uint3b4"}, {"--zeros", NULL}, {"--g-idx", NULL}, {"--bias", NULL}, {"--group-size", "-1"},
+            {"--input", xp});
+    }
     /* ct-int values outside -8..7. */
     {
         int8_t wv[BN * BK];
@@ -980,6 +1025,13 @@ static void test_verify(void **state) {
         {"--k", "64", "--n", "16", "--wtype", "int4", "--act", "f32", "--layout", "ct-int", NULL},
         {"--k", "64", "--n", "24", "--group-size", "32", "--wtype", "uint4", "--layout", "awq", "--m", "5"},
         {"--k", "128", "--n", "13", "--group-size", "32", "--wtype", "uint8b128", "--layout", "gptq", NULL},
+        {"--k", "96", "--n", "13", "--group-size", "32", "--wtype", "uint3b4", NULL},
+        {"--k", "128", "--n", "17", "--group-size", "32", "--wtype", "uint3", "--layout", "gptq", "--m", "3"},
+        {"--k", "96", "--n", "19", "--group-size", "32", "--wtype", "uint3", "--layout", "gptq-v2", "--act-order"},
+        {"--k", "64", "--n", "13", "--group-size", "16", "--wtype", "uint2b2", "--layout", "gptq", NULL},
+        {"--k", "48", "--n", "21", "--group-size", "24", "--wtype", "uint2", "--act", "f16", NULL},
+        {"--k", "64", "--n", "24", "--group-size", "32", "--wtype", "uint2", "--layout", "gptq-v2", "--m", "9"},
+        {"--k", "64", "--n", "24", "--group-size", "32", "--wtype", "uint8", "--layout", "awq", "--act", "f32"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         for (int forced = 0; forced < 2; forced++) {
@@ -1036,6 +1088,40 @@ static void test_verify(void **state) {
     rc = RUN("verify", "--k", "96");
     assert_int_equal(rc, 2);
     assert_true(one_error_line("--n"));
+    /* Width rules: 3-bit K a multiple of 32, 2-bit of 16; AWQ's packing is 4- and 8-bit only. */
+    rc = RUN("verify", "--k", "48", "--n", "8", "--wtype", "uint3b4");
+    assert_int_equal(rc, 3);
+    assert_true(one_error_line("multiple of 32 for uint3b4"));
+    rc = RUN("verify", "--k", "40", "--n", "8", "--wtype", "uint2");
+    assert_int_equal(rc, 3);
+    assert_true(one_error_line("uint2"));
+    rc = RUN("verify", "--k", "64", "--n", "16", "--wtype", "uint3", "--layout", "awq");
+    assert_int_equal(rc, 3);
+    assert_true(one_error_line("4- and 8-bit"));
+    rc = RUN("verify", "--k", "64", "--n", "16", "--wtype", "uint3b4", "--zp");
+    assert_int_equal(rc, 3);
+    assert_true(one_error_line("zero points apply only to uint2, uint3, uint4 and uint8"));
+}
+
+/* Every width through bench and demo: one JSON row per run naming the type, and demo's verdict. */
+static void test_widths_bench_demo(void **state) {
+    (void)state;
+    static const char *const types[] = {"uint2b2", "uint3b4", "uint2", "uint3", "uint8b128", "uint8"};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        int rc = RUN("bench", "--k", "128", "--n", "24", "--group-size", "32", "--wtype", types[i], "--json", "--reps",
+                     "2", "--max-copies", "2", "--threads", "1");
+        if (rc) show(types[i], rc);
+        assert_int_equal(rc, 0);
+        char want[64];
+        snprintf(want, sizeof want, "\"wtype\": \"%s\"", types[i]);
+        assert_non_null(strstr(g_out, want));
+        rc = RUN("demo", "--k", "256", "--n", "32", "--wtype", types[i], "--group-size", "64", "--reps", "2",
+                 "--max-copies", "2");
+        if (rc || !strstr(g_out, "PASS")) show(types[i], rc);
+        assert_int_equal(rc, 0);
+        assert_non_null(strstr(g_out, "accuracy vs ref"));
+        assert_non_null(strstr(g_out, "PASS"));
+    }
 }
 
 /* A minimal strict parser for one flat JSON object of strings, numbers and booleans. */
@@ -1551,6 +1637,135 @@ static void test_checkpoint_hardening(void **state) {
     rmdir(ck);
     remove(path_in("x64.npy"));
 }
+
+/* The JSON line of layer `name` in inspect --json output (copied into buf), or fails. */
+static const char *inspect_line(const char *out, const char *name, char *buf, size_t cap) {
+    char key[256];
+    snprintf(key, sizeof key, "{\"name\": \"%s\"", name);
+    const char *l = strstr(out, key);
+    if (!l) fail_msg("inspect --json: no line for %s in\n%s", name, out);
+    const char *e = strchr(l, '\n');
+    size_t n = e ? (size_t)(e - l) : strlen(l);
+    if (n >= cap) n = cap - 1;
+    memcpy(buf, l, n);
+    buf[n] = 0;
+    return buf;
+}
+
+/*
+ * inspect says why the kernels ahead of a layer's choice refused (issue 18): with both x86 W4A16
+ * kernels disabled by name every layer of an 8-bit and a 4-bit checkpoint goes to ref, and the
+ * report names each disabled kernel with reason DISABLED, in priority order, in the JSON "refused"
+ * array and in the text block [1] the kernel column points to. Independent of which widths the
+ * x86 kernels take: the disabled ones refuse whatever the width.
+ */
+static void test_inspect_refusals(void **state) {
+    (void)state;
+    static const char *const dirs[] = {"ct-w4a16-mixed", "ct-w3a16-g32", "gptq-w3-asym"};
+    assert_int_equal(setenv("MPL_DISABLED_KERNELS", "x86_avx512_w4a16,x86_avx2_w4a16", 1), 0);
+    char line[8192];
+    for (size_t d = 0; d < sizeof dirs / sizeof dirs[0]; d++) {
+        int rc = RUN("inspect", fixture(dirs[d]), "--json");
+        if (rc) show("inspect --json", rc);
+        assert_int_equal(rc, 0);
+        const char *l = inspect_line(g_out, "model.layers.0.mlp.up_proj", line, sizeof line);
+        if (!strstr(l, "\"kernel\": \"ref\"")) fail_msg("%s: up_proj not on ref with the x86 W4A16 kernels disabled: %s", dirs[d], l);
+        const char *r = strstr(l, ", \"refused\": [{\"kernel\": ");
+        assert_non_null(r);
+        const char *a = strstr(r, "{\"kernel\": \"x86_avx512_w4a16\", \"reason\": \"DISABLED\", \"message\": \"");
+        const char *b = strstr(r, "{\"kernel\": \"x86_avx2_w4a16\", \"reason\": \"DISABLED\", \"message\": \"");
+        if (!a || !b || a > b) fail_msg("%s: refused lacks the two DISABLED kernels in priority order: %s", dirs[d], l);
+        assert_null(strstr(r, "\"reason\": \"OK\""));
+        assert_null(strstr(r, "{\"kernel\": \"ref\""));
+        assert_true(l[strlen(l) - 2] == ']' && l[strlen(l) - 1] == '}'); /* "refused" is the last key */
+        /* Text: the kernel column points at a block that lists the same refusals. */
+        rc = RUN("inspect", fixture(dirs[d]));
+        if (rc) show("inspect", rc);
+        assert_int_equal(rc, 0);
+        const char *row = strstr(g_out, "model.layers.0.mlp.up_proj ");
+        assert_non_null(row);
+        const char *eol = strchr(row, '\n');
+        assert_non_null(eol);
+        assert_true(eol - row > 8 && strncmp(eol - 8, " ref [1]", 8) == 0);
+        const char *blk = strstr(g_out, "\n[1] ref, ");
+        if (!blk) show("inspect text", rc);
+        assert_non_null(blk);
+        const char *ta = strstr(blk, "\n    x86_avx512_w4a16       DISABLED     ");
+        const char *tb = strstr(blk, "\n    x86_avx2_w4a16         DISABLED     ");
+        if (!ta || !tb || ta > tb) show("inspect text", rc);
+        assert_true(ta && tb && ta < tb);
+    }
+    assert_int_equal(unsetenv("MPL_DISABLED_KERNELS"), 0);
+    /* Act-order groups of unequal size (a valid g_idx moving one channel to the other group): only ref
+     * runs that layer, and inspect says so for the kernel the config alone would get. */
+    {
+        const char *src = fixture("gptq-g32-actorder");
+        static const char *const files[] = {"config.json", "quantize_config.json", "model.safetensors"};
+        char ck[4200], dst[3][4300];
+        snprintf(ck, sizeof ck, "%s", path_in("ck_uneven.d"));
+        assert_int_equal(mkdir(ck, 0700), 0);
+        for (int i = 0; i < 3; i++) {
+            char from[4300];
+            snprintf(from, sizeof from, "%s/%s", src, files[i]);
+            snprintf(dst[i], sizeof dst[i], "%s/%s", ck, files[i]);
+            size_t len;
+            unsigned char *b = read_all(from, &len);
+            assert_non_null(b);
+            if (i == 2) { /* v_proj.g_idx[0]: group 0 <-> 1 (K = 64, 2 groups of 32 become 31 and 33) */
+                uint64_t hl = 0;
+                for (int j = 0; j < 8; j++) hl |= (uint64_t)b[j] << (8 * j);
+                char *h = calloc(1, (size_t)hl + 1);
+                memcpy(h, b + 8, (size_t)hl);
+                const char *e = strstr(h, "\"model.layers.0.self_attn.v_proj.g_idx\"");
+                assert_non_null(e);
+                const char *dof = strstr(e, "data_offsets");
+                unsigned long long begin = 0;
+                assert_int_equal(sscanf(dof, "data_offsets\":[%llu", &begin), 1);
+                assert_non_null(strstr(e, "\"I32\""));
+                int32_t g;
+                memcpy(&g, b + 8 + hl + begin, 4);
+                g = 1 - g;
+                memcpy(b + 8 + hl + begin, &g, 4);
+                free(h);
+            }
+            write_bytes(dst[i], b, len);
+            free(b);
+        }
+        int rc = RUN("inspect", ck, "--json");
+        if (rc) show("inspect uneven groups", rc);
+        assert_int_equal(rc, 0);
+        char other[8192];
+        const char *q = inspect_line(g_out, "model.layers.0.self_attn.q_proj", other, sizeof other);
+        const char *l = inspect_line(g_out, "model.layers.0.self_attn.v_proj", line, sizeof line);
+        assert_non_null(strstr(l, "\"kernel\": \"ref\""));
+        if (strstr(q, "\"kernel\": \"ref\"")) {
+            print_message("SKIP uneven act-order refusal: no faster kernel runs act-order here\n");
+        } else {
+            /* q_proj's kernel is the one v_proj's config alone would get: refused for the groups. */
+            const char *kq = strstr(q, "\"kernel\": \"");
+            assert_non_null(kq);
+            char want[256];
+            int kl = (int)(strchr(kq + 11, '"') - (kq + 11));
+            snprintf(want, sizeof want, "{\"kernel\": \"%.*s\", \"reason\": \"ACT_ORDER\", \"message\": \"the checkpoint's g_idx gives act-order groups of unequal size: only ref runs them\"}",
+                     kl, kq + 11);
+            if (!strstr(l, want)) fail_msg("v_proj (uneven groups): want %s in %s", want, l);
+        }
+        for (int i = 0; i < 3; i++) remove(dst[i]);
+        rmdir(ck);
+    }
+    /* Nothing disabled: the first table entry's refusals are [] only when it runs the layer. */
+    int rc = RUN("inspect", fixture("ct-w4a16-asym"), "--json");
+    assert_int_equal(rc, 0);
+    const char *l = inspect_line(g_out, "model.layers.0.self_attn.q_proj", line, sizeof line);
+    mpl_kernel_info k0;
+    assert_int_equal(mpl_kernel_get(0, &k0), MPL_OK);
+    char first[128];
+    snprintf(first, sizeof first, "\"kernel\": \"%s\"", k0.name);
+    if (strstr(l, first) && !strstr(l, "\"refused\": [{"))
+        assert_non_null(strstr(l, "\"refused\": []}"));
+    else
+        assert_non_null(strstr(l, "\"refused\": [{\"kernel\": "));
+}
 #endif
 
 /* ---------- setup ---------- */
@@ -1607,11 +1822,13 @@ int main(void) {
         cmocka_unit_test(test_verify),
         cmocka_unit_test(test_bench_json),
         cmocka_unit_test(test_demo_small),
+        cmocka_unit_test(test_widths_bench_demo),
         cmocka_unit_test(test_checkpoint_placeholders),
         cmocka_unit_test(test_output_kinds),
         cmocka_unit_test(test_input_streams),
 #if MPL_TEST_MODEL_BUILT
         cmocka_unit_test(test_checkpoint_hardening),
+        cmocka_unit_test(test_inspect_refusals),
 #endif
     };
     return cmocka_run_group_tests(tests, setup, teardown);

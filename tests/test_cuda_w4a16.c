@@ -288,7 +288,7 @@ static int g_w8;
 
 static const char *expected_default(int64_t m, int64_t k, int cc, mpl_act act, int zp) {
     /* skinny-rounded comes first with skinny's range and takes bf16 uint4b8 */
-    if (m <= 8 || (m <= 16 && k >= 8192))
+    if (m <= 8 || (m <= 16 && (g_w8 ? 2 * k : k) >= 8192))
         return act == MPL_ACT_BF16 && !zp && !g_w8 ? "cuda_w4a16:skinny-rounded" : "cuda_w4a16:skinny";
     if (g_w8) return m >= 65 && k % 64 == 0 ? "cuda_w4a16:dq" : "cuda_w4a16:tc";
     if (cc == 90 && m >= 33 && m <= 512) return "cuda_w4a16:wg";

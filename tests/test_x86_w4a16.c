@@ -18,7 +18,8 @@
  * activation type -- and, on exact data (small-integer x, power-of-two scales), bit-identical
  * to ref.
  *
- * Matrix: weight types (uint4b8, uint4 + zero points, int4) x activations (bf16, f16, f32) x
+ * Matrix: weight types (uint4b8, uint4 + zero points, int4; and in `widths` the 8-, 3- and 2-bit
+ * types, symmetric and with zero points) x activations (bf16, f16, f32) x
  * every group size that is a multiple of 16 and divides K=384 (and -1) x act-order; M in
  * {1, 2, 3, 4, 5, 6, 7, 31, 32, 33, 64, 513} (row tiles: decode 4 (AVX2: runs of 4, then 1, 2
  * or 3), AVX2 prefill 6 in chunks of 96, AVX-512 prefill 6, AMX 16/32); N tails around the
@@ -27,7 +28,7 @@
  * threads; tensor-parallel sizes (K = 1408, N = 7392); all three scale dtypes.
  * Also: refusal reasons of kernels and paths, the default path for m on faked CPUs (the
  * platform hook fakes a CPU for the chooser only: no kernel code runs on it) and on this host,
- * the chooser's preference and the ISA cap, and pack/unpack round trips.
+ * the chooser's preference and the ISA cap, and pack/unpack round trips for every width.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -116,6 +117,11 @@ static void run_targets(const mpl_config *cfg, int64_t m, const tu_check_opts *o
             t->na++;
             continue;
         }
+        /* x86_avx512_w4a16 takes 4-bit types only so far (refusals() checks its message). */
+        if (v.reason == MPL_REASON_WEIGHT_TYPE && mpl_wtype_bits(cfg->wtype) != 4 && strncmp(t->name, K512, strlen(K512)) == 0) {
+            t->na++;
+            continue;
+        }
         uint64_t seed = tu_case_seed(g_seed, g_case++);
         tu_result r = v.reason == MPL_REASON_OK ? tu_check_kernel_ex(t->name, cfg, m, seed, o) : TU_REFUSED;
         if (r == TU_PASS) {
@@ -154,7 +160,7 @@ static const mpl_act acts[] = {MPL_ACT_BF16, MPL_ACT_F16, MPL_ACT_F32};
 static void cfg_set(mpl_config *c, int64_t k, int64_t n, mpl_wtype wt, mpl_act act, int64_t group, int act_order) {
     mpl_config_init(c, k, n);
     c->wtype = wt;
-    c->zero_points = wt == MPL_WTYPE_UINT4;
+    c->zero_points = wt == MPL_WTYPE_UINT4 || wt == MPL_WTYPE_UINT8 || wt == MPL_WTYPE_UINT3 || wt == MPL_WTYPE_UINT2;
     c->act = act;
     c->group_size = group;
     c->act_order = act_order;
@@ -304,6 +310,55 @@ static void odd_tp_shapes(void **state) {
     report("tensor-parallel shapes");
 }
 
+/* The 8-, 3- and 2-bit layouts (symmetric and with zero points) on every path that takes them:
+ * activations x group sizes (-1, 16, 32, 128 where they divide K) x act-order x M across the decode
+ * runs (1-4, then 1-3 more) and prefill tiles (6, chunks of 96), N with a tail. K = 256 (a multiple
+ * of every width's packing, 32 for 3-bit); every other case on exact data (bit-identical to ref). */
+static const mpl_wtype wide_types[] = {MPL_WTYPE_UINT8B128, MPL_WTYPE_UINT8, MPL_WTYPE_UINT3B4,
+                                       MPL_WTYPE_UINT3,     MPL_WTYPE_UINT2B2, MPL_WTYPE_UINT2};
+static void widths(void **state) {
+    (void)state;
+    static const int64_t groups[] = {-1, 16, 32, 128};
+    static const int64_t ms[] = {1, 2, 3, 4, 5, 7, 13, 97};
+    for (size_t w = 0; w < sizeof wide_types / sizeof wide_types[0]; w++)
+        for (size_t a = 0; a < 3; a++)
+            for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++)
+                for (int ao = 0; ao < 2; ao++) {
+                    if (ao && groups[g] == -1) continue;
+                    mpl_config c;
+                    cfg_set(&c, 256, 80 + 16 * (int64_t)(w % 3), wide_types[w], acts[a], groups[g], ao);
+                    tu_check_opts o;
+                    tu_check_opts_init(&o);
+                    o.quiet = 1;
+                    o.data = (g_case % 2 == 0) ? TU_DATA_EXACT : TU_DATA_RANDOM;
+                    o.scale_dtype = (g % 3 == 0) ? MPL_DTYPE_BF16 : (g % 3 == 1) ? MPL_DTYPE_F16 : MPL_DTYPE_F32;
+                    o.bias = (int)((g + a) % 2);
+                    o.threads = 1 + (int)((w + g) % 2);
+                    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
+                        if ((i + w + a + g + (size_t)ao) % 2 == 0 || ms[i] <= 4) run_targets(&c, ms[i], &o);
+                }
+    report("8-, 3- and 2-bit types x activations x groups x act-order x M");
+}
+
+/* The wider widths at decode over long K (a group -1 of 4096 inputs streams through the one-row
+ * kernel's prefetch) and split-K (fewer blocks than threads). */
+static void widths_long_k(void **state) {
+    (void)state;
+    for (size_t w = 0; w < sizeof wide_types / sizeof wide_types[0]; w++)
+        for (int threads = 1; threads <= 3; threads += 2) {
+            mpl_config c;
+            tu_check_opts o;
+            tu_check_opts_init(&o);
+            o.quiet = 1;
+            o.threads = threads;
+            o.data = w % 2 ? TU_DATA_EXACT : TU_DATA_RANDOM;
+            cfg_set(&c, 4096, 72, wide_types[w], acts[w % 3], threads == 1 ? -1 : 128, 0);
+            run_targets(&c, 1, &o);
+            run_targets(&c, 3, &o);
+        }
+    report("wider widths: long K and split-K");
+}
+
 /* ---- refusals ---- */
 
 static mpl_reason verdict(const char *kernel, const mpl_config *c, char *msg, size_t cap) {
@@ -323,10 +378,20 @@ static void refusals(void **state) {
         mpl_config_init(&c, 128, 64);
         c.mode = MPL_MODE_W4A8;
         assert_int_equal(verdict(ks[i], &c, msg, sizeof msg), MPL_REASON_MODE);
-        mpl_config_init(&c, 128, 64);
-        c.wtype = MPL_WTYPE_UINT8B128;
-        assert_int_equal(verdict(ks[i], &c, msg, sizeof msg), MPL_REASON_WEIGHT_TYPE);
-        assert_non_null(strstr(msg, "uint8b128"));
+        /* Every width of the layout: the avx2 kernel takes them all, the avx512 one 4-bit only so far. */
+        static const mpl_wtype all_types[] = {MPL_WTYPE_UINT8B128, MPL_WTYPE_UINT8, MPL_WTYPE_UINT3B4,
+                                              MPL_WTYPE_UINT3,     MPL_WTYPE_UINT2B2, MPL_WTYPE_UINT2};
+        for (size_t t = 0; t < sizeof all_types / sizeof all_types[0]; t++) {
+            mpl_config_init(&c, 128, 64);
+            c.wtype = all_types[t];
+            c.zero_points = mpl_wtype_needs_zeros(all_types[t]);
+            mpl_reason want = ks[i] == K2 ? MPL_REASON_OK : MPL_REASON_WEIGHT_TYPE;
+            assert_int_equal(verdict(ks[i], &c, msg, sizeof msg), want);
+            if (want != MPL_REASON_OK) {
+                assert_non_null(strstr(msg, mpl_wtype_name(all_types[t])));
+                assert_non_null(strstr(msg, "x86_avx2_w4a16"));
+            }
+        }
         mpl_config_init(&c, 120, 64);
         c.group_size = 40;
         assert_int_equal(verdict(ks[i], &c, msg, sizeof msg), MPL_REASON_GROUP_SIZE);
@@ -539,8 +604,8 @@ static void chooser(void **state) {
     p.isa &= MPL_ISA_SSE42 | MPL_X86_LEVEL_AVX2;
     mpl_platform_override(&p);
     assert_string_equal(chosen_for(&c), host_has(MPL_X86_LEVEL_AVX2) ? K2 : "ref");
-    c.wtype = MPL_WTYPE_UINT8B128; /* 8-bit: only ref */
-    assert_string_equal(chosen_for(&c), "ref");
+    c.wtype = MPL_WTYPE_UINT8B128; /* 8-bit: the avx2 kernel (also under an AVX-512 host capped to avx2) */
+    assert_string_equal(chosen_for(&c), host_has(MPL_X86_LEVEL_AVX2) ? K2 : "ref");
     p.isa = 0;
     mpl_platform_override(&p);
     c.wtype = MPL_WTYPE_UINT4B8;
@@ -553,11 +618,14 @@ static void chooser(void **state) {
 static void layout_round_trip(void **state) {
     (void)state;
     int cases = 0;
-    for (int wi = 0; wi < 3; wi++)
+    static const mpl_wtype rt_types[] = {MPL_WTYPE_UINT4B8, MPL_WTYPE_UINT4, MPL_WTYPE_INT4,
+                                         MPL_WTYPE_UINT8B128, MPL_WTYPE_UINT8, MPL_WTYPE_UINT3B4,
+                                         MPL_WTYPE_UINT3, MPL_WTYPE_UINT2B2, MPL_WTYPE_UINT2};
+    for (int wi = 0; wi < 9; wi++)
         for (int ao = 0; ao < 2; ao++)
             for (int sd = 0; sd < 3; sd++) {
                 mpl_config c;
-                cfg_set(&c, 96, 70, wtypes[wi], MPL_ACT_BF16, ao || sd ? 32 : -1, ao);
+                cfg_set(&c, 96, 70, rt_types[wi], MPL_ACT_BF16, ao || sd ? 32 : -1, ao);
                 tu_rng r;
                 tu_rng_init(&r, tu_case_seed(g_seed, 1000 + (uint64_t)cases));
                 tu_weights w;
@@ -584,10 +652,31 @@ static void layout_round_trip(void **state) {
                     assert_memory_equal(back.g_idx, can.g_idx, (size_t)c.k * sizeof(int32_t));
                     assert_memory_equal(back.perm, can.perm, (size_t)c.k * sizeof(int32_t));
                 }
-                /* Spot-check the spec: channel 0, inputs 0..3 of group 0 sit in bytes 0 and 1. */
-                if (!can.g_idx) {
-                    const uint8_t *q = mpl_x86_w4a16_group_weights(&l, 0, 0);
-                    uint8_t x8 = wtypes[wi] == MPL_WTYPE_INT4 ? 8 : 0;
+                /* Spot-check the spec per width (docs/layouts/x86_w4a16.md): channel 0 (and 1), inputs 0..3 of
+                 * group 0. */
+                const uint8_t *q = mpl_x86_w4a16_group_weights(&l, 0, 0);
+                const int bits = mpl_wtype_bits(rt_types[wi]);
+                assert_int_equal(l.chunk_bytes, 8 * bits);
+                if (!can.g_idx && bits == 8) {
+                    assert_int_equal(q[0], can.codes[0]);
+                    assert_int_equal(q[1], can.codes[1]);
+                    assert_int_equal(q[32], can.codes[2]);
+                    assert_int_equal(q[33], can.codes[3]);
+                    assert_int_equal(q[2], can.codes[c.k]); /* channel 1, input 0 */
+                    assert_int_equal(q[64], can.codes[16 * c.k]); /* chunk 1: channel 16 */
+                }
+                if (!can.g_idx && bits == 2) {
+                    for (int e = 0; e < 4; e++) assert_int_equal((q[0] >> (2 * e)) & 3, can.codes[e]);
+                    assert_int_equal(q[1] & 3, can.codes[c.k]);
+                }
+                if (!can.g_idx && bits == 3) {
+                    for (int ch = 0; ch < 16; ch += 9) { /* channels 0 and 9: both nibbles of the top plane */
+                        unsigned wd = q[ch] | ((unsigned)(q[16 + (ch & 7)] >> (ch < 8 ? 0 : 4)) & 15u) << 8;
+                        for (int e = 0; e < 4; e++) assert_int_equal((wd >> (3 * e)) & 7, can.codes[ch * c.k + e]);
+                    }
+                }
+                if (!can.g_idx && bits == 4) {
+                    uint8_t x8 = rt_types[wi] == MPL_WTYPE_INT4 ? 8 : 0;
                     assert_int_equal(q[0] & 15, can.codes[0] ^ x8);
                     assert_int_equal(q[1] & 15, can.codes[1] ^ x8);
                     assert_int_equal(q[0] >> 4, can.codes[2] ^ x8);
@@ -604,12 +693,38 @@ static void layout_round_trip(void **state) {
     printf("layout round trips: %d\n", cases);
 }
 
+/* Every chunk format is a bijection between 64 stored values of `bits` bits and 8 * bits bytes (no
+ * spare bit): encode(decode(bytes)) == bytes and decode(encode(values)) == values on random data. */
+static void chunk_round_trip(void **state) {
+    (void)state;
+    static const int widths_[] = {2, 3, 4, 8};
+    tu_rng r;
+    tu_rng_init(&r, tu_case_seed(g_seed, 3000));
+    int cases = 0;
+    for (int wi = 0; wi < 4; wi++)
+        for (int t = 0; t < 500; t++, cases++) {
+            const int bits = widths_[wi];
+            uint8_t sv[16][4], back[16][4], q[64], q2[64];
+            for (int i = 0; i < 16; i++)
+                for (int e = 0; e < 4; e++) sv[i][e] = (uint8_t)(tu_rng_next(&r) & ((1u << bits) - 1u));
+            mpl_x86_w4a16_chunk_encode(bits, sv, q);
+            mpl_x86_w4a16_chunk_decode(bits, q, back);
+            assert_memory_equal(back, sv, sizeof sv);
+            for (int i = 0; i < 8 * bits; i++) q[i] = (uint8_t)tu_rng_next(&r);
+            mpl_x86_w4a16_chunk_decode(bits, q, back);
+            mpl_x86_w4a16_chunk_encode(bits, back, q2);
+            assert_memory_equal(q2, q, (size_t)(8 * bits));
+        }
+    printf("chunk round trips: %d\n", cases);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(refusals),        cmocka_unit_test(path_refusals), cmocka_unit_test(default_paths),
         cmocka_unit_test(chooser),         cmocka_unit_test(layout_round_trip), cmocka_unit_test(types_groups),
         cmocka_unit_test(m_edges),         cmocka_unit_test(shape_tails),   cmocka_unit_test(decode_runs),
         cmocka_unit_test(threads_split_k), cmocka_unit_test(threads_row_chunks), cmocka_unit_test(odd_tp_shapes),
+        cmocka_unit_test(widths),          cmocka_unit_test(widths_long_k), cmocka_unit_test(chunk_round_trip),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -77,15 +77,74 @@ static void inspect_help(void) {
     printf("Usage: mplinear inspect DIR [--json] [--device cpu|cuda] [--act A]\n"
            "\n"
            "Lists the quantized linear layers of a checkpoint folder (config.json + *.safetensors,\n"
-           "one file or shards with model.safetensors.index.json; GPTQ, AWQ or compressed-tensors).\n"
+           "one file or shards with model.safetensors.index.json; GPTQ, AWQ or compressed-tensors;\n"
+           "2-, 3-, 4- and 8-bit weights).\n"
            "One line per layer: name, k (in), n (out), weight type, group size, zero points,\n"
            "act-order, W4A8, checkpoint layout, bias, and the kernel the chooser picks on this\n"
            "machine for the checkpoint's activation type (or --act): the kernel apply runs, after\n"
            "the same checks (a g_idx or an int4 value apply would refuse is an error here too).\n"
+           "A kernel followed by [i] was chosen after faster ones refused: after the table, block [i]\n"
+           "names each kernel ahead of it in priority order and why it refused (reason code and\n"
+           "message; layers with the same refusals share one block).\n"
            "Layers are listed in forward order; the header line says by which rule. Layers that\n"
            "are not quantized (embeddings, norms, ignored modules) are not listed.\n"
            "  --json   one JSON object per line instead: name, k, n, wtype, group_size, zero_points,\n"
-           "           act_order, mode, layout, act, bias, kernel (null when none can run it), file\n");
+           "           act_order, mode, layout, act, bias, kernel (null when none can run it), file,\n"
+           "           refused: [{kernel, reason, message}] (the kernels ahead of the chosen one, or\n"
+           "           every kernel when none can run it; [] when the first kernel runs it)\n");
+}
+
+/* The kernels ahead of a layer's choice, each with why it refused (one inspect row's [i] block). */
+typedef struct {
+    int count;
+    mpl_choice_entry *e;
+} refusals;
+
+/*
+ * The refusals behind layer i's choice `chosen` (NULL: none runs it): the chooser's entries for
+ * its config, less the chosen one. The model can pick a later kernel than the config alone would
+ * (act-order groups of unequal size, which only ref runs: mpl_model_layer_choose); the kernel the
+ * config alone gets is then listed as refusing for that reason.
+ */
+static int layer_refusals(const mpl_config *c, const mpl_options *o, const char *chosen, mpl_choice_entry *buf,
+                          int cap, refusals *out) {
+    int count = 0;
+    const char *cfg_chosen = NULL;
+    mpl_choose(c, o, &cfg_chosen, buf, cap, &count);
+    out->e = buf;
+    out->count = 0;
+    for (int j = 0; j < count; j++) {
+        if (buf[j].reason == MPL_REASON_OK) {
+            if (chosen && strcmp(buf[j].kernel, chosen) == 0) break;
+            buf[j].reason = MPL_REASON_ACT_ORDER;
+            snprintf(buf[j].message, sizeof buf[j].message,
+                     "the checkpoint's g_idx gives act-order groups of unequal size: only %s runs them",
+                     chosen ? chosen : "the reference kernel");
+        }
+        buf[out->count++] = buf[j];
+    }
+    return out->count;
+}
+
+static int same_refusals(const refusals *a, const refusals *b) {
+    if (a->count != b->count) return 0;
+    for (int j = 0; j < a->count; j++)
+        if (strcmp(a->e[j].kernel, b->e[j].kernel) || a->e[j].reason != b->e[j].reason ||
+            strcmp(a->e[j].message, b->e[j].message))
+            return 0;
+    return 1;
+}
+
+static void json_refusals(const refusals *r) {
+    printf("[");
+    for (int j = 0; j < r->count; j++) {
+        printf("%s{\"kernel\": ", j ? ", " : "");
+        json_string(stdout, r->e[j].kernel);
+        printf(", \"reason\": \"%s\", \"message\": ", mpl_reason_name(r->e[j].reason));
+        json_string(stdout, r->e[j].message);
+        printf("}");
+    }
+    printf("]");
 }
 
 int cli_inspect(int argc, char **argv) {
@@ -110,6 +169,18 @@ int cli_inspect(int argc, char **argv) {
     if ((rc = open_model(cmd, pos[0], &m))) return rc;
     int json = cli_has(opts, nopts, "json");
     int n = mpl_model_layer_count(m);
+    /* Distinct refusal sets (text: printed once after the table); every entry array holds one per kernel. */
+    const int cap = mpl_kernel_count() > 0 ? mpl_kernel_count() : 1;
+    refusals *sets = calloc((size_t)(n > 0 ? n : 1), sizeof *sets);
+    const char **set_for = calloc((size_t)(n > 0 ? n : 1), sizeof *set_for);
+    int *set_layers = calloc((size_t)(n > 0 ? n : 1), sizeof *set_layers);
+    mpl_choice_entry *cur = calloc((size_t)cap, sizeof *cur);
+    int nsets = 0;
+    if (!sets || !set_for || !set_layers || !cur) {
+        cli_error(cmd, "out of memory for %d layers", n);
+        rc = CLI_EXIT_RESOURCE;
+        goto done;
+    }
     if (!json) {
         printf("# %s: %s, activations %s, %d quantized linear layer%s\n", pos[0], mpl_model_quant_method(m),
                mpl_act_name(act ? act : mpl_model_act(m)), n, n == 1 ? "" : "s");
@@ -133,6 +204,27 @@ int cli_inspect(int argc, char **argv) {
             rc = cli_lib_error(cmd, st, NULL);
             break;
         }
+        refusals r;
+        layer_refusals(&c, &o, chosen, cur, cap, &r);
+        int set = -1;
+        if (r.count && !json) {
+            for (int j = 0; j < nsets && set < 0; j++)
+                if (same_refusals(&sets[j], &r) && ((!chosen && !set_for[j]) || (chosen && set_for[j] && strcmp(chosen, set_for[j]) == 0)))
+                    set = j;
+            if (set < 0) {
+                mpl_choice_entry *keep = malloc((size_t)r.count * sizeof *keep);
+                if (!keep) {
+                    cli_error(cmd, "out of memory");
+                    rc = CLI_EXIT_RESOURCE;
+                    break;
+                }
+                memcpy(keep, r.e, (size_t)r.count * sizeof *keep);
+                sets[nsets] = (refusals){r.count, keep};
+                set_for[nsets] = chosen;
+                set = nsets++;
+            }
+            set_layers[set]++;
+        }
         if (json) {
             printf("{\"name\": ");
             json_string(stdout, li.name);
@@ -148,14 +240,38 @@ int cli_inspect(int argc, char **argv) {
                 printf("null");
             printf(", \"file\": ");
             json_string(stdout, li.file);
+            printf(", \"refused\": ");
+            json_refusals(&r);
             printf("}\n");
         } else {
+            char kcol[96];
+            if (set >= 0)
+                snprintf(kcol, sizeof kcol, "%s [%d]", chosen ? chosen : "(none)", set + 1);
+            else
+                snprintf(kcol, sizeof kcol, "%s", chosen ? chosen : "(none)");
             printf("%-48s %6lld %6lld %-9s %5lld %3s %9s %5s %-7s %4s %s\n", li.name, (long long)c.k, (long long)c.n,
                    mpl_wtype_name(c.wtype), (long long)c.group_size, c.zero_points ? "yes" : "no",
                    c.act_order ? "yes" : "no", c.mode == MPL_MODE_W4A8 ? "yes" : "no", mpl_layout_name(li.layout),
-                   li.has_bias ? "yes" : "no", chosen ? chosen : "(none)");
+                   li.has_bias ? "yes" : "no", kcol);
         }
     }
+    if (!json && rc == 0 && nsets) {
+        printf("# why the kernels ahead in priority order refused ([i] after a kernel above):\n");
+        for (int j = 0; j < nsets; j++) {
+            printf("[%d] %s, %d layer%s; refused:\n", j + 1, set_for[j] ? set_for[j] : "no kernel runs it",
+                   set_layers[j], set_layers[j] == 1 ? "" : "s");
+            for (int e = 0; e < sets[j].count; e++)
+                printf("    %-22s %-12s %s\n", sets[j].e[e].kernel, mpl_reason_name(sets[j].e[e].reason),
+                       sets[j].e[e].message);
+        }
+    }
+done:
+    if (sets)
+        for (int j = 0; j < nsets; j++) free(sets[j].e);
+    free(sets);
+    free(set_for);
+    free(set_layers);
+    free(cur);
     mpl_model_close(m);
     return rc;
 }

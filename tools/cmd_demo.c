@@ -21,7 +21,8 @@ static void help(void) {
            "(as mplinear bench). Exit 1 if the error is outside the tolerance.\n"
            "\n");
     cli_print_config_help(stdout, 1, "4096", "14336");
-    printf("  (demo defaults: --wtype uint4b8 --act bf16 --group-size 128 --layout gptq)\n"
+    printf("  (demo defaults: --wtype uint4b8 --act bf16 --group-size 128 --layout gptq; gptq holds every\n"
+           "  weight type, e.g. --wtype uint8b128, uint3b4 or uint2b2)\n"
            "  --reps R, --cold-bytes B, --max-bytes B, --max-copies C: as in mplinear bench --help\n");
 }
 

@@ -38,7 +38,8 @@ static void help(void) {
            "\n");
     cli_print_config_help(stdout, 1, NULL, NULL);
     printf("  --seed S            random seed (default 1)\n"
-           "  --layout L          checkpoint layout the random layer is encoded in (default ct)\n");
+           "  --layout L          checkpoint layout the random layer is encoded in (default ct): ct, gptq and\n"
+           "                      gptq-v2 hold every weight type; awq 4- and 8-bit ones; ct-int int4 only\n");
     cli_tp_print_help(stdout);
 }
 

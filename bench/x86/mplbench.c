@@ -27,7 +27,7 @@
  *
  * Usage: mplbench [--kernel NAME[:PATH]] [--w4a8] [--threads 1,2] [--m 1,4,16,64,512]
  *                 [--shapes 8b,70b,tp|LIST] [--reps R] [--cold-gib G] [--act bf16|f16|f32] [--group G]
- *                 [--no-dense] [--sweep]
+ *                 [--no-dense] [--sweep] [--wtype uint4b8|uint4|int4|uint8b128|uint8|uint3b4|uint3|uint2b2|uint2]
  *                 [--wait-quiet]   (before each row, wait up to 2 min until no other task runs;
  *                                   rows measured without that are marked "(busy)")
  *   LIST: KxN[,KxN...]   e.g. --shapes 4096x28672,14336x4096
@@ -88,6 +88,7 @@ static int opt_reps = 15;
 static double opt_cold = 1.25;
 static mpl_act opt_act = MPL_ACT_BF16;
 static int64_t opt_group = 128;
+static mpl_wtype opt_wtype = MPL_WTYPE_UINT4B8;
 static int opt_dense = 1, opt_sweep = 0, opt_wait_quiet = 0;
 typedef struct {
     const char *name;
@@ -129,6 +130,13 @@ static void parse_args(int argc, char **argv) {
         else if (!strcmp(a, "--reps")) opt_reps = atoi(v), i++;
         else if (!strcmp(a, "--cold-gib")) opt_cold = atof(v), i++;
         else if (!strcmp(a, "--group")) opt_group = atoll(v), i++;
+        else if (!strcmp(a, "--wtype")) {
+            if (mpl_wtype_parse(v, &opt_wtype) != MPL_OK) {
+                fprintf(stderr, "%s\n", mpl_last_error());
+                exit(2);
+            }
+            i++;
+        }
         else if (!strcmp(a, "--act")) {
             if (mpl_act_parse(v, &opt_act) != MPL_OK) {
                 fprintf(stderr, "%s\n", mpl_last_error());
@@ -258,7 +266,10 @@ static mpl_config make_cfg(int64_t k, int64_t n) {
     mpl_config_init(&c, k, n);
     c.act = opt_act;
     c.group_size = opt_group == -1 || k % opt_group ? -1 : opt_group;
-    c.wtype = MPL_WTYPE_UINT4B8;
+    c.wtype = opt_wtype;
+    /* the types that store s - z need zero points (uint2, uint3, uint4, uint8) */
+    c.zero_points = opt_wtype == MPL_WTYPE_UINT2 || opt_wtype == MPL_WTYPE_UINT3 || opt_wtype == MPL_WTYPE_UINT4 ||
+                    opt_wtype == MPL_WTYPE_UINT8;
     c.mode = opt_w4a8 ? MPL_MODE_W4A8 : MPL_MODE_W4A16;
     return c;
 }
@@ -266,18 +277,26 @@ static mpl_config make_cfg(int64_t k, int64_t n) {
 /* Layer copies forced to `kernel` (a kernel or "kernel:path"; NULL = the chooser's), totalling >= the cold size. */
 static int make_set(layer_set *s, const mpl_config *c, int threads, const char *kernel) {
     int64_t G = c->group_size == -1 ? 1 : c->k / c->group_size;
+    const int bits = c->wtype == MPL_WTYPE_UINT8 || c->wtype == MPL_WTYPE_UINT8B128   ? 8
+                     : c->wtype == MPL_WTYPE_UINT3 || c->wtype == MPL_WTYPE_UINT3B4 ? 3
+                     : c->wtype == MPL_WTYPE_UINT2 || c->wtype == MPL_WTYPE_UINT2B2 ? 2
+                                                                                     : 4;
     uint8_t *codes = malloc((size_t)(c->n * c->k));
     float *scales = malloc((size_t)(c->n * G) * 4);
-    if (!codes || !scales) return -1;
+    uint8_t *zeros = c->zero_points ? malloc((size_t)(c->n * G)) : NULL;
+    if (!codes || !scales || (c->zero_points && !zeros)) return -1;
     for (int64_t i = 0; i < c->n * c->k; i += 8) {
         uint64_t r = rnd();
-        for (int j = 0; j < 8 && i + j < c->n * c->k; j++) codes[i + j] = (uint8_t)((r >> (4 * j)) & 15);
+        for (int j = 0; j < 8 && i + j < c->n * c->k; j++) codes[i + j] = (uint8_t)((r >> (8 * j)) & ((1u << bits) - 1u));
     }
     for (int64_t i = 0; i < c->n * G; i++) scales[i] = (float)(0.001 * (1 + (double)(rnd() % 16)));
+    if (zeros)
+        for (int64_t i = 0; i < c->n * G; i++) zeros[i] = (uint8_t)(rnd() % (1u << bits));
     mpl_checkpoint_tensors ck;
-    mpl_status st = mpl_checkpoint_encode(c, MPL_LAYOUT_CT, codes, scales, MPL_DTYPE_BF16, NULL, NULL, &ck);
+    mpl_status st = mpl_checkpoint_encode(c, MPL_LAYOUT_CT, codes, scales, MPL_DTYPE_BF16, zeros, NULL, &ck);
     free(codes);
     free(scales);
+    free(zeros);
     if (st != MPL_OK) {
         fprintf(stderr, "encode: %s\n", mpl_last_error());
         return -1;

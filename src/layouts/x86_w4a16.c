@@ -21,12 +21,74 @@ typedef struct {
     mpl_x86_w4a16_layout *l;
 } pack_job;
 
-/* Stored nibble of logical weight (n, packed input position j); see the header. */
+/* Stored value of logical weight (n, packed input position j); see the header. */
 static inline uint8_t stored_code(const mpl_canonical *w, const mpl_x86_w4a16_layout *l, int64_t n, int64_t j) {
-    if (n >= w->n) return l->zero_points ? 0 : 8; /* padding: value 0 */
+    if (n >= w->n) return l->zero_points ? 0 : (uint8_t)l->bias; /* padding: value 0 */
     int64_t kk = l->perm ? l->perm[j] : j;
     uint8_t c = w->codes[n * w->k + kk];
     return w->wtype == MPL_WTYPE_INT4 ? (uint8_t)(c ^ 8u) : c;
+}
+
+/*
+ * The chunk formats (docs/layouts/x86_w4a16.md), s[i][e] = channel i, input j0 + e:
+ *   4-bit (32 B): byte 2i + f = s[i][f] | s[i][2 + f] << 4.
+ *   8-bit (64 B): byte 32h + 2i + f = s[i][2h + f] (half h: the bf16 pair row of inputs 2h, 2h+1).
+ *   2-bit (16 B): byte i = s[i][0] | s[i][1] << 2 | s[i][2] << 4 | s[i][3] << 6.
+ *   3-bit (24 B): the 12-bit word w_i = s[i][0] | s[i][1] << 3 | s[i][2] << 6 | s[i][3] << 9 of each
+ *                 channel; byte i = w_i & 255, byte 16 + t = (w_t >> 8) | (w_{t+8} >> 8) << 4 (t < 8).
+ */
+void mpl_x86_w4a16_chunk_encode(int bits, const uint8_t s[16][4], uint8_t *q) {
+    switch (bits) {
+    case 8:
+        for (int h = 0; h < 2; h++)
+            for (int i = 0; i < 16; i++)
+                for (int f = 0; f < 2; f++) q[32 * h + 2 * i + f] = s[i][2 * h + f];
+        break;
+    case 2:
+        for (int i = 0; i < 16; i++) q[i] = (uint8_t)(s[i][0] | s[i][1] << 2 | s[i][2] << 4 | s[i][3] << 6);
+        break;
+    case 3: {
+        unsigned wd[16];
+        for (int i = 0; i < 16; i++) {
+            wd[i] = (unsigned)s[i][0] | (unsigned)s[i][1] << 3 | (unsigned)s[i][2] << 6 | (unsigned)s[i][3] << 9;
+            q[i] = (uint8_t)(wd[i] & 255u);
+        }
+        for (int t = 0; t < 8; t++) q[16 + t] = (uint8_t)((wd[t] >> 8) | (wd[t + 8] >> 8) << 4);
+        break;
+    }
+    default:
+        for (int i = 0; i < 16; i++)
+            for (int f = 0; f < 2; f++) q[2 * i + f] = (uint8_t)(s[i][f] | s[i][2 + f] << 4);
+        break;
+    }
+}
+
+void mpl_x86_w4a16_chunk_decode(int bits, const uint8_t *q, uint8_t s[16][4]) {
+    switch (bits) {
+    case 8:
+        for (int h = 0; h < 2; h++)
+            for (int i = 0; i < 16; i++)
+                for (int f = 0; f < 2; f++) s[i][2 * h + f] = q[32 * h + 2 * i + f];
+        break;
+    case 2:
+        for (int i = 0; i < 16; i++)
+            for (int e = 0; e < 4; e++) s[i][e] = (uint8_t)((q[i] >> (2 * e)) & 3u);
+        break;
+    case 3:
+        for (int i = 0; i < 16; i++) {
+            unsigned hi = (unsigned)(q[16 + (i & 7)] >> (i < 8 ? 0 : 4)) & 15u;
+            unsigned wd = q[i] | hi << 8;
+            for (int e = 0; e < 4; e++) s[i][e] = (uint8_t)((wd >> (3 * e)) & 7u);
+        }
+        break;
+    default:
+        for (int i = 0; i < 16; i++)
+            for (int f = 0; f < 2; f++) {
+                s[i][f] = (uint8_t)(q[2 * i + f] & 15u);
+                s[i][2 + f] = (uint8_t)(q[2 * i + f] >> 4);
+            }
+        break;
+    }
 }
 
 static void pack_blocks(void *ctx, int tid, int nt) {
@@ -59,12 +121,11 @@ static void pack_blocks(void *ctx, int tid, int nt) {
             for (int64_t c = 0; c < gs / MPL_X86_W4A16_CK; c++) {
                 int64_t j0 = g * gs + c * MPL_X86_W4A16_CK;
                 for (int v = 0; v < MPL_X86_W4A16_NB / 16; v++) {
-                    for (int i = 0; i < MPL_X86_W4A16_CHUNK_BYTES; i++) {
-                        int64_t n = b * MPL_X86_W4A16_NB + 16 * v + i / 2;
-                        uint8_t lo = stored_code(w, l, n, j0 + (i & 1));
-                        uint8_t hi = stored_code(w, l, n, j0 + 2 + (i & 1));
-                        *p++ = (uint8_t)(lo | (hi << 4));
-                    }
+                    uint8_t sv[16][4];
+                    for (int i = 0; i < 16; i++)
+                        for (int e = 0; e < 4; e++) sv[i][e] = stored_code(w, l, b * MPL_X86_W4A16_NB + 16 * v + i, j0 + e);
+                    mpl_x86_w4a16_chunk_encode(l->bits, sv, p);
+                    p += l->chunk_bytes;
                 }
             }
         }
@@ -73,9 +134,10 @@ static void pack_blocks(void *ctx, int tid, int nt) {
 
 mpl_status mpl_x86_w4a16_pack(const mpl_config *cfg, const mpl_canonical *w, mpl_x86_w4a16_layout *out) {
     memset(out, 0, sizeof *out);
-    if (mpl_wtype_bits(w->wtype) != 4)
-        return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "x86_w4a16 layout: weight type %s: must be a 4-bit type",
-                             mpl_wtype_name(w->wtype));
+    const int bits = mpl_wtype_bits(w->wtype);
+    if (bits != 2 && bits != 3 && bits != 4 && bits != 8)
+        return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "x86_w4a16 layout: weight type %s: width %d: must be 2, 3, 4 or 8 bits",
+                             mpl_wtype_name(w->wtype), bits);
     if (w->k % MPL_X86_W4A16_CK != 0 || w->group_size % MPL_X86_W4A16_CK != 0)
         return mpl_set_error(MPL_ERR_INVALID_ARGUMENT,
                              "x86_w4a16 layout: k = %lld, group size %lld: both must be multiples of %d",
@@ -91,6 +153,10 @@ mpl_status mpl_x86_w4a16_pack(const mpl_config *cfg, const mpl_canonical *w, mpl
     out->group_size = w->group_size;
     out->groups = w->groups;
     out->wtype = w->wtype;
+    out->bits = bits;
+    out->bias = 1 << (bits - 1);
+    out->chunk_bytes = 8u * (size_t)bits;
+    out->step_bytes = 4u * out->chunk_bytes;
     out->zero_points = cfg->zero_points && w->zeros ? 1 : 0;
     size_t nsc = (size_t)w->n * (size_t)w->groups;
     if (scales_fit(w->scales, nsc, MPL_X86_W4A16_SCALE_BF16))
@@ -102,8 +168,8 @@ mpl_status mpl_x86_w4a16_pack(const mpl_config *cfg, const mpl_canonical *w, mpl
     out->scale_bytes = MPL_X86_W4A16_NB * (out->scale_fmt == MPL_X86_W4A16_SCALE_F32 ? 4u : 2u);
     out->zero_bytes = out->zero_points ? MPL_X86_W4A16_NB : 0;
     size_t wbytes, total;
-    /* group_size * 64 channels / 2 bytes; all factors are bounded by MPL_MAX_DIM, checked anyway. */
-    if (!mpl_size_mul3(w->group_size, MPL_X86_W4A16_NB / 2, 1, &wbytes) ||
+    /* group_size / 4 steps of step_bytes; all factors are bounded by MPL_MAX_DIM, checked anyway. */
+    if (!mpl_size_mul3(w->group_size / MPL_X86_W4A16_CK, (int64_t)out->step_bytes, 1, &wbytes) ||
         mpl_add_overflow_sz(wbytes, out->scale_bytes + out->zero_bytes, &out->group_bytes) ||
         !mpl_size_mul3(w->groups, (int64_t)out->group_bytes, 1, &out->block_bytes) ||
         !mpl_size_mul3(out->nblocks, (int64_t)out->block_bytes, 1, &total))
@@ -155,16 +221,15 @@ mpl_status mpl_x86_w4a16_unpack(const mpl_x86_w4a16_layout *l, mpl_canonical *ou
             const uint8_t *q = mpl_x86_w4a16_group_weights(l, b, g);
             for (int64_t cch = 0; cch < l->group_size / MPL_X86_W4A16_CK; cch++) {
                 int64_t j0 = g * l->group_size + cch * MPL_X86_W4A16_CK;
-                for (int v = 0; v < MPL_X86_W4A16_NB / 16; v++) {
-                    for (int i = 0; i < MPL_X86_W4A16_CHUNK_BYTES; i++) {
-                        uint8_t byte = *q++;
-                        int64_t n = b * MPL_X86_W4A16_NB + 16 * v + i / 2;
-                        if (n >= l->n) continue;
-                        for (int h = 0; h < 2; h++) {
-                            int64_t j = j0 + (i & 1) + 2 * h;
-                            int64_t kk = l->perm ? l->perm[j] : j;
-                            uint8_t s = (uint8_t)((byte >> (4 * h)) & 15u);
-                            out->codes[n * l->k + kk] = l->wtype == MPL_WTYPE_INT4 ? (uint8_t)(s ^ 8u) : s;
+                for (int v = 0; v < MPL_X86_W4A16_NB / 16; v++, q += l->chunk_bytes) {
+                    uint8_t sv[16][4];
+                    mpl_x86_w4a16_chunk_decode(l->bits, q, sv);
+                    for (int i = 0; i < 16; i++) {
+                        int64_t n = b * MPL_X86_W4A16_NB + 16 * v + i;
+                        if (n >= l->n) break;
+                        for (int e = 0; e < 4; e++) {
+                            int64_t kk = l->perm ? l->perm[j0 + e] : j0 + e;
+                            out->codes[n * l->k + kk] = l->wtype == MPL_WTYPE_INT4 ? (uint8_t)(sv[i][e] ^ 8u) : sv[i][e];
                         }
                     }
                 }

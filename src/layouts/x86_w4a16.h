@@ -4,15 +4,18 @@
  *
  * N is cut into blocks of 64 output channels (the last one padded with zero
  * weights and zero scales). A block is a run of groups; a group holds its 64
- * scales, then (uint4 with zero points) its 64 zero points, then its weights
- * as 32-byte chunks of 16 channels x 4 inputs, so that one 32-byte load feeds
- * one micro-kernel step of one vector of channels. Blocks, groups and chunks
- * follow each other without gaps, so a thread streaming a range of blocks
- * reads one contiguous stretch of memory.
+ * scales, then (types with zero points) its 64 zero points, then its weights
+ * as chunks of 16 channels x 4 inputs (8 * bits bytes: 8-bit 64, 4-bit 32,
+ * 3-bit 24, 2-bit 16), so that one load feeds one micro-kernel step of one
+ * vector of channels. Blocks, groups and chunks follow each other without
+ * gaps, so a thread streaming a range of blocks reads one contiguous stretch
+ * of memory. How a chunk holds its 64 values depends on the width (bits);
+ * docs/layouts/x86_w4a16.md gives each bit.
  *
- * Stored nibbles are normalised so that every weight type reads the same way:
- * value = stored - zero, zero = 8 for uint4b8 and int4 (int4 nibbles are
- * stored XOR 8), the per-group zero point for uint4.
+ * Stored values are normalised so that every weight type reads the same way:
+ * value = stored - zero, zero = the bias 2^(bits-1) for the symmetric types
+ * (int4 nibbles are stored XOR 8, so int4 reads as uint4b8), the per-group
+ * zero point for the types with zero points.
  */
 #ifndef MPL_LAYOUT_X86_W4A16_H
 #define MPL_LAYOUT_X86_W4A16_H
@@ -21,7 +24,8 @@
 
 /* Output channels per block: four 16-lane AVX-512 vectors (eight AVX2 ones). */
 #define MPL_X86_W4A16_NB 64
-/* Input channels per chunk, and bytes per chunk (16 channels x 4 inputs x 4 bits). */
+/* Input channels per chunk, and bytes per 4-bit chunk (16 channels x 4 inputs x 4 bits); a chunk
+ * of width bits is 8 * bits bytes (mpl_x86_w4a16_layout.chunk_bytes). */
 #define MPL_X86_W4A16_CK 4
 #define MPL_X86_W4A16_CHUNK_BYTES 32
 
@@ -38,18 +42,22 @@ typedef struct mpl_x86_w4a16_layout {
     int64_t group_size;      /* effective (k when the config says -1) */
     int64_t groups;
     mpl_wtype wtype;         /* as configured (int4 is stored XOR 8) */
+    int bits;                /* width of a stored value: 2, 3, 4 or 8 */
+    int bias;                /* zero of the symmetric types: 2^(bits-1) (int4: 8, stored XOR 8) */
     int zero_points;         /* 1: each group stores 64 zero points */
     mpl_x86_w4a16_scale_fmt scale_fmt; /* narrowest format that holds every scale exactly */
     size_t scale_bytes;      /* per group: 64 * (2 or 4) */
     size_t zero_bytes;       /* per group: 64 or 0 */
-    size_t group_bytes;      /* scale_bytes + zero_bytes + group_size * 32 */
+    size_t chunk_bytes;      /* 16 channels x 4 inputs: 8 * bits */
+    size_t step_bytes;       /* 64 channels x 4 inputs: 4 * chunk_bytes */
+    size_t group_bytes;      /* scale_bytes + zero_bytes + group_size / 4 * step_bytes */
     size_t block_bytes;      /* groups * group_bytes */
     uint8_t *data;           /* nblocks * block_bytes, 64-byte aligned */
     int32_t *perm;           /* act-order: packed input j is input channel perm[j]; else NULL */
     int32_t *g_idx;          /* act-order: the original g_idx (for unpack); else NULL */
 } mpl_x86_w4a16_layout;
 
-/* Pack canonical weights (act-order must be uniform: group_size members per group). */
+/* Pack canonical weights of width 2, 3, 4 or 8 (act-order must be uniform: group_size members per group). */
 mpl_status mpl_x86_w4a16_pack(const mpl_config *cfg, const mpl_canonical *w, mpl_x86_w4a16_layout *out);
 /* Rebuild the canonical form (codes in the original input order, scales, zeros, g_idx). */
 mpl_status mpl_x86_w4a16_unpack(const mpl_x86_w4a16_layout *l, mpl_canonical *out);
@@ -64,5 +72,10 @@ static inline const uint8_t *mpl_x86_w4a16_group(const mpl_x86_w4a16_layout *l, 
 static inline const uint8_t *mpl_x86_w4a16_group_weights(const mpl_x86_w4a16_layout *l, int64_t b, int64_t g) {
     return mpl_x86_w4a16_group(l, b, g) + l->scale_bytes + l->zero_bytes;
 }
+
+/* One chunk: s[i][e] (0 .. 2^bits - 1) is the stored value of channel i (0..15), input e (0..3) of
+ * the step; encode writes bits * 8 bytes, decode reads them (exact inverses; the spec's bit layout). */
+void mpl_x86_w4a16_chunk_encode(int bits, const uint8_t s[16][4], uint8_t *chunk);
+void mpl_x86_w4a16_chunk_decode(int bits, const uint8_t *chunk, uint8_t s[16][4]);
 
 #endif

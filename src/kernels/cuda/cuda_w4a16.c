@@ -51,10 +51,12 @@ static mpl_reason skinny_rounded_can_implement(const mpl_config *c, const mpl_pl
     return MPL_REASON_OK;
 }
 
-/* Skinny's switch point depends on K: it wins up to m = 8 on every layer, up to 16 only when K is large. */
+/* Skinny's switch point depends on the packed K (8-bit layers pack 2k channels): it wins up to m = 8 on every
+ * layer, up to 16 only when K is large. */
 static void skinny_m_range(const mpl_config *c, const mpl_platform *p, int64_t *m_min, int64_t *m_max) {
     (void)p, (void)m_min;
-    if (c->k < 8192 && *m_max > 8) *m_max = 8;
+    const bool w8 = c->wtype == MPL_WTYPE_UINT8B128 || c->wtype == MPL_WTYPE_UINT8;
+    if ((w8 ? 2 * c->k : c->k) < 8192 && *m_max > 8) *m_max = 8;
 }
 
 static bool is_w8(const mpl_config *c) { return c->wtype == MPL_WTYPE_UINT8B128 || c->wtype == MPL_WTYPE_UINT8; }

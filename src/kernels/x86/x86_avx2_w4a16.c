@@ -16,6 +16,9 @@
  *                          66.2;
  *               2 threads: m=8  decode 16.2 vs 18.5, m=10 prefill 21.8 vs 24.9.
  * So decode to m = 8, prefill from 9 (m = 9..10 within the machine's noise either way).
+ * Widths: both paths take the 2-, 3-, 4- and 8-bit layouts (avx2/w4a16_gemv_widths.c and the
+ * panel dequantizer of avx2/w4a16_gemm.c for the other widths); the switch above was swept for
+ * 4-bit only and is kept for every width (bench/results/x86-widths.md has the widths' rows).
  */
 #include "x86_w4a16_driver.h"
 
@@ -32,8 +35,8 @@ static const mpl_path_desc paths[NPATHS] = {
                 .m_min = 1,
                 .m_max = 8,
                 .m_limit = MPL_M_ANY,
-                .why = "Zen 3 cold sweep, 1-2 threads: decode ahead to m=8 (4096x28672: 33.9 vs 37.8 ms), "
-                       "even at 10, prefill ahead from 12"},
+                .why = "Zen 3 cold sweep, 1-2 threads, 4-bit: decode ahead to m=8 (4096x28672: 33.9 vs 37.8 ms), "
+                       "even at 10, prefill ahead from 12; the 2/3/8-bit layouts keep this switch (not swept per width)"},
     [PREFILL] = {.name = "x86_avx2_w4a16:prefill",
                  .requires = "",
                  .m_min = 9,

@@ -24,6 +24,9 @@ enum { DECODE, PREFILL_AMX, PREFILL_BF16, PREFILL_F32, NPATHS };
 
 static mpl_reason can_implement(const mpl_config *c, const mpl_platform *p, char *msg, size_t cap) {
     (void)p;
+    /* Every width of the layout (2, 3, 4, 8 bits): the 4-bit chunk in avx512/w4a16_gemv.c and
+     * common/w4a16_zmm.inc's bf16 panel, the others in avx512/w4a16_gemv_widths.c and the _w panel
+     * dequantizers; every path reads the same bytes. */
     return mpl_x86_w4a16_can_implement("x86_avx512_w4a16", c, msg, cap);
 }
 

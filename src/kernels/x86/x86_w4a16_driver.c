@@ -14,9 +14,12 @@ mpl_reason mpl_x86_w4a16_can_implement(const char *kernel, const mpl_config *c, 
     if (c->mode != MPL_MODE_W4A16)
         return mpl_refuse(msg, cap, MPL_REASON_MODE, "mode W4A8: %s runs W4A16 only (activations used as given)",
                           kernel);
-    if (mpl_wtype_bits(c->wtype) != 4)
-        return mpl_refuse(msg, cap, MPL_REASON_WEIGHT_TYPE, "weight type %s: %s takes 4-bit types (uint4b8, uint4, int4)",
-                          mpl_wtype_name(c->wtype), kernel);
+    const int bits = mpl_wtype_bits(c->wtype);
+    if (bits != 2 && bits != 3 && bits != 4 && bits != 8)
+        return mpl_refuse(msg, cap, MPL_REASON_WEIGHT_TYPE,
+                          "weight type %s (%d bits): %s takes 2-, 3-, 4- and 8-bit types (uint2b2, uint2, uint3b4, "
+                          "uint3, uint4b8, uint4, int4, uint8b128, uint8)",
+                          mpl_wtype_name(c->wtype), bits, kernel);
     if (c->group_size != -1 && c->group_size % 16 != 0)
         return mpl_refuse(msg, cap, MPL_REASON_GROUP_SIZE,
                           "group size %lld: must be -1 or a multiple of 16 (the kernels step 16 inputs at a time)",

@@ -98,6 +98,9 @@ void mpl_x86_w4a16_prep_tiles_avx2(const mpl_x86_w4a16_kernel *kn, const void *x
                                    void *xs);
 void mpl_x86_w4a16_gemv_avx2(const mpl_x86_w4a16_kernel *kn, const float *xf, int64_t m, int64_t b, int64_t nb,
                              int64_t k0, int64_t k1, float *c);
+/* The decode of the 8-, 3- and 2-bit layouts (avx2/w4a16_gemv_widths.c); gemv_avx2 hands them over. */
+void mpl_x86_w4a16_gemv_widths_avx2(const mpl_x86_w4a16_kernel *kn, const float *xf, int64_t m, int64_t b,
+                                    int64_t nb, int64_t k0, int64_t k1, float *c);
 void mpl_x86_w4a16_gemm_avx2(const mpl_x86_w4a16_kernel *kn, const void *xs, int64_t m0, int64_t m1, int64_t b,
                              void *panel, float *c, void *scratch);
 void mpl_x86_w4a16_prep_f32_avx512(const mpl_x86_w4a16_kernel *kn, const void *x, int64_t m0, int64_t m1, int64_t m,
@@ -122,7 +125,7 @@ void mpl_x86_w4a16_gemm_amx(const mpl_x86_w4a16_kernel *kn, const void *xs, int6
 
 /* ---- the driver (x86_w4a16_driver.c, plain flags) ---- */
 
-/* The rules every path of both kernels shares (mode, 4-bit weights, group size). */
+/* The rules every path of both kernels shares (mode, weight width 2, 3, 4 or 8, group size). */
 mpl_reason mpl_x86_w4a16_can_implement(const char *kernel, const mpl_config *c, char *msg, size_t cap);
 /* A path's check: bf16 activations (the bf16 panel paths). */
 mpl_reason mpl_x86_w4a16_needs_bf16(const char *path, const mpl_config *c, char *msg, size_t cap);

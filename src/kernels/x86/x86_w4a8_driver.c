@@ -1,6 +1,6 @@
 /*
  * x86_w4a8_driver.c -- the plain-flag driver of the x86 W4A8 kernels (W4A8: int8 activations
- * quantized per row on the fly, 4-bit weights, integer inner products): the shared
+ * quantized per row on the fly, 2-, 3-, 4- or 8-bit weights, integer inner products): the shared
  * can_implement rules, pack glue, workspace plan and the two phases of apply over the thread
  * pool. apply runs the path the layer chose (a->path, a row of the descriptor's table); the
  * arithmetic lives in the ISA files behind mpl_x86_w4a8_path_impl (x86_w4a8_driver.h).
@@ -16,19 +16,24 @@ mpl_reason mpl_x86_w4a8_can_implement(const char *kernel, const mpl_config *c, c
                           "mode W4A16: %s runs only W4A8 configs (activations quantized to int8); "
                           "W4A16 configs use the W4A16 kernels",
                           kernel);
-    if (mpl_wtype_bits(c->wtype) != 4)
-        return mpl_refuse(msg, cap, MPL_REASON_WEIGHT_TYPE, "weight type %s: must be a 4-bit type (uint4b8, int4, uint4)",
+    /* Every width (2, 3, 4, 8 bits), with or without zero points: the layout holds each as its stored
+     * code u and the integer sums subtract z * sum(q) (docs/layouts/x86_w4a8.md). */
+    const int bits = mpl_wtype_bits(c->wtype);
+    if (bits != 2 && bits != 3 && bits != 4 && bits != 8)
+        return mpl_refuse(msg, cap, MPL_REASON_WEIGHT_TYPE, "weight type %s: must be a 2-, 3-, 4- or 8-bit type",
                           mpl_wtype_name(c->wtype));
-    if (c->zero_points && c->wtype != MPL_WTYPE_UINT4)
-        return mpl_refuse(msg, cap, MPL_REASON_ZERO_POINTS, "zero points with %s: only uint4 takes zero points",
-                          mpl_wtype_name(c->wtype));
+    if (!c->zero_points != !mpl_wtype_needs_zeros(c->wtype))
+        return mpl_refuse(msg, cap, MPL_REASON_ZERO_POINTS,
+                          "zero points %s with %s: only uint2, uint3, uint4 and uint8 take (and need) zero points",
+                          c->zero_points ? "on" : "off", mpl_wtype_name(c->wtype));
     if (c->group_size != -1 && (c->group_size % 32 != 0 || c->k % c->group_size != 0))
         return mpl_refuse(msg, cap, MPL_REASON_GROUP_SIZE,
                           "group size %lld: must be -1 or a multiple of 32 that divides k = %lld",
                           (long long)c->group_size, (long long)c->k);
-    if (c->k % MPL_X86_W4A8_KBLOCK != 0)
-        return mpl_refuse(msg, cap, MPL_REASON_SHAPE, "k = %lld: must be a multiple of %d", (long long)c->k,
-                          MPL_X86_W4A8_KBLOCK);
+    const int kmul = mpl_x86_w4a8_kstep(bits) > MPL_X86_W4A8_KBLOCK ? mpl_x86_w4a8_kstep(bits) : MPL_X86_W4A8_KBLOCK;
+    if (c->k % kmul != 0)
+        return mpl_refuse(msg, cap, MPL_REASON_SHAPE, "k = %lld: must be a multiple of %d for %d-bit weights",
+                          (long long)c->k, kmul, bits);
     return MPL_REASON_OK;
 }
 

@@ -12,7 +12,9 @@
  * 2 inputs x 64 channels), then each 16-row tile of x runs 1 A tile x 4 B
  * tiles -> 4 C tiles (16 rows x 64 channels); the C tiles are spilled and
  * folded into c with the group scale, so the result is sum_g scale_g * acc_g
- * as in ref. Tile k-step: 32 inputs, or 16 when the group size is an odd
+ * as in ref. A group longer than a segment carries its C tiles from segment
+ * to segment in memory (ga, in the panel buffer after the two panels): the
+ * scale folds once per group. Tile k-step: 32 inputs, or 16 when the group size is an odd
  * multiple of 16.
  */
 #include <string.h>
@@ -22,6 +24,11 @@
 
 /* Segment: 256 inputs x 64 channels of bf16 = 32 KiB panel, kept in L1 across row tiles. */
 #define SEG_AMX 256
+
+/* Carried C tiles (per row tile 4 x 16 x 16 f32) start here in the per-thread panel buffer; row
+ * tiles per pass. */
+#define GA_OFFSET (2 * SEG_AMX * 64 * 2)
+#define GA_TILES ((int64_t)((MPL_X86_W4A16_PANEL_BYTES - GA_OFFSET) / (4 * 256 * 4)))
 
 /* Tiles: 0-3 C (channels +0, +16, +32, +48), 4 and 7 A (alternating k-steps, so the next A
  * load need not wait for the tdpbf16ps reading the last one), 5-6 B (alternating likewise).
@@ -95,11 +102,20 @@ static inline void dequant_step(dequant_job *j) {
  * tile products are issued, a slice of the next segment is dequantized on the vector units
  * (measured: m=1 0.61 -> 0.45 ms at K = N = 4096: the TMUL's dependent chain and the
  * dequantization now overlap instead of the latter waiting behind the ROB). */
-static inline void tile_product(const uint16_t *a, const uint16_t *bp, int64_t lenp, int kstep, dequant_job *dj) {
-    _tile_zero(0);
-    _tile_zero(1);
-    _tile_zero(2);
-    _tile_zero(3);
+/* C starts from 0, or from the carried tiles gin (tile t at t * 256 floats, rows of 16). */
+static inline void tile_product(const uint16_t *a, const uint16_t *bp, int64_t lenp, int kstep, dequant_job *dj,
+                                const float *gin) {
+    if (gin) {
+        _tile_loadd(0, gin, 64);
+        _tile_loadd(1, gin + 256, 64);
+        _tile_loadd(2, gin + 512, 64);
+        _tile_loadd(3, gin + 768, 64);
+    } else {
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+    }
     int64_t kk = 0;
     for (; kk + 2 * kstep <= lenp; kk += 2 * kstep) {
         const uint16_t *b0 = bp + kk * 64, *b1 = b0 + kstep * 64;
@@ -156,12 +172,13 @@ static void pad_segment(uint16_t *panel, int64_t len, int kstep) {
  * segment's dequantization in between, then on the vector units fold the previous spill,
  * then spill.
  */
-void mpl_x86_w4a16_gemm_amx(const mpl_x86_w4a16_kernel *kn, const void *xs, int64_t m0, int64_t m1, int64_t b,
-                            void *panel_v, float *c, void *scratch_v) {
+static void gemm_pass(const mpl_x86_w4a16_kernel *kn, const void *xs, int64_t m0, int64_t m1, int64_t b,
+                      void *panel_v, float *c, void *scratch_v) {
     const mpl_x86_w4a16_layout *l = &kn->l;
     const int64_t kp = kn->kp, gs = l->group_size;
     const uint16_t *xb = (const uint16_t *)xs;
     uint16_t *panels[2] = {panel_v, (uint16_t *)panel_v + SEG_AMX * 64};
+    float *ga = (float *)((char *)panel_v + GA_OFFSET);
     float *spill[2] = {scratch_v, (float *)scratch_v + 1024};
     const int kstep = kstep_of(l);
     /* 16-row tiles; fewer rows configured when m < 16 (decode-sized calls pay for m rows only).
@@ -185,8 +202,17 @@ void mpl_x86_w4a16_gemm_amx(const mpl_x86_w4a16_kernel *kn, const void *xs, int6
         int64_t lenp = seg_padded(len, kstep), nlen = ng < l->groups ? seg_len(l, nks) : 0;
         dequant_job dj = {l, b, ng, nks / 4, nlen / 4, 0, 0, tiles * (lenp / kstep), panels[cur ^ 1]};
         const uint16_t *xk = xb + m0 * kp + (g * gs + ks) * 16;
+        const bool first = ks == 0, last = ks + len == gs;
         for (int64_t t = 0; t < tiles; t++) {
-            tile_product(xk + t * 16 * kp, panels[cur], lenp, kstep, &dj);
+            float *gt = ga + t * 1024;
+            tile_product(xk + t * 16 * kp, panels[cur], lenp, kstep, &dj, first ? NULL : gt);
+            if (!last) { /* carry the group's sums to its next segment */
+                _tile_stored(0, gt, 64);
+                _tile_stored(1, gt + 256, 64);
+                _tile_stored(2, gt + 512, 64);
+                _tile_stored(3, gt + 768, 64);
+                continue;
+            }
             if (pending) fold(spill[q ^ 1], pend_s, tr, pend_c);
             _tile_stored(0, spill[q], 64);
             _tile_stored(1, spill[q] + 256, 64);
@@ -202,4 +228,13 @@ void mpl_x86_w4a16_gemm_amx(const mpl_x86_w4a16_kernel *kn, const void *xs, int6
     }
     if (pending) fold(spill[q ^ 1], pend_s, tr, pend_c);
     _tile_release();
+}
+
+void mpl_x86_w4a16_gemm_amx(const mpl_x86_w4a16_kernel *kn, const void *xs, int64_t m0, int64_t m1, int64_t b,
+                            void *panel_v, float *c, void *scratch_v) {
+    /* Rows in passes of GA_TILES row tiles when a group spans segments (the carried tiles must fit);
+     * a pass starts on a 16-row tile of x. */
+    const int64_t pass = kn->l.group_size > SEG_AMX ? GA_TILES * 16 : m1 - m0;
+    for (int64_t p0 = m0; p0 < m1; p0 += pass)
+        gemm_pass(kn, xs, p0, m1 - p0 < pass ? m1 : p0 + pass, b, panel_v, c + (p0 - m0) * 64, scratch_v);
 }

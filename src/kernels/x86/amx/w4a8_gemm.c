@@ -1,14 +1,15 @@
 /*
  * w4a8_gemm.c -- the amx path of x86_avx512vnni_w4a8 (amx level): AMX-INT8 prefill
- * (tdpbssd: s8 x times s8 weight values u - z unpacked from the nibbles, int32 tiles), for
- * many rows on CPUs with AMX.
+ * (tdpbssd: s8 x times s8 weight values u - z unpacked from the packed codes of any width,
+ * int32 tiles; 8-bit: u - 128 and a zero-point term in the epilogue), for many rows on CPUs
+ * with AMX.
  *
  * Tiles: 0-3 C (32 rows x 32 columns as 2x2 tiles of 16x16 int32), 4-5 A
  * (16 rows of qx x kb bytes), 6-7 B (kb/4 rows x 16 columns x 4 bytes, the
- * VNNI order of the packed layout, nibbles unpacked to u - z). kb = 64 (the tile
+ * VNNI order of the packed layout, codes unpacked to u - z). kb = 64 (the tile
  * maximum) when the group length allows, else 32.
  *
- * Blocking: a 2-panel column block's nibbles are unpacked once per chunk of
+ * Blocking: a 2-panel column block's codes are unpacked once per chunk of
  * rows into a B scratch (k*32 bytes, L2-resident). K is then walked in
  * chunks of K_CHUNK positions whose B slice (16 KiB) stays in L1 while every
  * 32-row block of the row chunk passes over it; a group longer than a chunk
@@ -28,31 +29,60 @@
 #define K_CHUNK 512
 
 /*
- * Unpack one panel's nibbles into B-tile rows of signed weight values u - z (in [-15, 15]): the tile
- * products then give isum = sum q * (u - z) directly (tdpbssd), with no z * sum(q) correction per
- * output. The subtraction is paid once per weight and column block, not once per output row.
+ * Unpack one panel's codes into B-tile rows of signed bytes: u - z for 2-, 3- and 4-bit weights (in
+ * [-15, 15]), so the tile products give isum = sum q * (u - z) directly (tdpbssd), with no z * sum(q)
+ * correction per output: the subtraction is paid once per weight and column block, not once per output
+ * row. 8-bit codes u - z span [-255, 255], more than a byte: they go in as u - 128 (in [-128, 127]; the
+ * bias of uint8b128, so its products are again isum), and uint8's zero points are applied in the
+ * epilogue, isum = C + (128 - z) * sum(q) (tile_epilogue). Row r of the scratch holds K positions
+ * 4r..4r+3 of the 16 columns (VNNI order): plane pl of step st goes to row (st * kstep + 4 * pl) / 4.
  */
-static void unpack_panel(const mpl_x86_w4a8_layout *p, int64_t pan, uint8_t *dst) {
+static inline __attribute__((always_inline)) void unpack_panel_w(const mpl_x86_w4a8_layout *p, int64_t pan,
+                                                                 uint8_t *dst, const int BITS) {
     const uint8_t *src = mpl_x86_w4a8_panel(p, pan);
-    const int64_t nb = p->group_len / MPL_X86_W4A8_KBLOCK;
-    const __m512i m0f = _mm512_set1_epi8(0x0f);
+    const int KS = mpl_x86_w4a8_kstep(BITS), NP = KS / 4, SB = mpl_x86_w4a8_step_bytes(BITS);
+    const int64_t ns = p->group_len / KS;
     for (int64_t g = 0; g < p->groups; g++) {
-        /* Each column's zero point in the 4 bytes of its 32-bit lane. */
-        const __m512i z = _mm512_mullo_epi32(w4a8_zeros16(p, pan, g), _mm512_set1_epi32(0x01010101));
-        for (int64_t b = g * nb; b < (g + 1) * nb; b++) {
-            __m512i raw = _mm512_load_si512((const void *)(src + b * 64));
-            _mm512_store_si512((void *)(dst + b * 128), _mm512_sub_epi8(_mm512_and_si512(raw, m0f), z));
-            _mm512_store_si512((void *)(dst + b * 128 + 64),
-                               _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(raw, 4), m0f), z));
+        /* Each column's zero point (or 128 for 8-bit, or the bias) in the 4 bytes of its 32-bit lane. */
+        const __m512i z = BITS == 8    ? _mm512_set1_epi8((char)0x80)
+                          : p->zeros ? _mm512_mullo_epi32(w4a8_zeros16(p, pan, g), _mm512_set1_epi32(0x01010101))
+                                     : _mm512_set1_epi8((char)p->zbias);
+        for (int64_t st = g * ns; st < (g + 1) * ns; st++) {
+#pragma GCC unroll 8
+            for (int pl = 0; pl < NP; pl++)
+                _mm512_store_si512((void *)(dst + (st * KS + 4 * pl) * 16),
+                                   _mm512_sub_epi8(w4a8_plane16(src + st * SB, BITS, pl), z));
         }
     }
 }
 
-/* Float epilogue of one 16x16 C tile (rows m0.., panel pan) for group g into facc (row stride 32):
- * acc + scale * (float)isum, a separate multiply and add as in the reference. */
-static inline void tile_epilogue(const mpl_x86_w4a8_job *j, const int32_t *c, float *facc, int64_t pan, int64_t g) {
+static void unpack_panel(const mpl_x86_w4a8_layout *p, int64_t pan, uint8_t *dst) {
+    switch (p->bits) {
+    case 8: unpack_panel_w(p, pan, dst, 8); break;
+    case 3: unpack_panel_w(p, pan, dst, 3); break;
+    case 2: unpack_panel_w(p, pan, dst, 2); break;
+    default: unpack_panel_w(p, pan, dst, 4); break;
+    }
+}
+
+/* Float epilogue of one 16x16 C tile (rows row0.., panel pan) for group g into facc (row stride 32):
+ * acc + scale * (float)isum, a separate multiply and add as in the reference. uint8 (8-bit with zero
+ * points) first adds (128 - z) * sum(q) of each row (unpack_panel): exact in int32, since the result is
+ * the true isum (|isum| < 2^31 by config validation) and the wrapping adds are exact modulo 2^32. */
+static inline void tile_epilogue(const mpl_x86_w4a8_job *j, const int32_t *c, float *facc, int64_t pan, int64_t g,
+                                 int64_t row0) {
     const mpl_x86_w4a8_layout *p = j->p;
     const __m512 sc = _mm512_load_ps(p->scales + (pan * p->groups + g) * MPL_X86_W4A8_PANEL);
+    if (p->bits == 8 && p->zeros) {
+        const __m512i dz = _mm512_sub_epi32(_mm512_set1_epi32(128), w4a8_zeros16(p, pan, g));
+        for (int r = 0; r < 16; r++) {
+            __m512i ci = _mm512_load_si512((const void *)(c + r * 16));
+            ci = _mm512_add_epi32(ci, _mm512_mullo_epi32(dz, _mm512_set1_epi32(j->sumq[(row0 + r) * p->groups + g])));
+            __m512 isum = _mm512_cvtepi32_ps(ci);
+            _mm512_store_ps(facc + r * 32, _mm512_add_ps(_mm512_load_ps(facc + r * 32), _mm512_mul_ps(sc, isum)));
+        }
+        return;
+    }
     for (int r = 0; r < 16; r++) {
         __m512 isum = _mm512_cvtepi32_ps(_mm512_load_si512((const void *)(c + r * 16)));
         _mm512_store_ps(facc + r * 32, _mm512_add_ps(_mm512_load_ps(facc + r * 32), _mm512_mul_ps(sc, isum)));
@@ -92,8 +122,8 @@ static void block32(const mpl_x86_w4a8_job *j, int64_t m0, int64_t pan, int np, 
             _tile_dpbssd(1, 5, 6);
         }
         if (pending >= 0) {
-            tile_epilogue(j, c23, facc + 16, pan + 1, pending);
-            tile_epilogue(j, c23 + 256, facc + 16 * 32 + 16, pan + 1, pending);
+            tile_epilogue(j, c23, facc + 16, pan + 1, pending, m0);
+            tile_epilogue(j, c23 + 256, facc + 16 * 32 + 16, pan + 1, pending, m0 + 16);
             pending = -1;
         }
         _tile_stored(0, ends ? c01 : cacc, 64);
@@ -117,8 +147,8 @@ static void block32(const mpl_x86_w4a8_job *j, int64_t m0, int64_t pan, int np, 
             }
         }
         if (ends) {
-            tile_epilogue(j, c01, facc, pan, g);
-            tile_epilogue(j, c01 + 256, facc + 16 * 32, pan, g);
+            tile_epilogue(j, c01, facc, pan, g, m0);
+            tile_epilogue(j, c01 + 256, facc + 16 * 32, pan, g, m0 + 16);
         }
         if (np == 2) {
             _tile_stored(2, ends ? c23 : cacc + 512, 64);
@@ -127,8 +157,8 @@ static void block32(const mpl_x86_w4a8_job *j, int64_t m0, int64_t pan, int np, 
         }
     }
     if (pending >= 0) {
-        tile_epilogue(j, c23, facc + 16, pan + 1, pending);
-        tile_epilogue(j, c23 + 256, facc + 16 * 32 + 16, pan + 1, pending);
+        tile_epilogue(j, c23, facc + 16, pan + 1, pending, m0);
+        tile_epilogue(j, c23 + 256, facc + 16 * 32 + 16, pan + 1, pending, m0 + 16);
     }
 }
 
@@ -160,7 +190,7 @@ void mpl_x86_w4a8_gemm_amx(const mpl_x86_w4a8_job *j, int64_t p0, int64_t p1, vo
             for (int v = 0; v < np; v++)
                 unpack_panel(p, pan + v, bscr + (size_t)v * (size_t)K * 16);
             memset(facc, 0, (size_t)MPL_X86_W4A8_AMX_ROWS * 32 * sizeof(float));
-            /* Pull the next column block's nibbles into L2 a slice per block32 call, so its unpack does not
+            /* Pull the next column block's codes into L2 a slice per block32 call, so its unpack does not
              * wait on L3/DRAM latency. */
             const char *next = NULL;
             int64_t next_bytes = 0;

@@ -58,6 +58,42 @@ XW_INLINE void dequant_slice(const mpl_x86_w4a16_layout *l, int64_t b, int64_t g
     }
 }
 
+/* The same for the 8-, 3- and 2-bit layouts (w4a16_ymm.h: the fields of each width), the panel in
+ * the same unpacked order, so the micro-kernel below runs unchanged. */
+XW_INLINE void dequant_slice_w(const mpl_x86_w4a16_layout *l, int64_t b, int64_t g, int q, int64_t c0, int64_t c1,
+                               float *panel, const int BITS) {
+    const size_t cb = (size_t)BITS * 8, sb = 4 * cb;
+    const int NIG = BITS == 8 ? 2 : 1, PER = 4 / NIG;
+    const uint8_t *grp = mpl_x86_w4a16_group(l, b, g);
+    const uint8_t *wp = mpl_x86_w4a16_group_weights(l, b, g) + (size_t)c0 * sb + cb * (size_t)q;
+    __m256i mask[4];
+    __m256 sub[4][2], z[2];
+    xw_wzeros(l, grp, q, z);
+    for (int e = 0; e < 4; e++) {
+        mask[e] = xw_wmask(BITS, e);
+        for (int h = 0; h < 2; h++) sub[e][h] = _mm256_add_ps(z[h], _mm256_set1_ps(xw_wbase(BITS, e)));
+    }
+    const size_t pf = l->group_bytes < 8192 ? l->group_bytes : 8192;
+    for (int64_t c = c0; c < c1; c++, wp += sb, panel += 4 * 16) {
+        if (q == 0) /* as dequant_slice: the next group's step during slice 0 */
+            for (size_t o = 0; o < sb; o += 64) _mm_prefetch((const char *)wp + pf + o, _MM_HINT_T0);
+#pragma GCC unroll 2
+        for (int ig = 0; ig < NIG; ig++) {
+            __m256i d[2];
+            xw_wload(BITS, wp, ig, d);
+#pragma GCC unroll 4
+            for (int ee = 0; ee < PER; ee++) {
+                const int e = ig * PER + ee;
+                __m256 w0 = _mm256_sub_ps(xw_biased(d[0], mask[e]), sub[e][0]);
+                __m256 w1 = _mm256_sub_ps(xw_biased(d[1], mask[e]), sub[e][1]);
+                if (!xw_wunpacked(BITS)) xw_unpermute(w0, w1, &w0, &w1); /* channel order -> unpacked */
+                _mm256_store_ps(panel + e * 16, w0);
+                _mm256_store_ps(panel + e * 16 + 8, w1);
+            }
+        }
+    }
+}
+
 /*
  * One tile of mr rows x 16 channels over len inputs: xt the tile's packed x at the segment's
  * first input (stride MR floats per input), panel the slice. first: start from 0, else from the
@@ -146,10 +182,17 @@ void mpl_x86_w4a16_gemm_avx2(const mpl_x86_w4a16_kernel *kn, const void *xs, int
             int64_t len = gs - ks < seg ? gs - ks : seg;
             bool first = ks == 0, last = ks + len == gs;
             for (int q = 0; q < 4; q++) {
-                if (l->zero_points)
-                    dequant_slice(l, b, g, q, ks / 4, (ks + len) / 4, panel, true);
-                else
-                    dequant_slice(l, b, g, q, ks / 4, (ks + len) / 4, panel, false);
+                switch (l->bits) {
+                case 8: dequant_slice_w(l, b, g, q, ks / 4, (ks + len) / 4, panel, 8); break;
+                case 3: dequant_slice_w(l, b, g, q, ks / 4, (ks + len) / 4, panel, 3); break;
+                case 2: dequant_slice_w(l, b, g, q, ks / 4, (ks + len) / 4, panel, 2); break;
+                default:
+                    if (l->zero_points)
+                        dequant_slice(l, b, g, q, ks / 4, (ks + len) / 4, panel, true);
+                    else
+                        dequant_slice(l, b, g, q, ks / 4, (ks + len) / 4, panel, false);
+                    break;
+                }
                 __m256 s0, s1; /* in the panel's (unpacked) channel order, as c */
                 xw_unpermute(xw_load_scales(l, grp, 2 * q), xw_load_scales(l, grp, 2 * q + 1), &s0, &s1);
                 run_slice(xc + (g * T * gs + ks) * MR, gs * MR, rows, panel, len, first, last, s0, s1, c + 16 * q,

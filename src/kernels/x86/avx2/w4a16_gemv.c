@@ -540,8 +540,13 @@ static void gemv_block(const mpl_x86_w4a16_kernel *kn, const float *xf, int64_t 
     }
 }
 
-/* The path takes one block a call (gemv_blocks 0); the loop keeps the shared signature honest. */
+/* The path takes one block a call (gemv_blocks 0); the loop keeps the shared signature honest. The
+ * other widths have their own loops (w4a16_gemv_widths.c). */
 void mpl_x86_w4a16_gemv_avx2(const mpl_x86_w4a16_kernel *kn, const float *xf, int64_t m, int64_t b, int64_t nb,
                              int64_t k0, int64_t k1, float *c) {
+    if (kn->l.bits != 4) {
+        mpl_x86_w4a16_gemv_widths_avx2(kn, xf, m, b, nb, k0, k1, c);
+        return;
+    }
     for (int64_t i = 0; i < nb; i++) gemv_block(kn, xf, m, b + i, k0, k1, c + i * m * 64);
 }

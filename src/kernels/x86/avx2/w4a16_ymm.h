@@ -75,4 +75,87 @@ XW_INLINE void xw_subtrahends(const mpl_x86_w4a16_layout *l, const uint8_t *grp,
     sub[1] = _mm256_add_ps(zh, _mm256_set1_ps(xw_base(p)));
 }
 
+/*
+ * The other widths (8, 3 and 2 bits; docs/layouts/x86_w4a16.md) use the same exponent trick on
+ * dwords that hold one channel's fields: field f of a dword at bits pos(f) under the exponent of
+ * 2^(23 - pos(f)), so one vpand with the field's mask gives exactly 2^(23 - pos(f)) + s, and one
+ * vsubps of 2^(23 - pos(f)) + zero the integer s - z.
+ *   8-bit: half h of a chunk (16 words, word i = channel i, inputs 2h at bits 0-7 and 2h+1 at
+ *          8-15) unpacked with the word 0x4F00 as the 4-bit chunk is: dwords in the unpacked
+ *          order ({0-3,8-11}, {4-7,12-15}); fields at 0 and 8 (exponent bytes 0x4B, 0x47).
+ *   2-bit: vpmovzxbd of bytes 0-7 / 8-15 (channel order), fields at 0, 2, 4, 6 (0x4B..0x48),
+ *          the exponent byte 0x4B or'ed in.
+ *   3-bit: the 12-bit word of each channel, bits 0-7 from bytes 0-15 and 8-11 from the nibbles of
+ *          bytes 16-23, fields at 0, 3, 6, 9 (biased exponents 150, 147, 144, 141: their union
+ *          0x9F or'ed in at bit 23); channel order.
+ * Each chunk gives two dword vectors per input group (lo: the first 8 channels of the width's
+ * order, hi: the other 8); 8-bit has two input groups (inputs 0-1 from half 0, 2-3 from half 1),
+ * 2- and 3-bit one (inputs 0-3).
+ */
+/* Bit position of the field of input e (0..3) in its dword. */
+XW_INLINE int xw_wpos(int bits, int e) { return bits == 8 ? 8 * (e & 1) : bits * e; }
+/* Exactly 2^(23 - pos): what the masked float is worth with field 0. */
+XW_INLINE float xw_wbase(int bits, int e) { return (float)(1 << (23 - xw_wpos(bits, e))); }
+/* The mask of input e's field: its biased exponent at bits 23-30 and its bits. */
+XW_INLINE __m256i xw_wmask(int bits, int e) {
+    unsigned pos = (unsigned)xw_wpos(bits, e), bexp = 150u - pos;
+    return _mm256_set1_epi32((int)(bexp << 23 | ((1u << bits) - 1u) << pos));
+}
+/* Inputs per input group, and the group of input e. */
+XW_INLINE int xw_wgroup(int bits, int e) { return bits == 8 ? e >> 1 : 0; }
+/* 8-bit keeps the unpacked channel order (as 4-bit), 2- and 3-bit the channel order. */
+XW_INLINE bool xw_wunpacked(int bits) { return bits == 8; }
+
+/* The lo and hi dword vectors of input group ig of chunk q (8 * bits bytes). */
+XW_INLINE void xw_wload(int bits, const uint8_t *q, int ig, __m256i d[2]) {
+    if (bits == 8) {
+        __m256i h = _mm256_loadu_si256((const __m256i *)(q + 32 * ig));
+        d[0] = _mm256_unpacklo_epi16(h, xw_hi_word());
+        d[1] = _mm256_unpackhi_epi16(h, xw_hi_word());
+    } else if (bits == 2) {
+        const __m256i ex = _mm256_set1_epi32(0x4B000000);
+        d[0] = _mm256_or_si256(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)q)), ex);
+        d[1] = _mm256_or_si256(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(q + 8))), ex);
+    } else {
+        const __m256i ex = _mm256_set1_epi32(0x4F800000); /* 0x9F << 23 */
+        __m256i hn = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(q + 16)));
+        /* channel t < 8: low nibble of byte 16 + t to bits 8-11 (its neighbour's lands at 12-15,
+         * which no mask reads); channel t + 8: the high nibble. */
+        __m256i h0 = _mm256_or_si256(_mm256_slli_epi32(hn, 8), ex);
+        __m256i h1 = _mm256_or_si256(_mm256_slli_epi32(_mm256_srli_epi32(hn, 4), 8), ex);
+        d[0] = _mm256_or_si256(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)q)), h0);
+        d[1] = _mm256_or_si256(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(q + 8))), h1);
+    }
+}
+
+/* (d & mask) - *sub: the integer s - z of one field, the subtrahend read from memory (L1) inside the
+ * asm. With intrinsics gcc hoists the per-group constants (masks, 32 subtrahends) into registers
+ * and spills the accumulators instead (measured 1.5-2x slower at one row). */
+XW_INLINE __m256 xw_wfield(__m256i d, __m256i mask, const __m256 *sub) {
+    __m256 w;
+    __asm__("vpand %[m], %[d], %[w]\n\tvsubps %[s], %[w], %[w]" : [w] "=&x"(w) : [d] "x"(d), [m] "x"(mask), [s] "m"(*sub));
+    return w;
+}
+/* A mask loaded where it is used (volatile: not hoisted out of the loop into a register). */
+XW_INLINE __m256i xw_wmask_load(const __m256i *mask) {
+    __m256i m;
+    __asm__ volatile("vmovdqa %[p], %[m]" : [m] "=x"(m) : [p] "m"(*mask));
+    return m;
+}
+
+/* Zero points of chunk v's 16 channels as f32 in the width's order (lo, hi); the bias without. */
+XW_INLINE void xw_wzeros(const mpl_x86_w4a16_layout *l, const uint8_t *grp, int v, __m256 z[2]) {
+    if (!l->zero_points) {
+        z[0] = z[1] = _mm256_set1_ps((float)l->bias);
+        return;
+    }
+    const uint8_t *zp = grp + l->scale_bytes + 16 * (size_t)v;
+    __m256 z0 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)zp)));
+    __m256 z1 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(zp + 8))));
+    if (xw_wunpacked(l->bits))
+        xw_unpermute(z0, z1, &z[0], &z[1]);
+    else
+        z[0] = z0, z[1] = z1;
+}
+
 #endif

@@ -10,7 +10,7 @@
  * even ones (E) or the odd ones (O), and one FMA per row with the broadcast input. The
  * accumulators hold channels in that E/O order; scales and zero points are loaded in it (free for
  * bf16 scales: the even and odd words of one load), and the outputs are put back in channel
- * order once per call.
+ * order once per call. The 8-, 3- and 2-bit layouts run in w4a16_gemv_widths.c.
  *
  * Per 64 weights (half a line) and per row: 4 vpermps + 4 FMA, plus 3-4 shifts that move each byte
  * of the line's dwords to bits 0-7 (and its high nibble to 0-3): 11-12 ALU uops per 64 weights at
@@ -186,7 +186,9 @@ XW_INLINE void gemv_zp(const mpl_x86_w4a16_kernel *kn, const float *xf, int64_t 
 
 void mpl_x86_w4a16_gemv_avx512(const mpl_x86_w4a16_kernel *kn, const float *xf, int64_t m, int64_t b, int64_t nb,
                                int64_t k0, int64_t k1, float *c) {
-    if (kn->l.zero_points)
+    if (kn->l.bits != 4)
+        mpl_x86_w4a16_gemv_widths_avx512(kn, xf, m, b, nb, k0, k1, c);
+    else if (kn->l.zero_points)
         gemv_zp(kn, xf, m, true, b, nb, k0, k1, c);
     else
         gemv_zp(kn, xf, m, false, b, nb, k0, k1, c);

@@ -1,10 +1,17 @@
 /*
  * w4a8_gemm.c -- the vnni path of x86_avxvnni_w4a8 (avxvnni level): the 4-byte dot product is
- * the 256-bit VEX vpdpbusd, in the body of common/w4a8_ymm.inc.
+ * the 256-bit VEX vpdpbusd (int32 sums, no saturation: 8-bit codes go in as they are), in the
+ * body of common/w4a8_ymm.inc, every weight width.
  */
 #include <immintrin.h>
 
-static inline __m256i w4a8_dot(__m256i acc, __m256i u8, __m256i s8) { return _mm256_dpbusd_avx_epi32(acc, u8, s8); }
+static inline __m256i w4a8_dot2(__m256i acc, __m256i u0, __m256i x0, __m256i u1, __m256i x1) {
+    return _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(acc, u0, x0), u1, x1);
+}
+
+static inline __m256i w4a8_dot2_u8(__m256i acc, __m256i u0, __m256i x0, __m256i u1, __m256i x1) {
+    return w4a8_dot2(acc, u0, x0, u1, x1);
+}
 
 #include "../common/w4a8_ymm.inc"
 
