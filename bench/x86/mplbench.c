@@ -268,8 +268,7 @@ static mpl_config make_cfg(int64_t k, int64_t n) {
     c.group_size = opt_group == -1 || k % opt_group ? -1 : opt_group;
     c.wtype = opt_wtype;
     /* the types that store s - z need zero points (uint2, uint3, uint4, uint8) */
-    c.zero_points = opt_wtype == MPL_WTYPE_UINT2 || opt_wtype == MPL_WTYPE_UINT3 || opt_wtype == MPL_WTYPE_UINT4 ||
-                    opt_wtype == MPL_WTYPE_UINT8;
+    c.zero_points = mpl_wtype_zero_points(opt_wtype);
     c.mode = opt_w4a8 ? MPL_MODE_W4A8 : MPL_MODE_W4A16;
     return c;
 }
@@ -702,9 +701,9 @@ int main(int argc, char **argv) {
     mpl_isa_string(pi.isa, isa, sizeof isa);
     printf("cpu: %s, %d threads; isa: %s%s%s\n", pi.cpu_model, pi.cpu_threads, isa, pi.isa_cap[0] ? "; MPL_MAX_ISA=" : "",
            pi.isa_cap);
-    printf("config: uint4b8, %s activations, group %lld, weights cold (>= %.2f GiB of copies), medians of <= %d calls; "
+    printf("config: %s%s, %s activations, group %lld, weights cold (>= %.2f GiB of copies), medians of <= %d calls; "
            "dense baselines:%s%s%s\n\n",
-           mpl_act_name(opt_act), (long long)opt_group, opt_cold, opt_reps,
+           mpl_wtype_name(opt_wtype), mpl_wtype_zero_points(opt_wtype) ? " (random zero points)" : "", mpl_act_name(opt_act), (long long)opt_group, opt_cold, opt_reps,
 #ifdef MPL_BENCH_DNNL
            opt_dense ? " oneDNN" : "",
 #else

@@ -1,18 +1,28 @@
 #version 450
 // w4a16_gemv.comp -- vulkan_w4a16:gemv, the decode path: y[m][n] = bias[n] + sum_g s[n][g] * sum_{k in g} x*w
 // for up to MB rows of x per workgroup and ROWS output channels. The workgroup's threads split K in 16-byte
-// code loads (32 channels of one row) and x loads (8 channels), each x load reused by all ROWS rows; every
-// 8-channel word lies in one group (group sizes are multiples of 16), whose fp32 sum of exact integer
-// weights times x is scaled once. Partial sums are reduced with subgroupAdd, then across the subgroups in
-// shared memory in a fixed order (deterministic).
+// code loads (32 channels of one row); each thread issues the loads of all ROWS rows (and their scales) for
+// one chunk before it uses any, then reuses each converted x chunk for all ROWS rows.
+//
+// Decode without int-to-float conversions (the slow unit on NVIDIA): nibble i of a word (i < 4; the upper
+// four come from word >> 16 the same way) is masked in place and or-ed into the float 2^23, which is then
+// exactly 2^23 + q * 16^i; subtracting the constant 2^23 + z * 16^i leaves (q - z) * 16^i, an exact integer.
+// x at that position is pre-multiplied by 16^-i (exact: a power of two), so each product is exactly
+// (q - z) * x, the same fp32 value the plain form gives (one mask, one add, one FMA per weight). The one
+// exception is a bf16 x below 2^-114 in magnitude, whose scaled copy leaves fp32's normal range.
+//
+// Each 16-channel half of a chunk lies in one group (group sizes are multiples of 16): its fp32 sum of exact
+// products is scaled once. Partial sums are reduced with subgroupAdd, then across the subgroups in shared
+// memory in a fixed order (deterministic).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 
-// 128 threads: 4 NVIDIA warps, 2 AMD wave64s, enough loads in flight per row at K = 4096 (one chunk each).
-layout(local_size_x = 128) in;
-#define WG 128
-// 8 rows per workgroup: each x load serves 8 weight loads, so x adds 1/8 to the weights' cache traffic.
+// 64 threads: 2 NVIDIA warps, one AMD wave64; K = 4096 gives each thread 2 chunks, K = 8192 four.
+layout(local_size_x = 64) in;
+#define WG 64
+// 8 rows per workgroup: 8 independent 16-byte loads in flight per thread, and each converted x chunk (the
+// x loads and conversions) serves 8 rows. Must divide the layout's 64-row padding; vk_layer.c's GEMV_ROWS.
 #define ROWS 8
 // up to 4 rows of x per workgroup (registers: ROWS * MB accumulators); more rows run more workgroups (grid z)
 #define MB 4
@@ -21,56 +31,110 @@ layout(local_size_x = 128) in;
 
 shared float partial[ROWS * MB][WG];
 
+const float MAGIC = 8388608.0; // 2^23: the float whose low mantissa bits are the or-ed integer
+const uint MAGIC_BITS = 0x4B000000u;
+
+// The fp32 sum over one 8-channel word of (q - z) * x: w the codes, xa/xb the word's 8 x values pre-scaled
+// by (1, 1/16, 1/256, 1/4096) per position mod 4, c the four constants 2^23 + z * 16^i.
+float word_dot(uint w, vec4 xa, vec4 xb, vec4 c, float s) {
+    const uint h = w >> 16;
+    s = fma(uintBitsToFloat((w & 0x000Fu) | MAGIC_BITS) - c.x, xa.x, s);
+    s = fma(uintBitsToFloat((w & 0x00F0u) | MAGIC_BITS) - c.y, xa.y, s);
+    s = fma(uintBitsToFloat((w & 0x0F00u) | MAGIC_BITS) - c.z, xa.z, s);
+    s = fma(uintBitsToFloat((w & 0xF000u) | MAGIC_BITS) - c.w, xa.w, s);
+    s = fma(uintBitsToFloat((h & 0x000Fu) | MAGIC_BITS) - c.x, xb.x, s);
+    s = fma(uintBitsToFloat((h & 0x00F0u) | MAGIC_BITS) - c.y, xb.y, s);
+    s = fma(uintBitsToFloat((h & 0x0F00u) | MAGIC_BITS) - c.z, xb.z, s);
+    s = fma(uintBitsToFloat((h & 0xF000u) | MAGIC_BITS) - c.w, xb.w, s);
+    return s;
+}
+
+// The four subtraction constants of zero point z.
+vec4 zero_consts(float z) {
+    return vec4(MAGIC + z, MAGIC + z * 16.0, MAGIC + z * 256.0, MAGIC + z * 4096.0);
+}
+
+// The raw zero point of (row, group) as a float (layers with zero points only).
+float zero_at(uint row, uint g) {
+    uint byte_at = row * pc.zstride + g;
+    return float((zeros[byte_at >> 2] >> (8u * (byte_at & 3u))) & 255u);
+}
+
 void main() {
     const uint tid = gl_LocalInvocationID.x;
     const uint row0 = pc.n_base + gl_WorkGroupID.x * ROWS;
     const uint mrow0 = gl_WorkGroupID.z * MB;
     const uint mcount = min(MB, pc.m - mrow0);
+    const bool has_zeros = (pc.flags & FLAG_ZEROS) != 0u;
+    const bool bf16 = (pc.flags & FLAG_BF16) != 0u;
+    const bool one_group = (pc.group_size & 31u) == 0u; // both halves of a chunk in one group
+    const vec4 c8 = zero_consts(8.0);
+    const vec4 pscale = vec4(1.0, 0.0625, 0.00390625, 0.000244140625);
     float acc[ROWS][MB];
     for (int r = 0; r < ROWS; r++)
         for (int j = 0; j < MB; j++) acc[r][j] = 0.0;
 
     const uint xrow = pc.kq * 4u; // uvec4 loads per row of x
     for (uint c = tid; c < pc.kq; c += WG) {
-        uint g[4];
-        for (uint w = 0u; w < 4u; w++) g[w] = group_of(c * 32u + w * 8u);
+        const uint ga = group_of(c * 32u);
+        const uint gb = one_group ? ga : group_of(c * 32u + 16u);
+        // every load of the chunk first: ROWS code loads and their scales
+        uvec4 q[ROWS];
+        float sa[ROWS], sb[ROWS];
+        for (uint r = 0u; r < ROWS; r++) {
+            const uint row = row0 + r;
+            q[r] = qweight[row * pc.kq + c];
+            sa[r] = scales[row * pc.groups + ga];
+            sb[r] = scales[row * pc.groups + gb];
+        }
         for (uint j = 0u; j < MB; j++) {
             if (j >= mcount) break;
-            vec2 xv[4][4];
+            // the chunk's 32 x values, each pre-scaled by 16^-(position mod 4)
+            const uint xb = (pc.m_base + mrow0 + j) * xrow + c * 4u;
+            vec4 xv[8];
             for (uint w = 0u; w < 4u; w++) {
-                uvec4 xq = xs16[(pc.m_base + mrow0 + j) * xrow + c * 4u + w];
-                xv[w][0] = act2(xq.x), xv[w][1] = act2(xq.y), xv[w][2] = act2(xq.z), xv[w][3] = act2(xq.w);
+                const uvec4 u = xs16[xb + w];
+                vec2 a, b, d, e;
+                if (bf16) {
+                    a = vec2(uintBitsToFloat(u.x << 16), uintBitsToFloat(u.x & 0xffff0000u));
+                    b = vec2(uintBitsToFloat(u.y << 16), uintBitsToFloat(u.y & 0xffff0000u));
+                    d = vec2(uintBitsToFloat(u.z << 16), uintBitsToFloat(u.z & 0xffff0000u));
+                    e = vec2(uintBitsToFloat(u.w << 16), uintBitsToFloat(u.w & 0xffff0000u));
+                } else {
+                    a = unpackHalf2x16(u.x), b = unpackHalf2x16(u.y);
+                    d = unpackHalf2x16(u.z), e = unpackHalf2x16(u.w);
+                }
+                xv[2u * w] = vec4(a, b) * pscale;
+                xv[2u * w + 1u] = vec4(d, e) * pscale;
             }
             for (uint r = 0u; r < ROWS; r++) {
-                const uint row = row0 + r;
-                uvec4 q = qweight[row * pc.kq + c];
-                uint qw[4] = uint[4](q.x, q.y, q.z, q.w);
-                float sum = 0.0;
-                for (uint w = 0u; w < 4u; w++) {
-                    float z = zero_of(row, g[w]);
-                    float s8 = 0.0;
-                    for (uint e = 0u; e < 4u; e++) {
-                        uint b = qw[w] >> (8u * e);
-                        s8 += xv[w][e].x * (float(b & 15u) - z);
-                        s8 += xv[w][e].y * (float((b >> 4) & 15u) - z);
-                    }
-                    sum += scales[row * pc.groups + g[w]] * s8;
+                vec4 ca = c8, cb = c8;
+                if (has_zeros) {
+                    ca = zero_consts(zero_at(row0 + r, ga));
+                    cb = one_group ? ca : zero_consts(zero_at(row0 + r, gb));
                 }
-                acc[r][j] += sum;
+                float ha = word_dot(q[r].x, xv[0], xv[1], ca, 0.0);
+                ha = word_dot(q[r].y, xv[2], xv[3], ca, ha);
+                float hb = word_dot(q[r].z, xv[4], xv[5], cb, 0.0);
+                hb = word_dot(q[r].w, xv[6], xv[7], cb, hb);
+                acc[r][j] = fma(sa[r], ha, acc[r][j]);
+                acc[r][j] = fma(sb[r], hb, acc[r][j]);
             }
         }
     }
-    for (uint r = 0u; r < ROWS; r++)
-        for (uint j = 0u; j < MB; j++) {
+    for (uint j = 0u; j < MB; j++) {
+        if (j >= mcount) break;
+        for (uint r = 0u; r < ROWS; r++) {
             float v = subgroupAdd(acc[r][j]);
             if (subgroupElect()) partial[r * MB + j][gl_SubgroupID] = v;
         }
+    }
     barrier();
     if (tid < ROWS * MB) {
         const uint r = tid / MB, j = tid % MB, row = row0 + r;
-        float v = 0.0;
-        for (uint sg = 0u; sg < gl_NumSubgroups; sg++) v += partial[tid][sg];
         if (row < pc.n && j < mcount) {
+            float v = 0.0;
+            for (uint sg = 0u; sg < gl_NumSubgroups; sg++) v += partial[tid][sg];
             if ((pc.flags & FLAG_BIAS) != 0u) v += bias[row];
             y[(pc.m_base + mrow0 + j) * pc.n + row] = v;
         }

@@ -91,8 +91,9 @@ XW_INLINE void micro_f32(const float *xr, int64_t ldx, const float *panel, int64
     for (int r = 0; r < MR; r++)
 #pragma GCC unroll 4
         for (int v = 0; v < 4; v++) {
+            float *cp = c + r * 64 + 16 * v;
             if (last)
-                _mm512_store_ps(c + r * 64 + 16 * v, _mm512_fmadd_ps(acc[r][v], s[v], _mm512_load_ps(c + r * 64 + 16 * v)));
+                _mm512_store_ps(cp, _mm512_fmadd_ps(acc[r][v], s[v], _mm512_load_ps(cp)));
             else
                 _mm512_store_ps(ga + r * 64 + 16 * v, acc[r][v]);
         }

@@ -5,8 +5,8 @@
  * layout of a vdpbf16ps operand), then every row tile of bf16 x runs a register-blocked
  * micro-kernel over it (6 rows x 64 channels: 24 fp32 accumulators per group, folded into c
  * with the group scale; a group longer than a segment carries its fp32 sums from segment to segment
- * in memory, ga after the panel, so the scale folds once per group). Worth it where AVX512-BF16 runs at twice the FMA rate (Zen 4/5);
- * the f32 twin is avx512/w4a16_gemm.c.
+ * in memory, ga after the panel, so the scale folds once per group). Worth it where AVX512-BF16
+ * runs at twice the FMA rate (Zen 4/5); the f32 twin is avx512/w4a16_gemm.c.
  */
 #include <string.h>
 
@@ -47,8 +47,9 @@ XW_INLINE void micro_bf16(const uint16_t *xr, int64_t ldx, const uint16_t *panel
     for (int r = 0; r < MR; r++)
 #pragma GCC unroll 4
         for (int v = 0; v < 4; v++) {
+            float *cp = c + r * 64 + 16 * v;
             if (last)
-                _mm512_store_ps(c + r * 64 + 16 * v, _mm512_fmadd_ps(acc[r][v], s[v], _mm512_load_ps(c + r * 64 + 16 * v)));
+                _mm512_store_ps(cp, _mm512_fmadd_ps(acc[r][v], s[v], _mm512_load_ps(cp)));
             else
                 _mm512_store_ps(ga + r * 64 + 16 * v, acc[r][v]);
         }
