@@ -206,6 +206,11 @@ int cli_apply(int argc, char **argv) {
                   mpl_wtype_name(c->wtype));
         return CLI_EXIT_INPUT;
     }
+    if (layout == MPL_LAYOUT_AWQ && mpl_wtype_width(c->wtype) != 4 && mpl_wtype_width(c->wtype) != 8) {
+        cli_error(cmd, "--layout awq with --wtype %s: AWQ's interleaved packing is defined for 4- and 8-bit weights",
+                  mpl_wtype_name(c->wtype));
+        return CLI_EXIT_INPUT;
+    }
     if (layout == MPL_LAYOUT_AWQ && fg.path) {
         cli_error(cmd, "--layout awq has no g_idx: --g-idx is not allowed with it");
         return CLI_EXIT_INPUT;

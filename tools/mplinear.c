@@ -7,7 +7,7 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "mplinear %s -- mixed-precision (int4/int8 weight) linear-layer kernels\n"
+            "mplinear %s -- mixed-precision (2- to 8-bit weight) linear-layer kernels\n"
             "\n"
             "Usage: mplinear <subcommand> [options]   (mplinear <subcommand> --help for details)\n"
             "\n"
