@@ -110,7 +110,9 @@ static const mpl_path_desc paths[NPATHS] = {
         .requires = "",
         .m_min = 1, .m_max = MPL_CUDA_W4A16_SKINNY_MAX_M, .m_limit = MPL_CUDA_W4A16_SKINNY_MAX_M,
         .why = "f16 activations and zero points (skinny-rounded takes neither); H200 v3: beats tc up to m = 8 on every layer, at m = 9..16 only when K >= 8192 "
-               "(70B down m = 16: 51 vs 84 us; K = 4096: tc wins slightly, 8B gate_up 31.7 vs 33.4 us)",
+               "(70B down m = 16: 51 vs 84 us; K = 4096: tc wins slightly, 8B gate_up 31.7 vs 33.4 us); 8-bit layers: "
+               "the same rule on the packed K (2k), not measured for 8-bit at m = 9..16 (H200 v11: 8-bit m = 1 70B gate_up "
+               "154.5 us, 70B down 80.3 at 70-72% of read BW)",
         .m_range = skinny_m_range,
     },
     [PATH_WG] = {

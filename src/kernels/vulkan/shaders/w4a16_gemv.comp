@@ -1,8 +1,9 @@
 #version 450
 // w4a16_gemv.comp -- vulkan_w4a16:gemv, the decode path: y[m][n] = bias[n] + sum_g s[n][g] * sum_{k in g} x*w
 // for up to MB rows of x per workgroup and ROWS output channels. The workgroup's threads split K in 16-byte
-// code loads (32 channels of one row); each thread issues the loads of all ROWS rows (and their scales) for
-// one chunk before it uses any, then reuses each converted x chunk for all ROWS rows.
+// code loads (32 channels of one row); each thread issues the next chunk's loads of all ROWS rows (and their
+// scales) before it does this chunk's math (software pipelined), and reuses each converted x chunk for all
+// ROWS rows. Rows of x run one pass each over the workgroup's weights (ROWS accumulators live, not ROWS * MB).
 //
 // Decode without int-to-float conversions (the slow unit on NVIDIA): nibble i of a word (i < 4; the upper
 // four come from word >> 16 the same way) is masked in place and or-ed into the float 2^23, which is then
@@ -24,12 +25,12 @@ layout(local_size_x = 64) in;
 // 8 rows per workgroup: 8 independent 16-byte loads in flight per thread, and each converted x chunk (the
 // x loads and conversions) serves 8 rows. Must divide the layout's 64-row padding; vk_layer.c's GEMV_ROWS.
 #define ROWS 8
-// up to 4 rows of x per workgroup (registers: ROWS * MB accumulators); more rows run more workgroups (grid z)
+// up to 4 rows of x per workgroup (one pass each); more rows run more workgroups (grid z); vk_layer.c's GEMV_MB
 #define MB 4
 
 #include "w4a16_common.glsl"
 
-shared float partial[ROWS * MB][WG];
+shared float partial[ROWS][WG];
 
 const float MAGIC = 8388608.0; // 2^23: the float whose low mantissa bits are the or-ed integer
 const uint MAGIC_BITS = 0x4B000000u;
@@ -70,30 +71,33 @@ void main() {
     const bool one_group = (pc.group_size & 31u) == 0u; // both halves of a chunk in one group
     const vec4 c8 = zero_consts(8.0);
     const vec4 pscale = vec4(1.0, 0.0625, 0.00390625, 0.000244140625);
-    float acc[ROWS][MB];
-    for (int r = 0; r < ROWS; r++)
-        for (int j = 0; j < MB; j++) acc[r][j] = 0.0;
-
     const uint xrow = pc.kq * 4u; // uvec4 loads per row of x
-    for (uint c = tid; c < pc.kq; c += WG) {
-        const uint ga = group_of(c * 32u);
-        const uint gb = one_group ? ga : group_of(c * 32u + 16u);
-        // every load of the chunk first: ROWS code loads and their scales
+
+    // One pass over the workgroup's weight rows per row of x (the later passes mostly hit the cache): only
+    // ROWS accumulators live, which keeps the registers per thread, and so the loads in flight per SM, high.
+    for (uint j = 0u; j < MB; j++) {
+        if (j >= mcount) break;
+        const uint xb0 = (pc.m_base + mrow0 + j) * xrow;
+        float acc[ROWS];
+        for (int r = 0; r < ROWS; r++) acc[r] = 0.0;
+        // software pipelined: the next chunk's ROWS code loads and scales are issued before this chunk's math
         uvec4 q[ROWS];
         float sa[ROWS], sb[ROWS];
-        for (uint r = 0u; r < ROWS; r++) {
-            const uint row = row0 + r;
-            q[r] = qweight[row * pc.kq + c];
-            sa[r] = scales[row * pc.groups + ga];
-            sb[r] = scales[row * pc.groups + gb];
+        uint c = tid, ga = 0u, gb = 0u;
+        if (c < pc.kq) {
+            ga = group_of(c * 32u);
+            gb = one_group ? ga : group_of(c * 32u + 16u);
+            for (uint r = 0u; r < ROWS; r++) {
+                q[r] = qweight[(row0 + r) * pc.kq + c];
+                sa[r] = scales[(row0 + r) * pc.groups + ga];
+                sb[r] = scales[(row0 + r) * pc.groups + gb];
+            }
         }
-        for (uint j = 0u; j < MB; j++) {
-            if (j >= mcount) break;
-            // the chunk's 32 x values, each pre-scaled by 16^-(position mod 4)
-            const uint xb = (pc.m_base + mrow0 + j) * xrow + c * 4u;
+        while (c < pc.kq) {
+            // this chunk's 32 x values, each pre-scaled by 16^-(position mod 4)
             vec4 xv[8];
             for (uint w = 0u; w < 4u; w++) {
-                const uvec4 u = xs16[xb + w];
+                const uvec4 u = xs16[xb0 + c * 4u + w];
                 vec2 a, b, d, e;
                 if (bf16) {
                     a = vec2(uintBitsToFloat(u.x << 16), uintBitsToFloat(u.x & 0xffff0000u));
@@ -107,36 +111,49 @@ void main() {
                 xv[2u * w] = vec4(a, b) * pscale;
                 xv[2u * w + 1u] = vec4(d, e) * pscale;
             }
+            uvec4 qc[ROWS];
+            float sac[ROWS], sbc[ROWS];
+            for (uint r = 0u; r < ROWS; r++) qc[r] = q[r], sac[r] = sa[r], sbc[r] = sb[r];
+            const uint gac = ga, gbc = gb;
+            const uint cn = c + WG;
+            if (cn < pc.kq) {
+                ga = group_of(cn * 32u);
+                gb = one_group ? ga : group_of(cn * 32u + 16u);
+                for (uint r = 0u; r < ROWS; r++) {
+                    q[r] = qweight[(row0 + r) * pc.kq + cn];
+                    sa[r] = scales[(row0 + r) * pc.groups + ga];
+                    sb[r] = scales[(row0 + r) * pc.groups + gb];
+                }
+            }
             for (uint r = 0u; r < ROWS; r++) {
                 vec4 ca = c8, cb = c8;
                 if (has_zeros) {
-                    ca = zero_consts(zero_at(row0 + r, ga));
-                    cb = one_group ? ca : zero_consts(zero_at(row0 + r, gb));
+                    ca = zero_consts(zero_at(row0 + r, gac));
+                    cb = one_group ? ca : zero_consts(zero_at(row0 + r, gbc));
                 }
-                float ha = word_dot(q[r].x, xv[0], xv[1], ca, 0.0);
-                ha = word_dot(q[r].y, xv[2], xv[3], ca, ha);
-                float hb = word_dot(q[r].z, xv[4], xv[5], cb, 0.0);
-                hb = word_dot(q[r].w, xv[6], xv[7], cb, hb);
-                acc[r][j] = fma(sa[r], ha, acc[r][j]);
-                acc[r][j] = fma(sb[r], hb, acc[r][j]);
+                float ha = word_dot(qc[r].x, xv[0], xv[1], ca, 0.0);
+                ha = word_dot(qc[r].y, xv[2], xv[3], ca, ha);
+                float hb = word_dot(qc[r].z, xv[4], xv[5], cb, 0.0);
+                hb = word_dot(qc[r].w, xv[6], xv[7], cb, hb);
+                acc[r] = fma(sac[r], ha, acc[r]);
+                acc[r] = fma(sbc[r], hb, acc[r]);
+            }
+            c = cn;
+        }
+        for (uint r = 0u; r < ROWS; r++) {
+            float v = subgroupAdd(acc[r]);
+            if (subgroupElect()) partial[r][gl_SubgroupID] = v;
+        }
+        barrier();
+        if (tid < ROWS) {
+            const uint row = row0 + tid;
+            if (row < pc.n) {
+                float v = 0.0;
+                for (uint sg = 0u; sg < gl_NumSubgroups; sg++) v += partial[tid][sg];
+                if ((pc.flags & FLAG_BIAS) != 0u) v += bias[row];
+                y[(pc.m_base + mrow0 + j) * pc.n + row] = v;
             }
         }
-    }
-    for (uint j = 0u; j < MB; j++) {
-        if (j >= mcount) break;
-        for (uint r = 0u; r < ROWS; r++) {
-            float v = subgroupAdd(acc[r][j]);
-            if (subgroupElect()) partial[r * MB + j][gl_SubgroupID] = v;
-        }
-    }
-    barrier();
-    if (tid < ROWS * MB) {
-        const uint r = tid / MB, j = tid % MB, row = row0 + r;
-        if (row < pc.n && j < mcount) {
-            float v = 0.0;
-            for (uint sg = 0u; sg < gl_NumSubgroups; sg++) v += partial[tid][sg];
-            if ((pc.flags & FLAG_BIAS) != 0u) v += bias[row];
-            y[(pc.m_base + mrow0 + j) * pc.n + row] = v;
-        }
+        barrier(); // partial is reused by the next row of x
     }
 }
