@@ -59,8 +59,10 @@ static const mpl_path_desc paths[MPL_VULKAN_W4A16_NPATHS] = {
         .requires = "",
         /* 4 rows of x per workgroup (registers); more rows rerun the workgroups over the weights */
         .m_min = 1, .m_max = 4, .m_limit = MPL_M_ANY,
-        .why = "the decode GEMV serves m = 1..4 (one workgroup pass over the weights); tiled from 5: not "
-               "measured yet on a GPU (bench/vulkan/h200.sh), on lavapipe correctness only",
+        .why = "the decode GEMV serves m = 1..4 (one workgroup pass per row of x over the weights); tiled from 5: "
+               "the switch not measured on a GPU. H200 (NVIDIA Vulkan), m = 1, 8192 x 57344: v10 shader 536.7 us, "
+               "v11 ancestors 178.5 us (A) and 126.9 us (D, an m = 1 probe); the tree's version not timed "
+               "(bench/results/vulkan/h200-v11.md)",
     },
     [MPL_VULKAN_W4A16_PATH_TILED] = {
         .name = "vulkan_w4a16:tiled",
