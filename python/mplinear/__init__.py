@@ -118,7 +118,6 @@ def _parse(fn, what: str, s) -> int:
     return v.value
 
 
-_WTYPE_BITS = {1: 4, 2: 4, 3: 4, 4: 8, 5: 8}
 _ACT_NP = {1: np.dtype(np.float16), 3: np.dtype(np.float32)}  # bf16 (2): see _bf16_dtypes
 _ACT_TORCH = {1: "float16", 2: "bfloat16", 3: "float32"}
 _DEVICES = {"cpu": 0, "cuda": 1}
@@ -137,7 +136,7 @@ def _bf16_dtypes():
 class Config:
     """mpl_config: the layer's shape and quantization. Names as the CLI's config flags.
 
-    wtype: uint4b8 | uint4 | int4 | uint8b128 | uint8; act: f16 | bf16 | f32; group_size: -1 (one group
+    wtype: uint4b8 | uint4 | int4 | uint8b128 | uint8 | uint3b4 | uint3 | uint2b2 | uint2; act: f16 | bf16 | f32; group_size: -1 (one group
     over K) or a positive divisor of k; w4a8: quantize each row of x to int8 on the fly (mode W4A8);
     full_k, full_n: the whole layer when this is a tensor-parallel slice (0 = the same).
     """

@@ -93,6 +93,11 @@ _TORCH_ACT = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32
 _ACT_NAME = {torch.float16: "f16", torch.bfloat16: "bf16", torch.float32: "f32"}
 
 
+# (bits, symmetric) -> mplinear weight type (vLLM's scalar types): symmetric = code - 2^(bits-1), else code - zero
+_WTYPES = {(2, True): "uint2b2", (3, True): "uint3b4", (4, True): "uint4b8", (8, True): "uint8b128",
+           (2, False): "uint2", (3, False): "uint3", (4, False): "uint4", (8, False): "uint8"}
+
+
 def _act_name(dtype) -> str:
     if dtype not in _ACT_NAME:
         raise mplinear.InvalidArgument(1, f"dtype {dtype}: activations must be float16, bfloat16 or float32")
@@ -151,14 +156,13 @@ class QuantLinear(torch.nn.Module):
                   sym: bool = True, desc_act: bool = False, checkpoint_format: str = "gptq", bias=None, dtype=None,
                   **opts) -> "QuantLinear":
         """A GPTQ (AutoGPTQ / GPTQModel) module's qweight [K/pf, N], scales [G, N], qzeros [G, N/pf] and
-        g_idx [K]. sym: uint4b8 / uint8b128 (qzeros ignored, as vLLM does); else uint4 / uint8 with zero
-        points. desc_act: act-order through g_idx (dropped for group_size -1). checkpoint_format "gptq"
+        g_idx [K]. bits 2, 3, 4 or 8; sym: uint2b2 / uint3b4 / uint4b8 / uint8b128 (qzeros ignored, as vLLM
+        does); else uint2 / uint3 / uint4 / uint8 with zero points. desc_act: act-order through g_idx (dropped for group_size -1). checkpoint_format "gptq"
         (v1 zeros stored as z - 1) or "gptq_v2". dtype: activation dtype (default: the scales')."""
-        pf = 32 // bits
-        k, n = qweight.shape[0] * pf, qweight.shape[1]
-        wtype = {(4, True): "uint4b8", (8, True): "uint8b128", (4, False): "uint4", (8, False): "uint8"}.get((bits, sym))
+        wtype = _WTYPES.get((bits, bool(sym)))
         if wtype is None:
-            raise mplinear.Unsupported(2, f"GPTQ bits = {bits}: mplinear reads 4 and 8")
+            raise mplinear.Unsupported(2, f"GPTQ bits = {bits}: mplinear reads 2, 3, 4 and 8")
+        k, n = qweight.shape[0] * 32 // bits, qweight.shape[1]  # 32 // bits per word; 3-bit: 32 per 3 words
         act_order = bool(desc_act) and group_size != -1 and g_idx is not None
         cfg = mplinear.Config(k=k, n=n, wtype=wtype, act=_act_name(dtype or scales.dtype), group_size=group_size,
                               zero_points=not sym, act_order=act_order)
@@ -190,18 +194,16 @@ class QuantLinear(torch.nn.Module):
         weight_shape [2] (N, K), weight_zero_point [ceil(N/pf), G] (asymmetric), weight_g_idx [K] (act-order).
         symmetric defaults to "no zero-point tensor"; group_size defaults to K / G (-1 when G = 1, channel);
         w4a8: dynamic per-token int8 activations (input_activations num_bits 8)."""
-        pf = 32 // num_bits
         n = weight_packed.shape[0]
-        k = int(weight_shape[1]) if weight_shape is not None else weight_packed.shape[1] * pf
+        k = int(weight_shape[1]) if weight_shape is not None else weight_packed.shape[1] * 32 // num_bits
         if symmetric is None:
             symmetric = weight_zero_point is None
         if group_size is None:
             g = weight_scale.shape[1] if weight_scale.ndim == 2 else 1
             group_size = -1 if g == 1 else k // g
-        wtype = {(4, True): "uint4b8", (8, True): "uint8b128", (4, False): "uint4", (8, False): "uint8"}.get(
-            (num_bits, bool(symmetric)))
+        wtype = _WTYPES.get((num_bits, bool(symmetric)))
         if wtype is None:
-            raise mplinear.Unsupported(2, f"compressed-tensors num_bits = {num_bits}: mplinear reads 4 and 8")
+            raise mplinear.Unsupported(2, f"compressed-tensors num_bits = {num_bits}: mplinear reads 2, 3, 4 and 8")
         cfg = mplinear.Config(k=k, n=n, wtype=wtype, act=_act_name(dtype or weight_scale.dtype),
                               group_size=group_size, zero_points=not symmetric, act_order=weight_g_idx is not None,
                               w4a8=w4a8)

@@ -40,8 +40,9 @@ def _config(c):
     if getattr(c, "out_type", None) not in (None, c.act_type):
         return None, f"out_type {c.out_type}: mplinear writes the activation dtype"
     wtype = str(c.weight_type)
-    if wtype not in ("uint4b8", "uint4", "uint8b128", "uint8"):
-        return None, f"weight type {wtype}: mplinear takes uint4b8, uint4, uint8b128, uint8 from vLLM"
+    takes = ("uint4b8", "uint4", "uint8b128", "uint8", "uint3b4", "uint3", "uint2b2", "uint2")
+    if wtype not in takes:
+        return None, f"weight type {wtype}: mplinear takes {', '.join(takes)} from vLLM"
     k, n = c.partition_weight_shape
     full_k, full_n = c.full_weight_shape
     group = c.group_size if c.group_size not in (0, full_k) else -1

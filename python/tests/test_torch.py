@@ -8,14 +8,13 @@ torch = pytest.importorskip("torch")
 
 import mplinear  # noqa: E402
 import mplinear.torch as mt  # noqa: E402
-from packing import dequantize, pack, random_layer  # noqa: E402
+from packing import dequantize, pack, random_layer, wtype_bits  # noqa: E402
 
 
 def tensors(layout, wtype, k, n, group_size, act_order=False, seed=0, scale_dtype=torch.float32):
     rng = np.random.default_rng(seed)
     codes, scales, zeros, g_idx = random_layer(rng, k, n, wtype, group_size, act_order)
-    bits = 8 if wtype.startswith("uint8") else 4
-    t = pack(layout, bits, codes, scales, zeros, g_idx)
+    t = pack(layout, wtype_bits(wtype), codes, scales, zeros, g_idx)
     tt = {key: (v if isinstance(v, str) else torch.from_numpy(np.ascontiguousarray(v))) for key, v in t.items()}
     tt["scales"] = tt["scales"].to(scale_dtype)
     w = torch.from_numpy(dequantize(codes, scales, zeros, g_idx, wtype, group_size))
@@ -67,7 +66,8 @@ def test_op_registered_and_opcheck():
         torch.ops.mplinear.apply(x, 10 ** 9, 32, None)
 
 
-@pytest.mark.parametrize("fmt", ["gptq", "gptq_v2", "gptq_sym_actorder", "awq", "ct", "ct_asym", "ct_8bit"])
+@pytest.mark.parametrize("fmt", ["gptq", "gptq_v2", "gptq_sym_actorder", "awq", "ct", "ct_asym", "ct_8bit",
+                                 "gptq_3bit_asym", "ct_2bit", "ct_3bit_asym"])
 def test_quantlinear_constructors(fmt):
     k, n, gs = 256, 64, 32
     dtype = torch.float16
@@ -90,6 +90,16 @@ def test_quantlinear_constructors(fmt):
     elif fmt == "ct_asym":
         t, w = tensors("ct", "uint4", k, n, gs, scale_dtype=dtype)
         lin = mt.QuantLinear.from_compressed_tensors(t["weight"], t["scales"], torch.tensor([n, k]), t["zeros"])
+    elif fmt == "gptq_3bit_asym":
+        t, w = tensors("gptq", "uint3", k, n, gs, scale_dtype=dtype)
+        lin = mt.QuantLinear.from_gptq(t["weight"], t["scales"], t["zeros"], bits=3, group_size=gs, sym=False)
+    elif fmt == "ct_2bit":
+        t, w = tensors("ct", "uint2b2", k, n, gs, scale_dtype=dtype)
+        lin = mt.QuantLinear.from_compressed_tensors(t["weight"], t["scales"], torch.tensor([n, k]), num_bits=2)
+    elif fmt == "ct_3bit_asym":
+        t, w = tensors("ct", "uint3", k, n, gs, scale_dtype=dtype)
+        lin = mt.QuantLinear.from_compressed_tensors(t["weight"], t["scales"], torch.tensor([n, k]), t["zeros"],
+                                                     num_bits=3)
     else:
         t, w = tensors("ct", "uint8b128", k, n, -1, scale_dtype=dtype)
         lin = mt.QuantLinear.from_compressed_tensors(t["weight"], t["scales"], num_bits=8)
