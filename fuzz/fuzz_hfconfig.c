@@ -8,22 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/internal.h" /* mpl_wtype_bits (inline: the fuzzer links only the parsers) */
 #include "model/hfconfig.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-/* Bits of a weight type, written out here (the fuzzer links only the parsers). */
-static int type_bits(mpl_wtype t) {
-    switch (t) {
-    case MPL_WTYPE_UINT2B2:
-    case MPL_WTYPE_UINT2: return 2;
-    case MPL_WTYPE_UINT3B4:
-    case MPL_WTYPE_UINT3: return 3;
-    case MPL_WTYPE_UINT8B128:
-    case MPL_WTYPE_UINT8: return 8;
-    default: return 4;
-    }
-}
 
 static void check_scheme(const mpl_hf_scheme *s) {
     if (!s) return;
@@ -31,7 +19,7 @@ static void check_scheme(const mpl_hf_scheme *s) {
     if (s->group_size != -1 && s->group_size <= 0) __builtin_trap();
     if (s->layout < MPL_LAYOUT_CT || s->layout > MPL_LAYOUT_CT_INT) __builtin_trap();
     if (s->wtype < MPL_WTYPE_UINT4B8 || s->wtype > MPL_WTYPE_UINT3) __builtin_trap();
-    if (type_bits(s->wtype) != s->bits) __builtin_trap(); /* the type's width is the scheme's bits */
+    if (mpl_wtype_bits(s->wtype) != s->bits) __builtin_trap(); /* the type's width is the scheme's bits */
     if (s->layout == MPL_LAYOUT_AWQ && s->bits != 4) __builtin_trap();
 }
 

@@ -191,6 +191,8 @@ typedef struct cli_synth {
 /* Returns MPL_OK, or a status with the reason written to err. */
 mpl_status cli_synth_make(const mpl_config *c, mpl_layout layout, uint64_t seed, cli_synth *s, char *err,
                           size_t errcap);
+/* cli_synth_make for a subcommand: 0, or the exit code after printing the reason as cmd's error. */
+int cli_synth_or_exit(const char *cmd, const mpl_config *c, mpl_layout layout, uint64_t seed, cli_synth *s);
 void cli_synth_free(cli_synth *s);
 /* Integer weight value (code minus bias or zero point) of weight (n, k). */
 int cli_synth_value(const mpl_config *c, const cli_synth *s, int64_t n, int64_t k);

@@ -180,12 +180,8 @@ int cli_bench_run(const char *cmd, const cli_setup *s, const cli_bench_params *p
     memset(r, 0, sizeof *r);
     if ((rc = cli_validate(cmd, c))) return rc;
     cli_synth syn;
-    char err[1024];
-    mpl_status st = cli_synth_make(c, MPL_LAYOUT_GPTQ_V2, p->seed, &syn, err, sizeof err);
-    if (st != MPL_OK) {
-        cli_error(cmd, "%s", err);
-        return cli_exit_for(st);
-    }
+    if ((rc = cli_synth_or_exit(cmd, c, MPL_LAYOUT_GPTQ_V2, p->seed, &syn))) return rc;
+    mpl_status st = MPL_OK;
     mpl_layer **layers = NULL;
     int64_t made = 0;
     void *x = NULL, *y = NULL;

@@ -49,12 +49,8 @@ int cli_verify_run(const char *cmd, const cli_setup *s, mpl_layout layout, uint6
     memset(r, 0, sizeof *r);
     if ((rc = cli_validate(cmd, c))) return rc;
     cli_synth syn;
-    char err[1024];
-    mpl_status st = cli_synth_make(c, layout, seed, &syn, err, sizeof err);
-    if (st != MPL_OK) {
-        cli_error(cmd, "%s", err);
-        return cli_exit_for(st);
-    }
+    if ((rc = cli_synth_or_exit(cmd, c, layout, seed, &syn))) return rc;
+    mpl_status st = MPL_OK;
     mpl_layer *lk = NULL, *lr = NULL;
     void *x = NULL, *b = NULL, *y = NULL, *yr = NULL;
     float *xf = NULL, *yf = NULL, *yrf = NULL, *bf = NULL;

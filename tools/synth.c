@@ -147,3 +147,11 @@ double cli_act_unit_roundoff(mpl_act a) {
     }
     return 0x1.0p-8;
 }
+
+int cli_synth_or_exit(const char *cmd, const mpl_config *c, mpl_layout layout, uint64_t seed, cli_synth *s) {
+    char err[1024];
+    mpl_status st = cli_synth_make(c, layout, seed, s, err, sizeof err);
+    if (st == MPL_OK) return 0;
+    cli_error(cmd, "%s", err);
+    return cli_exit_for(st);
+}

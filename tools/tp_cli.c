@@ -110,12 +110,8 @@ int cli_tp_verify(const char *cmd, const cli_setup *s, mpl_layout layout, uint64
     int rc;
     if ((rc = cli_validate(cmd, c)) || (rc = check_device(cmd, s))) return rc;
     cli_synth syn;
-    char err[1024];
-    mpl_status st = cli_synth_make(c, layout, seed, &syn, err, sizeof err);
-    if (st != MPL_OK) {
-        cli_error(cmd, "%s", err);
-        return cli_exit_for(st);
-    }
+    if ((rc = cli_synth_or_exit(cmd, c, layout, seed, &syn))) return rc;
+    mpl_status st = MPL_OK;
     const int64_t M = s->m, K = c->k, N = c->n;
     mpl_layer **layers = calloc((size_t)ranks, sizeof *layers), *lr = NULL;
     void *x = NULL, *b = NULL, *y = NULL, *y2 = NULL, *yr = NULL;
@@ -245,12 +241,8 @@ int cli_tp_bench(const char *cmd, const cli_setup *s, const cli_bench_params *p,
     int rc;
     if ((rc = cli_validate(cmd, c)) || (rc = check_device(cmd, s))) return rc;
     cli_synth syn;
-    char err[1024];
-    mpl_status st = cli_synth_make(c, MPL_LAYOUT_GPTQ_V2, p->seed, &syn, err, sizeof err);
-    if (st != MPL_OK) {
-        cli_error(cmd, "%s", err);
-        return cli_exit_for(st);
-    }
+    if ((rc = cli_synth_or_exit(cmd, c, MPL_LAYOUT_GPTQ_V2, p->seed, &syn))) return rc;
+    mpl_status st = MPL_OK;
     const int cuda = s->opt.device == MPL_DEVICE_CUDA;
     const int reps = p->reps > 0 ? p->reps : 20;
     mpl_layer **layers = NULL;

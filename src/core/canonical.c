@@ -40,6 +40,13 @@ void mpl_canonical_free(mpl_canonical *w) {
     memset(w, 0, sizeof *w);
 }
 
+mpl_status mpl_canonical_restore_act_order(mpl_canonical *w, const int32_t *perm) {
+    for (int64_t j = 0; j < w->k; j++) w->g_idx[perm[j]] = (int32_t)(j / w->group_size);
+    mpl_status st = mpl_canonical_resolve_act_order(w);
+    if (st != MPL_OK) mpl_canonical_free(w);
+    return st;
+}
+
 mpl_status mpl_canonical_resolve_act_order(mpl_canonical *w) {
     if (!w->g_idx) return MPL_OK;
     int64_t *count = calloc((size_t)w->groups + 1, sizeof(int64_t));

@@ -72,6 +72,10 @@ mpl_status mpl_canonical_alloc_groups(mpl_canonical *w, const mpl_config *cfg, i
 void mpl_canonical_free(mpl_canonical *w);
 /* Validates g_idx values and computes perm/act_order_uniform. */
 mpl_status mpl_canonical_resolve_act_order(mpl_canonical *w);
+/* The unpack side of a layout that sorted K by group with uniform groups: sorted position j (the first k
+ * entries of perm) lies in group j / group_size, so g_idx[perm[j]] = j / group_size; then resolved as above.
+ * On failure w is freed. */
+mpl_status mpl_canonical_restore_act_order(mpl_canonical *w, const int32_t *perm);
 
 static inline int64_t mpl_group_of(const mpl_canonical *w, int64_t kk) {
     return w->g_idx ? (int64_t)w->g_idx[kk] : kk / w->group_size;

@@ -250,12 +250,7 @@ static mpl_status unpack8(const mpl_cuda_w4a16_layout *l, int act_order, mpl_can
                                                   l->zeros[mpl_cuda_w4a16_plane_index(l, G + g, n)] << 4);
         }
     }
-    if (act_order) {
-        for (int64_t j = 0; j < K; j++) out->g_idx[l->perm[j]] = (int32_t)(j / l->group_size);
-        st = mpl_canonical_resolve_act_order(out);
-        if (st != MPL_OK) mpl_canonical_free(out);
-    }
-    return st;
+    return act_order ? mpl_canonical_restore_act_order(out, l->perm) : MPL_OK;
 }
 
 mpl_status mpl_cuda_w4a16_unpack(const mpl_cuda_w4a16_layout *l, int act_order, mpl_canonical *out) {
@@ -285,14 +280,7 @@ mpl_status mpl_cuda_w4a16_unpack(const mpl_cuda_w4a16_layout *l, int act_order, 
     for (int64_t n = 0; n < l->n; n++)
         for (int64_t g = 0; g < l->groups; g++) {
             size_t at = mpl_cuda_w4a16_plane_index(l, g, n);
-            float s;
-            if (l->scale_fmt == MPL_CUDA_W4A16_SCALE_F16)
-                s = mpl_f16_to_f32(l->scales[at]);
-            else if (l->scale_fmt == MPL_CUDA_W4A16_SCALE_BF16)
-                s = mpl_bf16_to_f32(l->scales[at]);
-            else
-                s = bits_f32(((uint32_t)l->scales[at] << 16) | l->scales_lo[at]);
-            out->scales[n * l->groups + g] = s;
+            out->scales[n * l->groups + g] = scale_at(l, at);
             if (l->zeros) out->zeros[n * l->groups + g] = l->zeros[at];
         }
     if (act_order) {
@@ -300,13 +288,7 @@ mpl_status mpl_cuda_w4a16_unpack(const mpl_cuda_w4a16_layout *l, int act_order, 
             mpl_canonical_free(out);
             return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "cuda_w4a16 unpack: act-order asked but no permutation");
         }
-        /* Sorted position j lies in group j / group_size (uniform groups). */
-        for (int64_t j = 0; j < l->k; j++) out->g_idx[l->perm[j]] = (int32_t)(j / l->group_size);
-        st = mpl_canonical_resolve_act_order(out);
-        if (st != MPL_OK) {
-            mpl_canonical_free(out);
-            return st;
-        }
+        return mpl_canonical_restore_act_order(out, l->perm);
     }
     return MPL_OK;
 }

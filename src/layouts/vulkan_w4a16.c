@@ -109,14 +109,5 @@ mpl_status mpl_vulkan_w4a16_unpack(const mpl_vulkan_w4a16_layout *l, int act_ord
             if (z) out->zeros[(size_t)n * (size_t)l->groups + (size_t)g] = z[(size_t)n * (size_t)l->zstride + (size_t)g];
         }
     }
-    if (act_order) {
-        /* Sorted position j lies in group j / group_size (uniform groups). */
-        for (int64_t j = 0; j < l->k; j++) out->g_idx[l->perm[j]] = (int32_t)(j / l->group_size);
-        st = mpl_canonical_resolve_act_order(out);
-        if (st != MPL_OK) {
-            mpl_canonical_free(out);
-            return st;
-        }
-    }
-    return MPL_OK;
+    return act_order ? mpl_canonical_restore_act_order(out, l->perm) : MPL_OK;
 }

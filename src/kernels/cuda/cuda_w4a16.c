@@ -51,15 +51,14 @@ static mpl_reason skinny_rounded_can_implement(const mpl_config *c, const mpl_pl
     return MPL_REASON_OK;
 }
 
+static bool is_w8(const mpl_config *c) { return c->wtype == MPL_WTYPE_UINT8B128 || c->wtype == MPL_WTYPE_UINT8; }
+
 /* Skinny's switch point depends on the packed K (8-bit layers pack 2k channels): it wins up to m = 8 on every
  * layer, up to 16 only when K is large. */
 static void skinny_m_range(const mpl_config *c, const mpl_platform *p, int64_t *m_min, int64_t *m_max) {
     (void)p, (void)m_min;
-    const bool w8 = c->wtype == MPL_WTYPE_UINT8B128 || c->wtype == MPL_WTYPE_UINT8;
-    if ((w8 ? 2 * c->k : c->k) < 8192 && *m_max > 8) *m_max = 8;
+    if ((is_w8(c) ? 2 * c->k : c->k) < 8192 && *m_max > 8) *m_max = 8;
 }
-
-static bool is_w8(const mpl_config *c) { return c->wtype == MPL_WTYPE_UINT8B128 || c->wtype == MPL_WTYPE_UINT8; }
 
 /* 8-bit layers run as two 4-bit planes; wg's rounded form (m > 32) would round each plane's w * s on its
  * own, so its error would not be bounded by u |w s| (low and high parts can cancel): refused. */
@@ -206,7 +205,7 @@ static mpl_reason can_implement(const mpl_config *c, const mpl_platform *p, char
     if (c->mode != MPL_MODE_W4A16)
         return mpl_refuse(msg, cap, MPL_REASON_MODE,
                           "mode W4A8: cuda_w4a16 runs W4A16 only (activations used as given, not quantized)");
-    const bool w8 = c->wtype == MPL_WTYPE_UINT8B128 || c->wtype == MPL_WTYPE_UINT8;
+    const bool w8 = is_w8(c);
     if (c->wtype != MPL_WTYPE_UINT4B8 && c->wtype != MPL_WTYPE_UINT4 && !w8)
         return mpl_refuse(msg, cap, MPL_REASON_WEIGHT_TYPE,
                           "weight type %s: cuda_w4a16 takes uint4b8, uint4 (zero points), uint8b128 and uint8 (zero "
