@@ -7,8 +7,13 @@
  * one dword per channel in channel order (xw_wchunk in common/w4a16_zmm.inc: a vpmovzx and shifts
  * and masks), converted to f32 and the zero subtracted (the bias, or the group's zero points): the
  * exact integer weights stored - zero of 16 channels, then one FMA per row with the broadcast input.
- * Per 16 weights: 1-2 field ops + vcvtdq2ps + vsubps + MR FMAs. The accumulators are in channel
- * order, so unlike the 4-bit line step nothing is reordered at the end.
+ * Per 16 weights: 1-2 field ops + vcvtdq2ps + vsubps + MR FMAs (tile_w). The accumulators are in
+ * channel order, so unlike the 4-bit line step nothing is reordered at the end. That is ~1.1 uops
+ * per weight byte at 2 and 3 bits, three times the 4-bit line step's: 30-34% of the read bandwidth at
+ * one thread (Xeon 4096x14336, M = 1). The 2- and 3-bit layouts without zero points instead index
+ * per-step tables of sums of products of x with whole or split weights (tile_p2, tile_p3): 82% / 82%
+ * at one thread, 108% / 104% at two (the same run: 30% / 34% and 41% / 43% with tile_w;
+ * bench/results/x86-widths-avx512.md).
  *
  * Streams and tiles as the 4-bit decode (w4a16_gemv.c says why): one row runs 4 blocks at once
  * (runs of MPL_X86_W4A16_AVX512_GEMV_BLOCKS from the driver), 2 rows 2 blocks, from 3 rows tiles of
@@ -84,35 +89,234 @@ XW_INLINE void tile_w(const mpl_x86_w4a16_kernel *kn, const float *xr, const int
             }
     }
 }
+
+/*
+ * 2-bit without zero points: pair tables. For inputs (j, j+1) of a row, the 16 sums
+ * T[a + 4b] = x[j] * (a - bias) + x[j+1] * (b - bias) (a, b = 0..3) fill one zmm (two FMA-unit ops
+ * per pair and row, shared by every channel of the tile); a nibble of the layout (inputs j0, j0+1 in
+ * the low one, j0+2, j0+3 in the high one: docs/layouts/x86_w4a16.md) indexes it with vpermps, which
+ * reads bits 0-3 of each dword only. Each table entry is the sum of two exact products (both weights
+ * whole), so a group is still the fp32 sum of x * (stored - bias), two terms at a time.
+ * Per 64-byte line (64 channels x 4 inputs): the line's dword j holds channels 4j..4j+3 (byte u of it:
+ * channel 4j+u), so 7 shifts bring each nibble to bits 0-3, and 8 vpermps + 8 adds: 23 uops per 256
+ * weights, against ~72 (field ops, vcvtdq2ps, vsubps, FMA per 16 weights) in tile_w.
+ * The accumulators hold channel 4j+u in lane j of vector u; once per group they are put back in channel
+ * order (put_channel_order) and folded with the scales.
+ */
+XW_INLINE void put_channel_order(__m512 a[4]) {
+    /* out[v] lane i = a[i % 4] lane 4v + i / 4: a 4 x 4 transpose of 4-lane blocks, done as two
+     * rounds of two-source permutes. */
+    const __m512i i0 = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i i1 = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    /* round 1: p lane 2t + s = a[s or s+2] lane t (pairs (0,1) -> lanes of u = 0/1 interleaved) */
+    __m512 p0 = _mm512_permutex2var_ps(a[0], i0, a[2]), p1 = _mm512_permutex2var_ps(a[0], i1, a[2]);
+    __m512 p2 = _mm512_permutex2var_ps(a[1], i0, a[3]), p3 = _mm512_permutex2var_ps(a[1], i1, a[3]);
+    /* p0 lane 2t + s = a[2s] lane t, p1 the same for t + 8; p2, p3 the same of a[2s + 1]. Round 2
+     * interleaves p0 with p2 (p1 with p3): lane 4m + 2s + e of out = a[2s + e] lane m (+ 4 for i1,
+     * + 8 from p1), that is out[v] lane i = a[i % 4] lane 4v + i / 4. */
+    a[0] = _mm512_permutex2var_ps(p0, i0, p2);
+    a[1] = _mm512_permutex2var_ps(p0, i1, p2);
+    a[2] = _mm512_permutex2var_ps(p1, i0, p3);
+    a[3] = _mm512_permutex2var_ps(p1, i1, p3);
+}
+
+#define AP(r, i, u) (((r) * NBLK + (i)) * 4 + (u))
+XW_INLINE void tile_p2(const mpl_x86_w4a16_kernel *kn, const float *xr, const int MR, const int NBLK, int64_t b,
+                       int64_t k0, int64_t k1, float *c, int64_t ldc) {
+    const mpl_x86_w4a16_layout *l = &kn->l;
+    const int64_t K = l->k, gs = l->group_size;
+    const size_t hdr = l->scale_bytes + l->zero_bytes, pf = XW_GEMV_PF_TOTAL / NBLK;
+    const float bias = (float)l->bias;
+    const __m512 v0 = _mm512_sub_ps(_mm512_setr_ps(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3), _mm512_set1_ps(bias));
+    const __m512 v1 = _mm512_sub_ps(_mm512_setr_ps(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3), _mm512_set1_ps(bias));
+    for (int i = 0; i < NBLK; i++)
+        for (int r = 0; r < MR; r++)
+            for (int v = 0; v < 4; v++) _mm512_store_ps(c + i * ldc + r * 64 + 16 * v, _mm512_setzero_ps());
+    for (int64_t g = k0 / gs; g * gs < k1; g++) {
+        int64_t ks = k0 > g * gs ? k0 : g * gs, ke = k1 < (g + 1) * gs ? k1 : (g + 1) * gs;
+        const uint8_t *grp[4], *wp[4];
+        __m512 acc[16];
+#pragma GCC unroll 4
+        for (int i = 0; i < NBLK; i++) {
+            grp[i] = mpl_x86_w4a16_group(l, b + i, g);
+            wp[i] = mpl_x86_w4a16_group_weights(l, b + i, g) + (size_t)((ks - g * gs) / 4) * 64;
+            for (size_t o = 0; o < hdr; o += 64) _mm_prefetch((const char *)grp[i] + pf + o, _MM_HINT_T0);
+#pragma GCC unroll 4
+            for (int r = 0; r < MR; r++)
+#pragma GCC unroll 4
+                for (int u = 0; u < 4; u++) acc[AP(r, i, u)] = _mm512_setzero_ps();
+        }
+        for (int64_t k = ks; k < ke; k += 4) {
+            __m512 t[4][2];
+#pragma GCC unroll 4
+            for (int r = 0; r < MR; r++) {
+                const float *xk = xr + r * K + k;
+                t[r][0] = _mm512_fmadd_ps(_mm512_set1_ps(xk[1]), v1, _mm512_mul_ps(_mm512_set1_ps(xk[0]), v0));
+                t[r][1] = _mm512_fmadd_ps(_mm512_set1_ps(xk[3]), v1, _mm512_mul_ps(_mm512_set1_ps(xk[2]), v0));
+            }
+#pragma GCC unroll 4
+            for (int i = 0; i < NBLK; i++) {
+                _mm_prefetch((const char *)wp[i] + pf, _MM_HINT_T0);
+                const __m512i d = _mm512_loadu_si512((const void *)wp[i]);
+#pragma GCC unroll 4
+                for (int u = 0; u < 4; u++)
+#pragma GCC unroll 2
+                    for (int h = 0; h < 2; h++) {
+                        const int sh = 8 * u + 4 * h;
+                        const __m512i idx = sh ? _mm512_srli_epi32(d, (unsigned)sh) : d;
+#pragma GCC unroll 4
+                        for (int r = 0; r < MR; r++)
+                            acc[AP(r, i, u)] = _mm512_add_ps(acc[AP(r, i, u)], _mm512_permutexvar_ps(idx, t[r][h]));
+                    }
+                wp[i] += 64;
+            }
+        }
+#pragma GCC unroll 4
+        for (int i = 0; i < NBLK; i++) {
+            __m512 s[4];
+#pragma GCC unroll 4
+            for (int v = 0; v < 4; v++) s[v] = xw_load_scales(l, grp[i], v);
+#pragma GCC unroll 4
+            for (int r = 0; r < MR; r++) {
+                put_channel_order(&acc[AP(r, i, 0)]);
+#pragma GCC unroll 4
+                for (int v = 0; v < 4; v++) {
+                    float *cp = c + i * ldc + r * 64 + 16 * v;
+                    _mm512_store_ps(cp, _mm512_fmadd_ps(acc[AP(r, i, v)], s[v], _mm512_load_ps(cp)));
+                }
+            }
+        }
+    }
+}
+#undef AP
+
+/*
+ * 3-bit without zero points: split tables. A channel's 12-bit word (docs/layouts/x86_w4a16.md) is
+ * read as three nibbles, each indexing a 16-entry table of one step and row (vpermps):
+ *   nA = bits 0-3 (byte 0-15 plane, low nibble):  e0, bit 0 of e1    TA = x0 * (e0 - bias) + x1 * e1.0
+ *   nB = bits 4-7 (its high nibble):  e1 bits 1-2, e2 bits 0-1        TB = x1 * (2 e1.12 - bias) + x2 * e2.01
+ *   nC = bits 8-11 (the nibble plane): e2 bit 2, e3                   TC = x2 * (4 e2.2 - bias) + x3 * (e3 - bias)
+ * (eN.b: those bits of field eN as an integer). The three entries sum to x0 w0 + x1 w1 + x2 w2 + x3 w3
+ * (w = stored - bias) as exact products, so a group is an fp32 sum of exact products of x with parts of
+ * the weights (the two that field e1 and e2 are split into have |part| <= 4 |w| + 4, a bigger rounding
+ * bound on paper than whole products; tests/test_x86_w4a16.c's tolerance holds with wide margin, and
+ * on exact data the result is bit-identical to ref). Per 24-byte chunk (16 channels x 4 inputs): one
+ * widening of the plane bytes, a shift, the nibble plane widened and shifted per half (lanes 8-15 take
+ * the high nibbles), 3 vpermps, 3 adds: 11 uops per 64 weights, against ~24 in tile_w.
+ */
+XW_INLINE void tile_p3(const mpl_x86_w4a16_kernel *kn, const float *xr, const int MR, const int NBLK, int64_t b,
+                       int64_t k0, int64_t k1, float *c, int64_t ldc) {
+    const mpl_x86_w4a16_layout *l = &kn->l;
+    const int64_t K = l->k, gs = l->group_size;
+    const size_t hdr = l->scale_bytes + l->zero_bytes, pf = XW_GEMV_PF_TOTAL / NBLK;
+    const __m512 bias = _mm512_set1_ps((float)l->bias);
+    const __m512 va0 = _mm512_sub_ps(_mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7), bias);
+    const __m512 va1 = _mm512_setr_ps(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    const __m512 vb1 = _mm512_sub_ps(_mm512_setr_ps(0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6), bias);
+    const __m512 vb2 = _mm512_setr_ps(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    const __m512 vc2 = _mm512_sub_ps(_mm512_setr_ps(0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4), bias);
+    const __m512 vc3 = _mm512_sub_ps(_mm512_setr_ps(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7), bias);
+    const __m512i nsh = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4);
+    for (int i = 0; i < NBLK; i++)
+        for (int r = 0; r < MR; r++)
+            for (int v = 0; v < 4; v++) _mm512_store_ps(c + i * ldc + r * 64 + 16 * v, _mm512_setzero_ps());
+    for (int64_t g = k0 / gs; g * gs < k1; g++) {
+        int64_t ks = k0 > g * gs ? k0 : g * gs, ke = k1 < (g + 1) * gs ? k1 : (g + 1) * gs;
+        const uint8_t *grp[4], *wp[4];
+        __m512 acc[16];
+#pragma GCC unroll 4
+        for (int i = 0; i < NBLK; i++) {
+            grp[i] = mpl_x86_w4a16_group(l, b + i, g);
+            wp[i] = mpl_x86_w4a16_group_weights(l, b + i, g) + (size_t)((ks - g * gs) / 4) * 96;
+            for (size_t o = 0; o < hdr; o += 64) _mm_prefetch((const char *)grp[i] + pf + o, _MM_HINT_T0);
+#pragma GCC unroll 4
+            for (int r = 0; r < MR; r++)
+#pragma GCC unroll 4
+                for (int v = 0; v < 4; v++) acc[A(r, i, v)] = _mm512_setzero_ps();
+        }
+        for (int64_t k = ks; k < ke; k += 4) {
+            __m512 t[4][3];
+#pragma GCC unroll 4
+            for (int r = 0; r < MR; r++) {
+                const float *xk = xr + r * K + k;
+                const __m512 x1 = _mm512_set1_ps(xk[1]), x2 = _mm512_set1_ps(xk[2]);
+                t[r][0] = _mm512_fmadd_ps(x1, va1, _mm512_mul_ps(_mm512_set1_ps(xk[0]), va0));
+                t[r][1] = _mm512_fmadd_ps(x2, vb2, _mm512_mul_ps(x1, vb1));
+                t[r][2] = _mm512_fmadd_ps(_mm512_set1_ps(xk[3]), vc3, _mm512_mul_ps(x2, vc2));
+            }
+#pragma GCC unroll 4
+            for (int i = 0; i < NBLK; i++) {
+                for (size_t o = 0; o < 96; o += 64) _mm_prefetch((const char *)wp[i] + pf + o, _MM_HINT_T0);
+#pragma GCC unroll 4
+                for (int v = 0; v < 4; v++) {
+                    const uint8_t *ch = wp[i] + 24 * (size_t)v;
+                    const __m512i na = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)ch));
+                    const __m512i nb = _mm512_srli_epi32(na, 4);
+                    const __m512i nc =
+                        _mm512_srlv_epi32(_mm512_cvtepu8_epi32(_mm_broadcastq_epi64(_mm_loadl_epi64((const __m128i *)(ch + 16)))), nsh);
+#pragma GCC unroll 4
+                    for (int r = 0; r < MR; r++) {
+                        __m512 a = _mm512_add_ps(acc[A(r, i, v)], _mm512_permutexvar_ps(na, t[r][0]));
+                        a = _mm512_add_ps(a, _mm512_permutexvar_ps(nb, t[r][1]));
+                        acc[A(r, i, v)] = _mm512_add_ps(a, _mm512_permutexvar_ps(nc, t[r][2]));
+                    }
+                }
+                wp[i] += 96;
+            }
+        }
+#pragma GCC unroll 4
+        for (int i = 0; i < NBLK; i++)
+#pragma GCC unroll 4
+            for (int v = 0; v < 4; v++) {
+                __m512 s = xw_load_scales(l, grp[i], v);
+#pragma GCC unroll 4
+                for (int r = 0; r < MR; r++) {
+                    float *cp = c + i * ldc + r * 64 + 16 * v;
+                    _mm512_store_ps(cp, _mm512_fmadd_ps(acc[A(r, i, v)], s, _mm512_load_ps(cp)));
+                }
+            }
+    }
+}
+
+/* One tile of the decode: the table kernels where the layout has no zero points (T: 2 or 3), else tile_w. */
+XW_INLINE void tile_any(const mpl_x86_w4a16_kernel *kn, const float *xr, const int MR, const int NBLK, const int BITS,
+                        const int T, int64_t b, int64_t k0, int64_t k1, float *c, int64_t ldc) {
+    if (T == 2)
+        tile_p2(kn, xr, MR, NBLK, b, k0, k1, c, ldc);
+    else if (T == 3)
+        tile_p3(kn, xr, MR, NBLK, b, k0, k1, c, ldc);
+    else
+        tile_w(kn, xr, MR, NBLK, BITS, b, k0, k1, c, ldc);
+}
 #undef A
 
-XW_INLINE void gemv_w(const mpl_x86_w4a16_kernel *kn, const float *xf, int64_t m, const int BITS, int64_t b,
+XW_INLINE void gemv_w(const mpl_x86_w4a16_kernel *kn, const float *xf, int64_t m, const int BITS, const int T, int64_t b,
                       int64_t nb, int64_t k0, int64_t k1, float *c) {
     const int64_t K = kn->l.k, ldc = m * 64;
     int64_t i = 0;
     if (m == 1) {
-        for (; i + 4 <= nb; i += 4) tile_w(kn, xf, 1, 4, BITS, b + i, k0, k1, c + i * ldc, ldc);
+        for (; i + 4 <= nb; i += 4) tile_any(kn, xf, 1, 4, BITS, T, b + i, k0, k1, c + i * ldc, ldc);
         switch (nb - i) {
-        case 3: tile_w(kn, xf, 1, 3, BITS, b + i, k0, k1, c + i * ldc, ldc); break;
-        case 2: tile_w(kn, xf, 1, 2, BITS, b + i, k0, k1, c + i * ldc, ldc); break;
-        case 1: tile_w(kn, xf, 1, 1, BITS, b + i, k0, k1, c + i * ldc, ldc); break;
+        case 3: tile_any(kn, xf, 1, 3, BITS, T, b + i, k0, k1, c + i * ldc, ldc); break;
+        case 2: tile_any(kn, xf, 1, 2, BITS, T, b + i, k0, k1, c + i * ldc, ldc); break;
+        case 1: tile_any(kn, xf, 1, 1, BITS, T, b + i, k0, k1, c + i * ldc, ldc); break;
         default: break;
         }
         return;
     }
     if (m == 2) {
-        for (; i + 2 <= nb; i += 2) tile_w(kn, xf, 2, 2, BITS, b + i, k0, k1, c + i * ldc, ldc);
-        if (i < nb) tile_w(kn, xf, 2, 1, BITS, b + i, k0, k1, c + i * ldc, ldc);
+        for (; i + 2 <= nb; i += 2) tile_any(kn, xf, 2, 2, BITS, T, b + i, k0, k1, c + i * ldc, ldc);
+        if (i < nb) tile_any(kn, xf, 2, 1, BITS, T, b + i, k0, k1, c + i * ldc, ldc);
         return;
     }
     for (; i < nb; i++) {
         float *ci = c + i * ldc;
         int64_t r = 0;
-        for (; r + 4 <= m; r += 4) tile_w(kn, xf + r * K, 4, 1, BITS, b + i, k0, k1, ci + r * 64, ldc);
+        for (; r + 4 <= m; r += 4) tile_any(kn, xf + r * K, 4, 1, BITS, T, b + i, k0, k1, ci + r * 64, ldc);
         switch (m - r) {
-        case 3: tile_w(kn, xf + r * K, 3, 1, BITS, b + i, k0, k1, ci + r * 64, ldc); break;
-        case 2: tile_w(kn, xf + r * K, 2, 1, BITS, b + i, k0, k1, ci + r * 64, ldc); break;
-        case 1: tile_w(kn, xf + r * K, 1, 1, BITS, b + i, k0, k1, ci + r * 64, ldc); break;
+        case 3: tile_any(kn, xf + r * K, 3, 1, BITS, T, b + i, k0, k1, ci + r * 64, ldc); break;
+        case 2: tile_any(kn, xf + r * K, 2, 1, BITS, T, b + i, k0, k1, ci + r * 64, ldc); break;
+        case 1: tile_any(kn, xf + r * K, 1, 1, BITS, T, b + i, k0, k1, ci + r * 64, ldc); break;
         default: break;
         }
     }
@@ -120,9 +324,20 @@ XW_INLINE void gemv_w(const mpl_x86_w4a16_kernel *kn, const float *xf, int64_t m
 
 void mpl_x86_w4a16_gemv_widths_avx512(const mpl_x86_w4a16_kernel *kn, const float *xf, int64_t m, int64_t b,
                                       int64_t nb, int64_t k0, int64_t k1, float *c) {
+    const bool zp = kn->l.zero_points;
     switch (kn->l.bits) {
-    case 8: gemv_w(kn, xf, m, 8, b, nb, k0, k1, c); break;
-    case 3: gemv_w(kn, xf, m, 3, b, nb, k0, k1, c); break;
-    default: gemv_w(kn, xf, m, 2, b, nb, k0, k1, c); break;
+    case 8: gemv_w(kn, xf, m, 8, 0, b, nb, k0, k1, c); break;
+    case 3:
+        if (zp)
+            gemv_w(kn, xf, m, 3, 0, b, nb, k0, k1, c);
+        else
+            gemv_w(kn, xf, m, 3, 3, b, nb, k0, k1, c);
+        break;
+    default:
+        if (zp)
+            gemv_w(kn, xf, m, 2, 0, b, nb, k0, k1, c);
+        else
+            gemv_w(kn, xf, m, 2, 2, b, nb, k0, k1, c);
+        break;
     }
 }
