@@ -188,6 +188,96 @@ XW_INLINE void tile_p2(const mpl_x86_w4a16_kernel *kn, const float *xr, const in
         }
     }
 }
+/*
+ * 2-bit with zero points: the pair tables per zero point. For inputs (j, j+1) and zero z = 0..3,
+ * T_z[a + 4b] = x[j] * (a - z) + x[j+1] * (b - z), two whole products as in tile_p2 (exact contract).
+ * vpermt2ps indexes 32 entries: nibble | (z & 1) << 4 picks from (T_0, T_1) or from (T_2, T_3), and
+ * a mask per lane (z >= 2, the group's constant) blends the two. Per 32 weights: shift, vpternlogd
+ * (the nibble with the zero bit), 2 vpermt2ps, blend, add; the zero bits and masks of the group are
+ * made once per group and block (zb: memory operands in the loop).
+ */
+XW_INLINE void tile_p2z(const mpl_x86_w4a16_kernel *kn, const float *xr, const int NBLK, int64_t b,
+                        int64_t k0, int64_t k1, float *c, int64_t ldc) {
+    static const float vz[2][4][16] __attribute__((aligned(64))) = {
+        {{0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3},
+         {-1, 0, 1, 2, -1, 0, 1, 2, -1, 0, 1, 2, -1, 0, 1, 2},
+         {-2, -1, 0, 1, -2, -1, 0, 1, -2, -1, 0, 1, -2, -1, 0, 1},
+         {-3, -2, -1, 0, -3, -2, -1, 0, -3, -2, -1, 0, -3, -2, -1, 0}},
+        {{0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3},
+         {-1, -1, -1, -1, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2},
+         {-2, -2, -2, -2, -1, -1, -1, -1, 0, 0, 0, 0, 1, 1, 1, 1},
+         {-3, -3, -3, -3, -2, -2, -2, -2, -1, -1, -1, -1, 0, 0, 0, 0}}};
+    const mpl_x86_w4a16_layout *l = &kn->l;
+    const int64_t gs = l->group_size;
+    const size_t hdr = l->scale_bytes + l->zero_bytes, pf = XW_GEMV_PF_TOTAL / NBLK;
+    const __m512i nib = _mm512_set1_epi32(15);
+    for (int i = 0; i < NBLK; i++)
+        for (int v = 0; v < 4; v++) _mm512_store_ps(c + i * ldc + 16 * v, _mm512_setzero_ps());
+    for (int64_t g = k0 / gs; g * gs < k1; g++) {
+        int64_t ks = k0 > g * gs ? k0 : g * gs, ke = k1 < (g + 1) * gs ? k1 : (g + 1) * gs;
+        const uint8_t *grp[4], *wp[4];
+        __m512 acc[16];
+        __m512i zb[16];
+        __mmask16 kz[16];
+#pragma GCC unroll 4
+        for (int i = 0; i < NBLK; i++) {
+            grp[i] = mpl_x86_w4a16_group(l, b + i, g);
+            wp[i] = mpl_x86_w4a16_group_weights(l, b + i, g) + (size_t)((ks - g * gs) / 4) * 64;
+            for (size_t o = 0; o < hdr; o += 64) _mm_prefetch((const char *)grp[i] + pf + o, _MM_HINT_T0);
+            /* the 64 zero points, one byte per channel: dword j holds channels 4j .. 4j+3 */
+            const __m512i zd = _mm512_loadu_si512((const void *)(grp[i] + l->scale_bytes));
+#pragma GCC unroll 4
+            for (int u = 0; u < 4; u++) {
+                const __m512i t = _mm512_srli_epi32(zd, (unsigned)(8 * u));
+                zb[4 * i + u] = _mm512_and_si512(_mm512_slli_epi32(t, 4), _mm512_set1_epi32(16));
+                kz[4 * i + u] = _mm512_test_epi32_mask(t, _mm512_set1_epi32(2));
+            }
+#pragma GCC unroll 4
+            for (int u = 0; u < 4; u++) acc[4 * i + u] = _mm512_setzero_ps();
+        }
+        for (int64_t k = ks; k < ke; k += 4) {
+            __m512 t[2][4];
+#pragma GCC unroll 2
+            for (int h = 0; h < 2; h++) {
+                const __m512 xa = _mm512_set1_ps(xr[k + 2 * h]), xb = _mm512_set1_ps(xr[k + 2 * h + 1]);
+#pragma GCC unroll 4
+                for (int z = 0; z < 4; z++)
+                    t[h][z] = _mm512_fmadd_ps(xb, _mm512_load_ps(vz[1][z]), _mm512_mul_ps(xa, _mm512_load_ps(vz[0][z])));
+            }
+#pragma GCC unroll 4
+            for (int i = 0; i < NBLK; i++) {
+                _mm_prefetch((const char *)wp[i] + pf, _MM_HINT_T0);
+                const __m512i d = _mm512_loadu_si512((const void *)wp[i]);
+#pragma GCC unroll 4
+                for (int u = 0; u < 4; u++)
+#pragma GCC unroll 2
+                    for (int h = 0; h < 2; h++) {
+                        const int sh = 8 * u + 4 * h;
+                        const __m512i s0 = sh ? _mm512_srli_epi32(d, (unsigned)sh) : d;
+                        /* (s0 & 15) | zero bit */
+                        const __m512i idx = _mm512_ternarylogic_epi32(s0, nib, zb[4 * i + u], 0xEA);
+                        const __m512 lo = _mm512_permutex2var_ps(t[h][0], idx, t[h][1]);
+                        const __m512 hi = _mm512_permutex2var_ps(t[h][2], idx, t[h][3]);
+                        acc[4 * i + u] = _mm512_add_ps(acc[4 * i + u], _mm512_mask_blend_ps(kz[4 * i + u], lo, hi));
+                    }
+                wp[i] += 64;
+            }
+        }
+#pragma GCC unroll 4
+        for (int i = 0; i < NBLK; i++) {
+            __m512 s[4];
+#pragma GCC unroll 4
+            for (int v = 0; v < 4; v++) s[v] = xw_load_scales(l, grp[i], v);
+            put_channel_order(&acc[4 * i]);
+#pragma GCC unroll 4
+            for (int v = 0; v < 4; v++) {
+                float *cp = c + i * ldc + 16 * v;
+                _mm512_store_ps(cp, _mm512_fmadd_ps(acc[4 * i + v], s[v], _mm512_load_ps(cp)));
+            }
+        }
+    }
+}
+
 #undef AP
 
 /*
@@ -278,11 +368,13 @@ XW_INLINE void tile_p3(const mpl_x86_w4a16_kernel *kn, const float *xr, const in
     }
 }
 
-/* One tile of the decode: the table kernels where the layout has no zero points (T: 2 or 3), else tile_w. */
+/* One tile of the decode: the table kernels (T: 2, 3 without zero points, 4: 2-bit with them), else tile_w. */
 XW_INLINE void tile_any(const mpl_x86_w4a16_kernel *kn, const float *xr, const int MR, const int NBLK, const int BITS,
                         const int T, int64_t b, int64_t k0, int64_t k1, float *c, int64_t ldc) {
     if (T == 2)
         tile_p2(kn, xr, MR, NBLK, b, k0, k1, c, ldc);
+    else if (T == 4)
+        for (int r = 0; r < MR; r++) tile_p2z(kn, xr + r * kn->l.k, NBLK, b, k0, k1, c + r * 64, ldc);
     else if (T == 3)
         tile_p3(kn, xr, MR, NBLK, b, k0, k1, c, ldc);
     else
@@ -335,7 +427,7 @@ void mpl_x86_w4a16_gemv_widths_avx512(const mpl_x86_w4a16_kernel *kn, const floa
         break;
     default:
         if (zp)
-            gemv_w(kn, xf, m, 2, 0, b, nb, k0, k1, c);
+            gemv_w(kn, xf, m, 2, 4, b, nb, k0, k1, c);
         else
             gemv_w(kn, xf, m, 2, 2, b, nb, k0, k1, c);
         break;
