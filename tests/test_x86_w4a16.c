@@ -441,13 +441,16 @@ static void refusals(void **state) {
     }
 }
 
-static void fake_cpu(uint32_t isa) {
+static void fake_cpu_of(uint32_t isa, mpl_cpu_vendor vendor) {
     static mpl_platform p;
     mpl_platform_override(NULL);
     p = *mpl_platform_current();
     p.isa = isa;
+    p.cpu_vendor = vendor;
     mpl_platform_override(&p);
 }
+
+static void fake_cpu(uint32_t isa) { fake_cpu_of(isa, mpl_platform_current()->cpu_vendor); }
 
 static mpl_reason path_verdict(const char *name, const mpl_config *c, mpl_verdict *v) {
     assert_int_equal(mpl_check(c, NULL, name, v), MPL_OK);
@@ -542,12 +545,13 @@ static const char *chosen_path(const mpl_config *c, int64_t m) {
 
 /* The path mpl_choose_path gives for m = 1..16 and 100 on a faked CPU, against the table in
  * x86_avx512_w4a16.c / x86_avx2_w4a16.c: decode up to `last_decode`, then `prefill`. */
-static void expect_switch(uint32_t isa, mpl_act act, const char *decode, int64_t last_decode, const char *prefill) {
-    fake_cpu(isa);
+static void expect_switch_w(uint32_t isa, mpl_cpu_vendor vendor, mpl_wtype wt, mpl_act act, const char *decode,
+                            int64_t last_decode, const char *prefill) {
+    fake_cpu_of(isa, vendor);
     mpl_config c;
-    cfg_set(&c, 4096, 4096, MPL_WTYPE_UINT4B8, act, 128, 0);
-    for (int64_t m = 1; m <= 17; m++) {
-        int64_t mm = m == 17 ? 100 : m;
+    cfg_set(&c, 4096, 4096, wt, act, 128, 0);
+    for (int64_t m = 1; m <= 21; m++) {
+        int64_t mm = m == 21 ? 100 : m;
         const char *want = mm <= last_decode ? decode : prefill, *got = chosen_path(&c, mm);
         if (strcmp(got, want) != 0) {
             fprintf(stderr, "FAIL isa 0x%x %s m=%lld: path %s, want %s\n", (unsigned)isa, mpl_act_name(act),
@@ -559,6 +563,13 @@ static void expect_switch(uint32_t isa, mpl_act act, const char *decode, int64_t
     assert_int_equal(mpl_check(&c, NULL, decode, &v), MPL_OK);
     assert_int_equal(v.m_min, 1);
     assert_int_equal(v.m_max, last_decode);
+    assert_int_equal(mpl_check(&c, NULL, prefill, &v), MPL_OK);
+    assert_int_equal(v.m_min, last_decode + 1);
+}
+
+static void expect_switch(uint32_t isa, mpl_cpu_vendor vendor, mpl_act act, const char *decode, int64_t last_decode,
+                          const char *prefill) {
+    expect_switch_w(isa, vendor, MPL_WTYPE_UINT4B8, act, decode, last_decode, prefill);
 }
 
 static void default_paths(void **state) {
@@ -568,12 +579,21 @@ static void default_paths(void **state) {
     const uint32_t icl = MPL_ISA_SSE42 | MPL_X86_LEVEL_AVX512 | MPL_ISA_AVX512_VNNI;
     const uint32_t avx2 = MPL_ISA_SSE42 | MPL_X86_LEVEL_AVX2;
     const char *dec = "x86_avx512_w4a16:decode";
-    expect_switch(amx, MPL_ACT_BF16, dec, 1, "x86_avx512_w4a16:prefill-amx");
-    expect_switch(amx, MPL_ACT_F16, dec, 8, "x86_avx512_w4a16:prefill-f32");
-    expect_switch(zen4, MPL_ACT_BF16, dec, 4, "x86_avx512_w4a16:prefill-bf16");
-    expect_switch(zen4, MPL_ACT_F32, dec, 8, "x86_avx512_w4a16:prefill-f32");
-    expect_switch(icl, MPL_ACT_BF16, dec, 8, "x86_avx512_w4a16:prefill-f32");
-    expect_switch(avx2, MPL_ACT_BF16, "x86_avx2_w4a16:decode", 8, "x86_avx2_w4a16:prefill");
+    const mpl_cpu_vendor intel = MPL_CPU_VENDOR_INTEL, amd = MPL_CPU_VENDOR_AMD;
+    const char *f32 = "x86_avx512_w4a16:prefill-f32";
+    expect_switch(amx, intel, MPL_ACT_BF16, dec, 1, "x86_avx512_w4a16:prefill-amx");
+    expect_switch(amx, intel, MPL_ACT_F16, dec, 8, f32);
+    expect_switch(zen4, amd, MPL_ACT_BF16, dec, 4, "x86_avx512_w4a16:prefill-bf16");
+    expect_switch(zen4, amd, MPL_ACT_F32, dec, 8, f32);
+    expect_switch(zen4, MPL_CPU_VENDOR_OTHER, MPL_ACT_BF16, dec, 4, "x86_avx512_w4a16:prefill-bf16");
+    expect_switch(icl, intel, MPL_ACT_BF16, dec, 8, f32);
+    /* Intel with AVX512-BF16, no AMX (the zen4 ISA set on an Intel part): f32 prefill, the switch per width */
+    expect_switch(zen4, intel, MPL_ACT_BF16, dec, 12, f32);
+    expect_switch(zen4, intel, MPL_ACT_F16, dec, 12, f32);
+    expect_switch_w(zen4, intel, MPL_WTYPE_UINT2B2, MPL_ACT_BF16, dec, 16, f32);
+    expect_switch_w(zen4, intel, MPL_WTYPE_UINT3B4, MPL_ACT_BF16, dec, 4, f32);
+    expect_switch_w(zen4, intel, MPL_WTYPE_UINT8B128, MPL_ACT_BF16, dec, 8, f32);
+    expect_switch(avx2, amd, MPL_ACT_BF16, "x86_avx2_w4a16:decode", 8, "x86_avx2_w4a16:prefill");
     mpl_platform_override(NULL);
 
     /* This host: a layer reports the path the chooser plans, for every m. */

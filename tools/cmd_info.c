@@ -93,7 +93,9 @@ static void release(info_data *d) {
 /* ---- text ---- */
 
 static void range_str(int64_t lo, int64_t hi, char *buf, size_t cap) {
-    if (hi == INT64_MAX)
+    if (lo > hi)
+        snprintf(buf, cap, "forced only");
+    else if (hi == INT64_MAX)
         snprintf(buf, cap, "m >= %lld", (long long)lo);
     else if (lo == hi)
         snprintf(buf, cap, "m = %lld", (long long)lo);

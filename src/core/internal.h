@@ -153,8 +153,13 @@ float mpl_quantize_row_i8(const float *x, int64_t k, int8_t *q, int *nonfinite);
 /* Most CUDA devices the platform records (device ordinals 0..MPL_CUDA_MAX_DEVICES-1). */
 #define MPL_CUDA_MAX_DEVICES 16
 
+/* CPU vendor (CPUID leaf 0): the x86 path rows pick their switch points per vendor where the same
+ * ISA runs at different rates (vdpbf16ps: half the FMA rate per element pair on Intel, twice it on Zen 4). */
+typedef enum mpl_cpu_vendor { MPL_CPU_VENDOR_OTHER = 0, MPL_CPU_VENDOR_INTEL = 1, MPL_CPU_VENDOR_AMD = 2 } mpl_cpu_vendor;
+
 typedef struct mpl_platform {
     uint32_t isa;     /* usable features (after the MPL_MAX_ISA cap and, for AMX, the OS grant) */
+    mpl_cpu_vendor cpu_vendor;
     int cpu_threads;
     int cuda_devices; /* 0 when none or not built */
     int cuda_device;  /* the device a choice is made for (mpl_options.cuda_device); set by the chooser */

@@ -73,6 +73,21 @@ static uint32_t detect_isa(void) {
     return isa;
 }
 
+static mpl_cpu_vendor detect_vendor(void) {
+#ifdef MPL_X86
+    unsigned a, b, c, d;
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return MPL_CPU_VENDOR_OTHER;
+    char v[13];
+    memcpy(v, &b, 4);
+    memcpy(v + 4, &d, 4);
+    memcpy(v + 8, &c, 4);
+    v[12] = 0;
+    if (!strcmp(v, "GenuineIntel")) return MPL_CPU_VENDOR_INTEL;
+    if (!strcmp(v, "AuthenticAMD")) return MPL_CPU_VENDOR_AMD;
+#endif
+    return MPL_CPU_VENDOR_OTHER;
+}
+
 static void detect_model(void) {
     strcpy(g_model, "unknown");
 #ifdef MPL_X86
@@ -124,6 +139,7 @@ static bool amx_granted(void) {
 
 static void detect(void) {
     g_isa_cpuid = detect_isa();
+    g_detected.cpu_vendor = detect_vendor();
     detect_model();
     const char *cap = mpl_env_max_isa();
     snprintf(g_cap, sizeof g_cap, "%s", cap ? cap : "");

@@ -14,9 +14,8 @@
  *   f32 prefill (f16/f32 activations): decode ahead up to m=8 (hot 1.9 vs 2.2 ms), behind at 16.
  *   vdpbf16ps prefill (Zen 4/5) was not measurable there: its switch is set to 4, between the
  *     two cases above.
- * vdpbf16ps is worth more than f32 FMA only without AMX: on Sapphire Rapids (the AMX parts) it
- * runs at half the FMA rate, on Zen 4/5 at twice it; it is listed after prefill-amx, so it runs
- * by default only where AMX cannot.
+ * vdpbf16ps prefill is the default on AMD only: on Intel it measured slower than the f32 prefill
+ * (Sapphire Rapids, and an Emerald Rapids VM without AMX: machine_switch below).
  */
 #include "x86_w4a16_driver.h"
 
@@ -40,14 +39,65 @@ static mpl_reason bf16_can_implement(const mpl_config *c, const mpl_platform *p,
     return mpl_x86_w4a16_needs_bf16("x86_avx512_w4a16:prefill-bf16", c, msg, cap);
 }
 
-/* Decode's upper end is the switch to the first prefill path that can run this config. */
+/*
+ * The decode/prefill switch per machine class (bench/x86/mplbench --sweep, cold weights, the paths
+ * taking turns call by call; K = 4096, N = 14336 unless said):
+ *   AMX granted (Sapphire Rapids): bf16 -> AMX from m = 2; f16/f32 -> f32 prefill from m = 9.
+ *   Intel with AVX512-BF16 but no AMX (an Emerald Rapids VM whose AMX the hypervisor hides;
+ *     bench/results/x86-intel-noamx.md): vdpbf16ps prefill slower than f32 prefill at every m
+ *     (m = 64: 105.8 vs 76.7 ms), so it is never the default there; decode ahead of f32 prefill
+ *     up to m = 12 at 4 bits (16.7 vs 17.8 ms; m = 16: 21.7 vs 21.0), 16 at 2 bits (15.4 vs 15.6;
+ *     m = 20: 19.4 vs 19.0), 8 at 8 bits (11.3 vs 12.4; m = 10: 15.4 vs 13.6), 4 at 3 bits (6.2 vs
+ *     7.1; m = 5: 8.3 vs 8.1).
+ *   AMD with AVX512-BF16 (Zen 4/5): bf16 -> vdpbf16ps from m = 5 (not swept there yet: set between
+ *     the AMX (1) and f32 (8) cases); f16/f32 -> f32 from m = 9.
+ *   Other AVX-512 CPUs (Ice Lake, Skylake-X: not swept): f32 prefill from m = 9 (the SPR f32 case).
+ */
+typedef struct {
+    int64_t decode_max; /* decode serves m = 1..decode_max */
+    int prefill;        /* the prefill path from decode_max + 1 */
+} switch_point;
+
+static switch_point machine_switch(const mpl_config *c, const mpl_platform *p) {
+    const bool bf16 = c->act == MPL_ACT_BF16, amx = (p->isa & MPL_X86_LEVEL_AMX) == MPL_X86_LEVEL_AMX;
+    const bool avx512bf16 = (p->isa & MPL_X86_LEVEL_AVX512BF16) == MPL_X86_LEVEL_AVX512BF16;
+    if (amx) return bf16 ? (switch_point){1, PREFILL_AMX} : (switch_point){8, PREFILL_F32};
+    if (p->cpu_vendor == MPL_CPU_VENDOR_INTEL && avx512bf16) {
+        switch (mpl_wtype_width(c->wtype)) {
+        case 2: return (switch_point){16, PREFILL_F32};
+        case 3: return (switch_point){4, PREFILL_F32};
+        case 8: return (switch_point){8, PREFILL_F32};
+        default: return (switch_point){12, PREFILL_F32};
+        }
+    }
+    if (bf16 && avx512bf16) return (switch_point){4, PREFILL_BF16};
+    return (switch_point){8, PREFILL_F32};
+}
+
 static void decode_m_range(const mpl_config *c, const mpl_platform *p, int64_t *m_min, int64_t *m_max) {
     (void)m_min;
-    if (c->act != MPL_ACT_BF16) return; /* f32 prefill: m_max stays 8 */
-    if ((p->isa & MPL_X86_LEVEL_AMX) == MPL_X86_LEVEL_AMX)
+    *m_max = machine_switch(c, p).decode_max;
+}
+
+/* A prefill path's default range: from the switch on where it is the machine's prefill, else none
+ * (m_min > m_max: chosen only when forced, or when no other path can run the config). */
+static void prefill_m_range(const mpl_config *c, const mpl_platform *p, int path, int64_t *m_min, int64_t *m_max) {
+    switch_point sp = machine_switch(c, p);
+    if (sp.prefill == path) {
+        *m_min = sp.decode_max + 1;
+    } else {
+        *m_min = 2;
         *m_max = 1;
-    else if ((p->isa & MPL_X86_LEVEL_AVX512BF16) == MPL_X86_LEVEL_AVX512BF16)
-        *m_max = 4;
+    }
+}
+static void amx_m_range(const mpl_config *c, const mpl_platform *p, int64_t *lo, int64_t *hi) {
+    prefill_m_range(c, p, PREFILL_AMX, lo, hi);
+}
+static void bf16_m_range(const mpl_config *c, const mpl_platform *p, int64_t *lo, int64_t *hi) {
+    prefill_m_range(c, p, PREFILL_BF16, lo, hi);
+}
+static void f32_m_range(const mpl_config *c, const mpl_platform *p, int64_t *lo, int64_t *hi) {
+    prefill_m_range(c, p, PREFILL_F32, lo, hi);
 }
 
 static const mpl_path_desc paths[NPATHS] = {
@@ -56,8 +106,9 @@ static const mpl_path_desc paths[NPATHS] = {
                 .m_min = 1,
                 .m_max = 8,
                 .m_limit = MPL_M_ANY,
-                .why = "SPR: decode ahead of f32 prefill up to m=8 (hot, 1.9 vs 2.2 ms), of AMX at m=1 only (cold "
-                       "sweep); vdpbf16ps switch 4 not measured",
+                .why = "per machine (cold sweeps, 4096x14336): AMX (SPR): decode ahead of AMX at m=1 only, of f32 "
+                       "prefill to m=8; Intel without AMX: to m=12 (4-bit), 16 (2-bit), 8 (8-bit), 4 (3-bit); "
+                       "Zen 4/5 bf16: 4 (not swept); else 8",
                 .m_range = decode_m_range},
     [PREFILL_AMX] = {.name = "x86_avx512_w4a16:prefill-amx",
                      .requires = "amx level (AMX tile state granted by the OS); bf16 activations",
@@ -66,21 +117,26 @@ static const mpl_path_desc paths[NPATHS] = {
                      .m_max = MPL_M_ANY,
                      .m_limit = MPL_M_ANY,
                      .why = "SPR sweep, cold: m=2..3 within 10% of decode, AMX ahead from m=4 (m=8 11.5 vs 18.7 ms)",
-                     .can_implement = amx_can_implement},
+                     .can_implement = amx_can_implement,
+                     .m_range = amx_m_range},
     [PREFILL_BF16] = {.name = "x86_avx512_w4a16:prefill-bf16",
                       .requires = "avx512bf16 level; bf16 activations",
                       .isa = MPL_X86_LEVEL_AVX512BF16 & ~MPL_X86_LEVEL_AVX512,
                       .m_min = 5,
                       .m_max = MPL_M_ANY,
                       .m_limit = MPL_M_ANY,
-                      .why = "not measured (no Zen 4/5 run yet): switch set between the AMX (1) and f32 (8) cases",
-                      .can_implement = bf16_can_implement},
+                      .why = "default on AMD only: slower than f32 prefill at every m on Intel without AMX (m=64: 105.8 "
+                             "vs 76.7 ms); Zen 4/5 switch (5) not swept: set between the AMX (1) and f32 (8) cases",
+                      .can_implement = bf16_can_implement,
+                      .m_range = bf16_m_range},
     [PREFILL_F32] = {.name = "x86_avx512_w4a16:prefill-f32",
                      .requires = "",
                      .m_min = 9,
                      .m_max = MPL_M_ANY,
                      .m_limit = MPL_M_ANY,
-                     .why = "SPR, hot weights: decode ahead to m=8 (1.9 vs 2.2 ms), behind at 16"},
+                     .why = "from the decode switch where neither AMX nor (on AMD) vdpbf16ps takes bf16 prefill; SPR, "
+                            "hot weights: decode ahead to m=8 (1.9 vs 2.2 ms), behind at 16",
+                     .m_range = f32_m_range},
 };
 
 static const mpl_x86_w4a16_path_impl impls[NPATHS] = {
