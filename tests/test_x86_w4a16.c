@@ -16,7 +16,9 @@
  * summation order or blocking; the kernels accumulate x*(stored - zero) per group in fp32 and
  * fold the scale once per group, as ref, so only the order differs) plus half an ulp of the
  * activation type -- and, on exact data (small-integer x, power-of-two scales), bit-identical
- * to ref.
+ * to ref. (The avx512 3-bit decode adds some products as two exact parts whose magnitudes sum
+ * to up to 7 |x*w| (w = -1 in the field split over two nibbles): its bound on paper is wider than
+ * the tolerance for those terms; the measured errors stay within it, which is what is checked.)
  *
  * Matrix: weight types (uint4b8, uint4 + zero points, int4; and in `widths` the 8-, 3- and 2-bit
  * types, symmetric and with zero points, on every path of both kernels) x activations (bf16, f16, f32) x
