@@ -25,6 +25,42 @@
 /* Software prefetch, bytes ahead summed over the streams of a tile (as w4a16_gemv.c). */
 #define XW_GEMV_PF_TOTAL 4096
 
+/* The scaffold every tile shares: c zeroed, and per group each block's header and weight pointers. */
+XW_INLINE void tile_zero(float *c, int64_t ldc, const int MR, const int NBLK) {
+    for (int i = 0; i < NBLK; i++)
+        for (int r = 0; r < MR; r++)
+            for (int v = 0; v < 4; v++) _mm512_store_ps(c + i * ldc + r * 64 + 16 * v, _mm512_setzero_ps());
+}
+
+/* grp[i], wp[i] of block b + i at group g, its weights from input ks on (sb bytes per 4-input step);
+ * the header lines the stream's prefetch (pf ahead) jumped over are prefetched here. */
+XW_INLINE void tile_group(const mpl_x86_w4a16_layout *l, int64_t b, int64_t g, int64_t ks, size_t sb, size_t pf,
+                          const int NBLK, const uint8_t *grp[4], const uint8_t *wp[4]) {
+    const size_t hdr = l->scale_bytes + l->zero_bytes;
+#pragma GCC unroll 4
+    for (int i = 0; i < NBLK; i++) {
+        grp[i] = mpl_x86_w4a16_group(l, b + i, g);
+        wp[i] = mpl_x86_w4a16_group_weights(l, b + i, g) + (size_t)((ks - g * l->group_size) / 4) * sb;
+        for (size_t o = 0; o < hdr; o += 64) _mm_prefetch((const char *)grp[i] + pf + o, _MM_HINT_T0);
+    }
+}
+
+/* c[r] of block i += scale * acc[(r * NBLK + i) * 4 + v], the accumulators in channel order. */
+XW_INLINE void tile_fold(const mpl_x86_w4a16_layout *l, const uint8_t *const grp[4], const __m512 acc[16], float *c,
+                         int64_t ldc, const int MR, const int NBLK) {
+#pragma GCC unroll 4
+    for (int i = 0; i < NBLK; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++) {
+            __m512 s = xw_load_scales(l, grp[i], v);
+#pragma GCC unroll 4
+            for (int r = 0; r < MR; r++) {
+                float *cp = c + i * ldc + r * 64 + 16 * v;
+                _mm512_store_ps(cp, _mm512_fmadd_ps(acc[(r * NBLK + i) * 4 + v], s, _mm512_load_ps(cp)));
+            }
+        }
+}
+
 /*
  * Rows xr[r * K ..] (r < MR) x blocks b .. b+NBLK-1 over inputs [k0, k1): row r of block i goes to
  * c + i * ldc + r * 64. MR * NBLK <= 4 (16 accumulators); MR, NBLK and BITS are constants at every
@@ -36,19 +72,15 @@ XW_INLINE void tile_w(const mpl_x86_w4a16_kernel *kn, const float *xr, const int
     const mpl_x86_w4a16_layout *l = &kn->l;
     const int64_t K = l->k, gs = l->group_size;
     const size_t cb = (size_t)BITS * 8, sb = 4 * cb;
-    const size_t hdr = l->scale_bytes + l->zero_bytes, pf = XW_GEMV_PF_TOTAL / NBLK;
-    for (int i = 0; i < NBLK; i++)
-        for (int r = 0; r < MR; r++)
-            for (int v = 0; v < 4; v++) _mm512_store_ps(c + i * ldc + r * 64 + 16 * v, _mm512_setzero_ps());
+    const size_t pf = XW_GEMV_PF_TOTAL / NBLK;
+    tile_zero(c, ldc, MR, NBLK);
     for (int64_t g = k0 / gs; g * gs < k1; g++) {
         int64_t ks = k0 > g * gs ? k0 : g * gs, ke = k1 < (g + 1) * gs ? k1 : (g + 1) * gs;
         const uint8_t *grp[4], *wp[4];
         __m512 acc[16], z[16];
+        tile_group(l, b, g, ks, sb, pf, NBLK, grp, wp);
 #pragma GCC unroll 4
         for (int i = 0; i < NBLK; i++) {
-            grp[i] = mpl_x86_w4a16_group(l, b + i, g);
-            wp[i] = mpl_x86_w4a16_group_weights(l, b + i, g) + (size_t)((ks - g * gs) / 4) * sb;
-            for (size_t o = 0; o < hdr; o += 64) _mm_prefetch((const char *)grp[i] + pf + o, _MM_HINT_T0);
 #pragma GCC unroll 4
             for (int v = 0; v < 4; v++) z[4 * i + v] = xw_load_zeros_f32(l, grp[i], v);
 #pragma GCC unroll 4
@@ -76,17 +108,7 @@ XW_INLINE void tile_w(const mpl_x86_w4a16_kernel *kn, const float *xr, const int
                 wp[i] += sb;
             }
         }
-#pragma GCC unroll 4
-        for (int i = 0; i < NBLK; i++)
-#pragma GCC unroll 4
-            for (int v = 0; v < 4; v++) {
-                __m512 s = xw_load_scales(l, grp[i], v);
-#pragma GCC unroll 4
-                for (int r = 0; r < MR; r++) {
-                    float *cp = c + i * ldc + r * 64 + 16 * v;
-                    _mm512_store_ps(cp, _mm512_fmadd_ps(acc[A(r, i, v)], s, _mm512_load_ps(cp)));
-                }
-            }
+        tile_fold(l, grp, acc, c, ldc, MR, NBLK);
     }
 }
 
@@ -125,27 +147,17 @@ XW_INLINE void tile_p2(const mpl_x86_w4a16_kernel *kn, const float *xr, const in
                        int64_t k0, int64_t k1, float *c, int64_t ldc) {
     const mpl_x86_w4a16_layout *l = &kn->l;
     const int64_t K = l->k, gs = l->group_size;
-    const size_t hdr = l->scale_bytes + l->zero_bytes, pf = XW_GEMV_PF_TOTAL / NBLK;
+    const size_t pf = XW_GEMV_PF_TOTAL / NBLK;
     const float bias = (float)l->bias;
     const __m512 v0 = _mm512_sub_ps(_mm512_setr_ps(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3), _mm512_set1_ps(bias));
     const __m512 v1 = _mm512_sub_ps(_mm512_setr_ps(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3), _mm512_set1_ps(bias));
-    for (int i = 0; i < NBLK; i++)
-        for (int r = 0; r < MR; r++)
-            for (int v = 0; v < 4; v++) _mm512_store_ps(c + i * ldc + r * 64 + 16 * v, _mm512_setzero_ps());
+    tile_zero(c, ldc, MR, NBLK);
     for (int64_t g = k0 / gs; g * gs < k1; g++) {
         int64_t ks = k0 > g * gs ? k0 : g * gs, ke = k1 < (g + 1) * gs ? k1 : (g + 1) * gs;
         const uint8_t *grp[4], *wp[4];
         __m512 acc[16];
-#pragma GCC unroll 4
-        for (int i = 0; i < NBLK; i++) {
-            grp[i] = mpl_x86_w4a16_group(l, b + i, g);
-            wp[i] = mpl_x86_w4a16_group_weights(l, b + i, g) + (size_t)((ks - g * gs) / 4) * 64;
-            for (size_t o = 0; o < hdr; o += 64) _mm_prefetch((const char *)grp[i] + pf + o, _MM_HINT_T0);
-#pragma GCC unroll 4
-            for (int r = 0; r < MR; r++)
-#pragma GCC unroll 4
-                for (int u = 0; u < 4; u++) acc[AP(r, i, u)] = _mm512_setzero_ps();
-        }
+        tile_group(l, b, g, ks, 64, pf, NBLK, grp, wp);
+        for (int j = 0; j < 4 * MR * NBLK; j++) acc[j] = _mm512_setzero_ps();
         for (int64_t k = ks; k < ke; k += 4) {
             __m512 t[4][2];
 #pragma GCC unroll 4
@@ -209,21 +221,18 @@ XW_INLINE void tile_p2z(const mpl_x86_w4a16_kernel *kn, const float *xr, const i
          {-3, -3, -3, -3, -2, -2, -2, -2, -1, -1, -1, -1, 0, 0, 0, 0}}};
     const mpl_x86_w4a16_layout *l = &kn->l;
     const int64_t gs = l->group_size;
-    const size_t hdr = l->scale_bytes + l->zero_bytes, pf = XW_GEMV_PF_TOTAL / NBLK;
+    const size_t pf = XW_GEMV_PF_TOTAL / NBLK;
     const __m512i nib = _mm512_set1_epi32(15);
-    for (int i = 0; i < NBLK; i++)
-        for (int v = 0; v < 4; v++) _mm512_store_ps(c + i * ldc + 16 * v, _mm512_setzero_ps());
+    tile_zero(c, ldc, 1, NBLK);
     for (int64_t g = k0 / gs; g * gs < k1; g++) {
         int64_t ks = k0 > g * gs ? k0 : g * gs, ke = k1 < (g + 1) * gs ? k1 : (g + 1) * gs;
         const uint8_t *grp[4], *wp[4];
         __m512 acc[16];
         __m512i zb[16];
         __mmask16 kz[16];
+        tile_group(l, b, g, ks, 64, pf, NBLK, grp, wp);
 #pragma GCC unroll 4
         for (int i = 0; i < NBLK; i++) {
-            grp[i] = mpl_x86_w4a16_group(l, b + i, g);
-            wp[i] = mpl_x86_w4a16_group_weights(l, b + i, g) + (size_t)((ks - g * gs) / 4) * 64;
-            for (size_t o = 0; o < hdr; o += 64) _mm_prefetch((const char *)grp[i] + pf + o, _MM_HINT_T0);
             /* the 64 zero points, one byte per channel: dword j holds channels 4j .. 4j+3 */
             const __m512i zd = _mm512_loadu_si512((const void *)(grp[i] + l->scale_bytes));
 #pragma GCC unroll 4
@@ -298,7 +307,7 @@ XW_INLINE void tile_p3(const mpl_x86_w4a16_kernel *kn, const float *xr, const in
                        int64_t k0, int64_t k1, float *c, int64_t ldc) {
     const mpl_x86_w4a16_layout *l = &kn->l;
     const int64_t K = l->k, gs = l->group_size;
-    const size_t hdr = l->scale_bytes + l->zero_bytes, pf = XW_GEMV_PF_TOTAL / NBLK;
+    const size_t pf = XW_GEMV_PF_TOTAL / NBLK;
     const __m512 bias = _mm512_set1_ps((float)l->bias);
     const __m512 va0 = _mm512_sub_ps(_mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7), bias);
     const __m512 va1 = _mm512_setr_ps(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
@@ -307,23 +316,13 @@ XW_INLINE void tile_p3(const mpl_x86_w4a16_kernel *kn, const float *xr, const in
     const __m512 vc2 = _mm512_sub_ps(_mm512_setr_ps(0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4), bias);
     const __m512 vc3 = _mm512_sub_ps(_mm512_setr_ps(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7), bias);
     const __m512i nsh = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4);
-    for (int i = 0; i < NBLK; i++)
-        for (int r = 0; r < MR; r++)
-            for (int v = 0; v < 4; v++) _mm512_store_ps(c + i * ldc + r * 64 + 16 * v, _mm512_setzero_ps());
+    tile_zero(c, ldc, MR, NBLK);
     for (int64_t g = k0 / gs; g * gs < k1; g++) {
         int64_t ks = k0 > g * gs ? k0 : g * gs, ke = k1 < (g + 1) * gs ? k1 : (g + 1) * gs;
         const uint8_t *grp[4], *wp[4];
         __m512 acc[16];
-#pragma GCC unroll 4
-        for (int i = 0; i < NBLK; i++) {
-            grp[i] = mpl_x86_w4a16_group(l, b + i, g);
-            wp[i] = mpl_x86_w4a16_group_weights(l, b + i, g) + (size_t)((ks - g * gs) / 4) * 96;
-            for (size_t o = 0; o < hdr; o += 64) _mm_prefetch((const char *)grp[i] + pf + o, _MM_HINT_T0);
-#pragma GCC unroll 4
-            for (int r = 0; r < MR; r++)
-#pragma GCC unroll 4
-                for (int v = 0; v < 4; v++) acc[A(r, i, v)] = _mm512_setzero_ps();
-        }
+        tile_group(l, b, g, ks, 96, pf, NBLK, grp, wp);
+        for (int j = 0; j < 4 * MR * NBLK; j++) acc[j] = _mm512_setzero_ps();
         for (int64_t k = ks; k < ke; k += 4) {
             __m512 t[4][3];
 #pragma GCC unroll 4
@@ -354,17 +353,7 @@ XW_INLINE void tile_p3(const mpl_x86_w4a16_kernel *kn, const float *xr, const in
                 wp[i] += 96;
             }
         }
-#pragma GCC unroll 4
-        for (int i = 0; i < NBLK; i++)
-#pragma GCC unroll 4
-            for (int v = 0; v < 4; v++) {
-                __m512 s = xw_load_scales(l, grp[i], v);
-#pragma GCC unroll 4
-                for (int r = 0; r < MR; r++) {
-                    float *cp = c + i * ldc + r * 64 + 16 * v;
-                    _mm512_store_ps(cp, _mm512_fmadd_ps(acc[A(r, i, v)], s, _mm512_load_ps(cp)));
-                }
-            }
+        tile_fold(l, grp, acc, c, ldc, MR, NBLK);
     }
 }
 
