@@ -1,9 +1,10 @@
-# mpl_vulkan.cmake -- the optional Vulkan module (src/kernels/vulkan/): kernel vulkan_w4a16's host code and
-# its GLSL shaders, compiled to SPIR-V at build time and embedded in the library (cmake/mpl_embed_spirv.cmake).
+# mpl_vulkan.cmake -- the optional Vulkan module (src/kernels/vulkan/): kernels vulkan_w4a16's and vulkan_w4a8's
+# host code and their GLSL shaders, compiled to SPIR-V at build time and embedded in the library
+# (cmake/mpl_embed_spirv.cmake).
 # Needs the Vulkan headers (Debian: libvulkan-dev) and a GLSL compiler (glslc, else glslangValidator); the
 # loader itself (libvulkan.so.1) is opened at run time, so the library has no link dependency on it.
 # MPLINEAR_VULKAN defaults to ON when both are found. When OFF, src/kernels/vulkan/vk_none.c answers
-# "not built" and the vulkan_w4a16 row refuses NOT_BUILT.
+# "not built" and the vulkan_w4a16 and vulkan_w4a8 rows refuse NOT_BUILT.
 # In: MPL_SRC. Out: MPL_SRC (+ module sources), MPL_VULKAN_DEFAULT, and after mpl_vulkan_sources():
 # MPL_VULKAN_LIBS (what the static library's users link).
 
@@ -64,7 +65,7 @@ function(mpl_vulkan_sources)
   set(_gen ${PROJECT_BINARY_DIR}/vulkan_spirv)
   file(MAKE_DIRECTORY ${_gen})
   set(_out "")
-  foreach(_shader w4a16_gemv w4a16_tiled)
+  foreach(_shader w4a16_gemv w4a16_tiled w4a8_gemv w4a8_tiled)
     set(_c ${_gen}/${_shader}_spv.c)
     if(MPLINEAR_VULKAN_SPIRV_DIR)
       set(_spv ${MPLINEAR_VULKAN_SPIRV_DIR}/${_shader}.spv)
@@ -72,7 +73,7 @@ function(mpl_vulkan_sources)
       set(_spv ${_gen}/${_shader}.spv)
       add_custom_command(OUTPUT ${_spv}
         COMMAND ${_compiler} ${_args} -I${_dir} -o ${_spv} ${_dir}/${_shader}.comp
-        DEPENDS ${_dir}/${_shader}.comp ${_dir}/w4a16_common.glsl
+        DEPENDS ${_dir}/${_shader}.comp ${_dir}/w4a16_common.glsl ${_dir}/w4a8_common.glsl
         COMMENT "GLSL -> SPIR-V: ${_shader}.comp" VERBATIM)
     endif()
     add_custom_command(OUTPUT ${_c}

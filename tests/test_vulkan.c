@@ -1,10 +1,11 @@
 /*
- * test_vulkan.c -- kernel vulkan_w4a16: its packed layout (pack / unpack round trip, host only), its refusals
- * (platform faked with mpl_platform_override, so these run without a device too), and on a Vulkan device
- * (lavapipe in CI, NVIDIA's driver on the H200: bench/vulkan/h200.sh) every runnable path, forced by name and
- * chosen by default, against the float64 oracle and the reference kernel, with VK_LAYER_KHRONOS_validation on
- * (mpl_vk_test_validation): any validation warning or error fails the case.
- * The matrix: M tails around the GEMV's 4-row and the tiled GEMM's 64-row tiles, N tails (not multiples of
+ * test_vulkan.c -- kernels vulkan_w4a16 and vulkan_w4a8 (the same packed layout, other shaders): the layout
+ * (pack / unpack round trip, host only), their refusals (platform faked with mpl_platform_override, so these
+ * run without a device too), and on a Vulkan device (lavapipe in CI, NVIDIA's driver on the H200:
+ * bench/vulkan/h200.sh) every runnable path, forced by name and chosen by default, against the float64 oracle
+ * and the reference kernel, with VK_LAYER_KHRONOS_validation on (mpl_vk_test_validation): any validation
+ * warning or error fails the case.
+ * The vulkan_w4a16 matrix: M tails around the GEMV's 4-row and the tiled GEMM's 64-row tiles, N tails (not multiples of
  * the 8-row and 64-row workgroups), K tails (not multiples of 32), group sizes -1, 16, 48, 64, 128, zero points
  * (uint4), int4, act-order, f16 and bf16, bias on and off, and rows run in several chunks (a small scratch
  * bound, mpl_vk_test_scratch_max). Exact data (small integers, power-of-two scales) must match the rounded
@@ -12,8 +13,15 @@
  * term; the shaders' longest path is an 8-term word sum, the scale product, K/32 per-thread sums, the subgroup
  * and cross-subgroup reduction and the bias add, far fewer than K + G + 2 for every K here).
  * Each case also applies twice (bit-identical: determinism) into guard-byte buffers.
+ * vulkan_w4a8 (W4A8 mode): M tails 1, 2, 3, 4, 5, 17, 65 on both paths, N and K tails, group sizes -1, 16, 32,
+ * 48, 64, 128 (48 and K > 2048 make groups run across the GEMV's 2048-channel segments), zero points, int4,
+ * act-order, f16 and bf16, bias on and off, rows with amax == 0, with amax too small for 127/amax, with inf
+ * and with NaN, and rows in several chunks. Its integer group sums are exact and its float fold is ref's
+ * operations in ref's order (no contraction), so every W4A8 case, random data included, must be bit-identical
+ * to ref; the oracle check uses tu_tolerance's W4A8 bound (G + 4 fp32 roundings), exact data bit for bit.
  * Without a Vulkan device (or without the module) the device cases skip with a message.
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -190,6 +198,77 @@ static void refusals(void **state) {
     mpl_platform_override(NULL);
 }
 
+static void refusals_w4a8(void **state) {
+    (void)state;
+    mpl_platform fake = *mpl_platform_current();
+    fake.vulkan_devices = 1;
+    fake.vulkan_device = 0;
+    fake.vulkan_caps = MPL_VK_CAP_USABLE;
+    fake.vulkan_max_range = (uint64_t)1 << 27;
+    mpl_platform_override(&fake);
+    mpl_config c;
+    mpl_config_init(&c, 4096, 4096);
+    c.group_size = 128;
+    c.mode = MPL_MODE_W4A8;
+    char msg[256];
+    assert_int_equal(verdict(&c, "vulkan_w4a8", msg, sizeof msg), MPL_REASON_OK);
+    assert_int_equal(verdict(&c, "vulkan_w4a8:gemv", msg, sizeof msg), MPL_REASON_OK);
+    assert_int_equal(verdict(&c, "vulkan_w4a8:tiled", msg, sizeof msg), MPL_REASON_OK);
+    /* vulkan_w4a16 sends W4A8 configs here, and this kernel sends W4A16 configs there */
+    assert_int_equal(verdict(&c, "vulkan_w4a16", msg, sizeof msg), MPL_REASON_MODE);
+    assert_non_null(strstr(msg, "vulkan_w4a8"));
+    c.mode = MPL_MODE_W4A16;
+    assert_int_equal(verdict(&c, "vulkan_w4a8", msg, sizeof msg), MPL_REASON_MODE);
+    assert_non_null(strstr(msg, "vulkan_w4a16"));
+    c.mode = MPL_MODE_W4A8;
+    c.group_size = 24;
+    c.k = 4080;
+    assert_int_equal(verdict(&c, "vulkan_w4a8", msg, sizeof msg), MPL_REASON_GROUP_SIZE);
+    assert_non_null(strstr(msg, "24"));
+    c.group_size = 16, c.k = 4096;
+    assert_int_equal(verdict(&c, "vulkan_w4a8", msg, sizeof msg), MPL_REASON_OK);
+    c.group_size = 128;
+    c.act = MPL_ACT_F32;
+    assert_int_equal(verdict(&c, "vulkan_w4a8", msg, sizeof msg), MPL_REASON_ACT_TYPE);
+    assert_non_null(strstr(msg, "f32"));
+    c.act = MPL_ACT_F16;
+    c.wtype = MPL_WTYPE_UINT8B128;
+    assert_int_equal(verdict(&c, "vulkan_w4a8", msg, sizeof msg), MPL_REASON_WEIGHT_TYPE);
+    c.wtype = MPL_WTYPE_UINT2B2;
+    assert_int_equal(verdict(&c, "vulkan_w4a8", msg, sizeof msg), MPL_REASON_WEIGHT_TYPE);
+    c.wtype = MPL_WTYPE_UINT4;
+    c.zero_points = 1;
+    assert_int_equal(verdict(&c, "vulkan_w4a8", msg, sizeof msg), MPL_REASON_OK);
+    c.wtype = MPL_WTYPE_INT4;
+    c.zero_points = 0;
+    assert_int_equal(verdict(&c, "vulkan_w4a8", msg, sizeof msg), MPL_REASON_OK);
+    c.wtype = MPL_WTYPE_UINT4B8;
+    /* over the buffer range: 16384 x 65536 codes = 512 MiB > 128 MiB */
+    c.k = 65536, c.n = 16384;
+    assert_int_equal(verdict(&c, "vulkan_w4a8", msg, sizeof msg), MPL_REASON_SHAPE);
+    assert_non_null(strstr(msg, "maxStorageBufferRange"));
+    c.k = 4096, c.n = 4096;
+    fake.vulkan_caps = 0;
+    assert_int_equal(verdict(&c, "vulkan_w4a8", msg, sizeof msg), MPL_REASON_DEVICE);
+    fake.vulkan_devices = 0;
+    mpl_reason none = verdict(&c, "vulkan_w4a8", msg, sizeof msg);
+    assert_true(none == (mpl_vulkan_built() ? MPL_REASON_DEVICE : MPL_REASON_NOT_BUILT));
+    /* the chooser picks this kernel for W4A8 on a Vulkan device, gemv for m 1..4 and tiled from 5 */
+    fake.vulkan_devices = 1;
+    fake.vulkan_caps = MPL_VK_CAP_USABLE;
+    mpl_options o;
+    mpl_options_init(&o);
+    o.device = MPL_DEVICE_VULKAN;
+    const char *chosen = NULL, *path = NULL;
+    assert_int_equal(mpl_choose(&c, &o, &chosen, NULL, 0, NULL), MPL_OK);
+    assert_string_equal(chosen, "vulkan_w4a8");
+    assert_int_equal(mpl_choose_path(&c, &o, 4, &path), MPL_OK);
+    assert_string_equal(path, "vulkan_w4a8:gemv");
+    assert_int_equal(mpl_choose_path(&c, &o, 5, &path), MPL_OK);
+    assert_string_equal(path, "vulkan_w4a8:tiled");
+    mpl_platform_override(NULL);
+}
+
 /* ---------- device cases ---------- */
 
 typedef struct vcase {
@@ -197,14 +276,50 @@ typedef struct vcase {
     mpl_wtype t;
     int act_order;
     mpl_act act;
+    mpl_mode mode; /* W4A16 (0) unless given: vulkan_w4a16; W4A8: vulkan_w4a8 */
 } vcase;
 
 static const vcase g_cases[] = {
-    {64, 64, -1, MPL_WTYPE_UINT4B8, 0, MPL_ACT_F16},   {200, 72, -1, MPL_WTYPE_UINT4, 0, MPL_ACT_BF16},
-    {256, 100, 16, MPL_WTYPE_INT4, 0, MPL_ACT_F16},    {480, 136, 48, MPL_WTYPE_UINT4, 0, MPL_ACT_BF16},
-    {768, 200, 64, MPL_WTYPE_UINT4B8, 1, MPL_ACT_F16}, {1024, 130, 128, MPL_WTYPE_UINT4, 1, MPL_ACT_BF16},
-    {2048, 24, 128, MPL_WTYPE_INT4, 1, MPL_ACT_BF16},  {4096, 65, 128, MPL_WTYPE_UINT4B8, 0, MPL_ACT_BF16},
+    {64, 64, -1, MPL_WTYPE_UINT4B8, 0, MPL_ACT_F16, MPL_MODE_W4A16},
+    {200, 72, -1, MPL_WTYPE_UINT4, 0, MPL_ACT_BF16, MPL_MODE_W4A16},
+    {256, 100, 16, MPL_WTYPE_INT4, 0, MPL_ACT_F16, MPL_MODE_W4A16},
+    {480, 136, 48, MPL_WTYPE_UINT4, 0, MPL_ACT_BF16, MPL_MODE_W4A16},
+    {768, 200, 64, MPL_WTYPE_UINT4B8, 1, MPL_ACT_F16, MPL_MODE_W4A16},
+    {1024, 130, 128, MPL_WTYPE_UINT4, 1, MPL_ACT_BF16, MPL_MODE_W4A16},
+    {2048, 24, 128, MPL_WTYPE_INT4, 1, MPL_ACT_BF16, MPL_MODE_W4A16},
+    {4096, 65, 128, MPL_WTYPE_UINT4B8, 0, MPL_ACT_BF16, MPL_MODE_W4A16},
 };
+
+/* W4A8: N tails (not multiples of 8 or 64), K tails (200, 2400: not multiples of 32), every group size
+ * dividing K, groups that run across the GEMV's 2048-channel segments (-1 and 48 at K > 2048; 16 at K = 2064
+ * puts 129 groups in two segments), zero points, int4, act-order, f16 and bf16. */
+static const vcase g_w4a8_cases[] = {
+    {64, 64, -1, MPL_WTYPE_UINT4B8, 0, MPL_ACT_F16, MPL_MODE_W4A8},
+    {200, 72, -1, MPL_WTYPE_UINT4, 0, MPL_ACT_BF16, MPL_MODE_W4A8},
+    {256, 100, 16, MPL_WTYPE_INT4, 0, MPL_ACT_F16, MPL_MODE_W4A8},
+    {480, 136, 32, MPL_WTYPE_UINT4, 0, MPL_ACT_BF16, MPL_MODE_W4A8},
+    {768, 200, 64, MPL_WTYPE_UINT4B8, 1, MPL_ACT_F16, MPL_MODE_W4A8},
+    {1024, 130, 128, MPL_WTYPE_UINT4, 1, MPL_ACT_BF16, MPL_MODE_W4A8},
+    {2064, 24, 16, MPL_WTYPE_INT4, 1, MPL_ACT_BF16, MPL_MODE_W4A8},
+    {2400, 33, -1, MPL_WTYPE_UINT4, 0, MPL_ACT_F16, MPL_MODE_W4A8},
+    {4128, 40, 48, MPL_WTYPE_UINT4, 1, MPL_ACT_F16, MPL_MODE_W4A8},
+    {4096, 65, 128, MPL_WTYPE_UINT4B8, 0, MPL_ACT_BF16, MPL_MODE_W4A8},
+};
+
+/* Special rows of x (W4A8): row i % 5 == 1 all zero (amax = 0: y = bias), 2 one +-inf, 3 one NaN (NaN rows),
+ * 4 (bf16 only: f16 cannot hold it) every value +-1e-38, so 127 / amax is inf (a zero row, mplinear.h). */
+static void special_rows(const mpl_config *c, int64_t m, void *x, float *xf) {
+    for (int64_t i = 0; i < m; i++) {
+        const int kind = (int)(i % 5);
+        const int64_t at = (i * 37) % c->k, row = i * c->k;
+        if (kind == 1 || (kind == 4 && c->act == MPL_ACT_BF16))
+            for (int64_t kk = 0; kk < c->k; kk++)
+                tu_act_store(c->act, x, row + kk, kind == 1 ? 0.0 : (kk & 1) ? -1e-38 : 1e-38);
+        if (kind == 2) tu_act_store(c->act, x, row + at, (i & 8) ? -INFINITY : INFINITY);
+        if (kind == 3) tu_act_store(c->act, x, row + at, NAN);
+        for (int64_t kk = 0; kk < c->k; kk++) xf[row + kk] = (float)tu_act_load(c->act, x, row + kk);
+    }
+}
 
 static int device_ready(void) {
     if (g_devices > 0) return 1;
@@ -214,8 +329,11 @@ static int device_ready(void) {
     return 0;
 }
 
-/* One case; returns 1 on pass. path NULL: the default choice for m. */
-static int run_case(const vcase *d, int64_t m, const char *path, int bias_on, tu_data_kind dk, uint64_t seed) {
+/* One case; returns 1 on pass. path NULL: the default choice for m. special: special_rows() in x (W4A8). */
+static int run_case(const vcase *d, int64_t m, const char *path, int bias_on, tu_data_kind dk, int special,
+                    uint64_t seed) {
+    const int w4a8 = d->mode == MPL_MODE_W4A8;
+    const char *kernel = w4a8 ? "vulkan_w4a8" : "vulkan_w4a16";
     mpl_config c;
     mpl_config_init(&c, d->k, d->n);
     c.wtype = d->t;
@@ -223,10 +341,12 @@ static int run_case(const vcase *d, int64_t m, const char *path, int bias_on, tu
     c.group_size = d->gs;
     c.act_order = d->act_order;
     c.act = d->act;
+    c.mode = d->mode;
     char cs[160], what[300];
     tu_cfg_str(&c, cs, sizeof cs);
-    snprintf(what, sizeof what, "%s m=%lld %s%s%s seed=0x%llx", path ? path : "vulkan_w4a16 (default)", (long long)m, cs,
-             bias_on ? " bias" : "", dk == TU_DATA_EXACT ? " exact" : "", (unsigned long long)seed);
+    snprintf(what, sizeof what, "%s%s m=%lld %s%s%s%s seed=0x%llx", path ? path : kernel, path ? "" : " (default)",
+             (long long)m, cs, bias_on ? " bias" : "", dk == TU_DATA_EXACT ? " exact" : "",
+             special ? " special-rows" : "", (unsigned long long)seed);
     int ok = 0;
     const int before = g_messages;
     tu_weights w;
@@ -255,7 +375,9 @@ static int run_case(const vcase *d, int64_t m, const char *path, int bias_on, tu
         fprintf(stderr, "FAIL %s: create: %s: %s\n", what, mpl_status_string(st), mpl_last_error());
         goto done;
     }
-    const char *runs = path ? path : (m <= 4 ? "vulkan_w4a16:gemv" : "vulkan_w4a16:tiled");
+    char runs_default[64];
+    snprintf(runs_default, sizeof runs_default, "%s:%s", kernel, m <= 4 ? "gemv" : "tiled");
+    const char *runs = path ? path : runs_default;
     const char *says = mpl_layer_path(kl, m);
     if (!says || strcmp(says, runs) != 0) {
         fprintf(stderr, "FAIL %s: mpl_layer_path = %s, expected %s\n", what, says ? says : "NULL", runs);
@@ -285,6 +407,7 @@ static int run_case(const vcase *d, int64_t m, const char *path, int bias_on, tu
         goto done;
     }
     tu_act_random(&r, &c, m, dk, x, xf);
+    if (special) special_rows(&c, m, x, xf);
     tu_bias_random(&r, c.act, c.n, dk, b, bf);
     tu_oracle(&w, m, xf, bias_on ? bf : NULL, want, mag);
     for (size_t i = 0; i < ny; i++) tol[i] = tu_tolerance(&c, want[i], mag[i], 0.0);
@@ -302,8 +425,15 @@ static int run_case(const vcase *d, int64_t m, const char *path, int bias_on, tu
     const double *t = dk == TU_DATA_EXACT ? NULL : tol;
     if (tu_compare(what, seed, &c, m, y1.p, want, t)) ok = 0;
     if (tu_compare("ref", seed, &c, m, yr.p, want, t)) ok = 0;
-    if (dk == TU_DATA_EXACT && memcmp(y1.p, yr.p, ny * as) != 0) {
-        fprintf(stderr, "FAIL %s: exact data but output differs from ref\n", what);
+    if ((dk == TU_DATA_EXACT || w4a8) && memcmp(y1.p, yr.p, ny * as) != 0) {
+        for (size_t i = 0; i < ny * as; i++)
+            if (((const unsigned char *)y1.p)[i] != ((const unsigned char *)yr.p)[i]) {
+                size_t e = i / as;
+                fprintf(stderr, "FAIL %s: output differs from ref (%s) first at (m=%zu, n=%zu): %g vs %g\n", what,
+                        w4a8 ? "W4A8 must be bit-identical" : "exact data", e / (size_t)c.n, e % (size_t)c.n,
+                        tu_act_load(c.act, y1.p, (int64_t)e), tu_act_load(c.act, yr.p, (int64_t)e));
+                break;
+            }
         ok = 0;
     }
 done:
@@ -331,16 +461,64 @@ static void run_matrix(const char *path, const int64_t *ms, int nm) {
         for (int mi = 0; mi < nm; mi++) {
             const vcase *d = &g_cases[ci];
             uint64_t seed = tu_case_seed(base, ci * 64 + (uint64_t)mi);
-            fails += !run_case(d, ms[mi], path, (int)((ci + (size_t)mi) & 1), TU_DATA_RANDOM, seed);
+            fails += !run_case(d, ms[mi], path, (int)((ci + (size_t)mi) & 1), TU_DATA_RANDOM, 0, seed);
             runs++;
             /* exact data (K <= 2048 keeps every fp32 partial sum exact): bit-identical to ref */
             if (d->k <= 2048 && mi == nm - 1) {
-                fails += !run_case(d, ms[mi], path, 1, TU_DATA_EXACT, seed ^ 1);
+                fails += !run_case(d, ms[mi], path, 1, TU_DATA_EXACT, 0, seed ^ 1);
                 runs++;
             }
         }
     fprintf(stderr, "%s: %d cases, %d failed\n", path ? path : "default choice", runs, fails);
     assert_int_equal(fails, 0);
+}
+
+/* The W4A8 matrix on one path (NULL: the default choice): random data at every m, exact data (K <= 2048) at
+ * the largest, and special rows (zero, tiny, inf, NaN) at the m >= 5 entries, bias alternating. */
+static void run_w4a8_matrix(const char *path, const int64_t *ms, int nm) {
+    if (!device_ready()) {
+        skip();
+        return;
+    }
+    uint64_t base = tu_seed(0x5eed48);
+    int fails = 0, runs = 0;
+    for (size_t ci = 0; ci < sizeof g_w4a8_cases / sizeof g_w4a8_cases[0]; ci++)
+        for (int mi = 0; mi < nm; mi++) {
+            const vcase *d = &g_w4a8_cases[ci];
+            const uint64_t seed = tu_case_seed(base, ci * 64 + (uint64_t)mi);
+            const int bias_on = (int)((ci + (size_t)mi) & 1);
+            const tu_data_kind dk = d->k <= 2048 ? TU_DATA_EXACT : TU_DATA_RANDOM;
+            fails += !run_case(d, ms[mi], path, bias_on, TU_DATA_RANDOM, 0, seed);
+            runs++;
+            if (mi == nm - 1) {
+                fails += !run_case(d, ms[mi], path, 1, TU_DATA_EXACT, 0, seed ^ 1);
+                runs++;
+            }
+            if (ms[mi] >= 5) {
+                fails += !run_case(d, ms[mi], path, !bias_on, dk, 1, seed ^ 2);
+                runs++;
+            }
+        }
+    fprintf(stderr, "%s: %d W4A8 cases, %d failed\n", path ? path : "vulkan_w4a8 default choice", runs, fails);
+    assert_int_equal(fails, 0);
+}
+
+static const int64_t g_w4a8_ms[] = {1, 2, 3, 4, 5, 17, 65};
+
+static void w4a8_gemv_cases(void **state) {
+    (void)state;
+    run_w4a8_matrix("vulkan_w4a8:gemv", g_w4a8_ms, 7);
+}
+
+static void w4a8_tiled_cases(void **state) {
+    (void)state;
+    run_w4a8_matrix("vulkan_w4a8:tiled", g_w4a8_ms, 7);
+}
+
+static void w4a8_default_cases(void **state) {
+    (void)state;
+    static const int64_t ms[] = {1, 4, 5, 70};
+    run_w4a8_matrix(NULL, ms, 4);
 }
 
 static void gemv_cases(void **state) {
@@ -369,9 +547,13 @@ static void chunked_rows(void **state) {
         return;
     }
     mpl_vk_test_scratch_max(64 * 1024);
-    const vcase d = {768, 200, 64, MPL_WTYPE_UINT4, 1, MPL_ACT_BF16};
-    assert_true(run_case(&d, 200, "vulkan_w4a16:tiled", 1, TU_DATA_RANDOM, 0xc4u));
-    assert_true(run_case(&d, 131, "vulkan_w4a16:gemv", 0, TU_DATA_EXACT, 0xc5u));
+    const vcase d = {768, 200, 64, MPL_WTYPE_UINT4, 1, MPL_ACT_BF16, MPL_MODE_W4A16};
+    assert_true(run_case(&d, 200, "vulkan_w4a16:tiled", 1, TU_DATA_RANDOM, 0, 0xc4u));
+    assert_true(run_case(&d, 131, "vulkan_w4a16:gemv", 0, TU_DATA_EXACT, 0, 0xc5u));
+    /* W4A8: 64 rows per chunk (its x rows are k_pad + 16 bytes); special rows in every chunk */
+    const vcase q = {768, 200, 64, MPL_WTYPE_UINT4, 1, MPL_ACT_BF16, MPL_MODE_W4A8};
+    assert_true(run_case(&q, 200, "vulkan_w4a8:tiled", 1, TU_DATA_RANDOM, 1, 0xc6u));
+    assert_true(run_case(&q, 131, "vulkan_w4a8:gemv", 0, TU_DATA_EXACT, 1, 0xc7u));
     mpl_vk_test_scratch_max(0);
 }
 
@@ -431,7 +613,9 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(layout_round_trip, reset), cmocka_unit_test_setup(refusals, reset),
         cmocka_unit_test_setup(gemv_cases, reset),        cmocka_unit_test_setup(tiled_cases, reset),
-        cmocka_unit_test_setup(default_cases, reset),     cmocka_unit_test_setup(chunked_rows, reset),
+        cmocka_unit_test_setup(default_cases, reset),     cmocka_unit_test_setup(refusals_w4a8, reset),
+        cmocka_unit_test_setup(w4a8_gemv_cases, reset),   cmocka_unit_test_setup(w4a8_tiled_cases, reset),
+        cmocka_unit_test_setup(w4a8_default_cases, reset), cmocka_unit_test_setup(chunked_rows, reset),
         cmocka_unit_test_setup(device_selection, reset),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

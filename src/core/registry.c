@@ -30,9 +30,11 @@ static const mpl_kernel_desc *const cuda_table[] = {
 };
 #endif
 
-/* Vulkan: always listed; without the module (MPLINEAR_VULKAN=OFF) the row refuses NOT_BUILT. */
+/* Vulkan: always listed; without the module (MPLINEAR_VULKAN=OFF) the rows refuse NOT_BUILT. vulkan_w4a16
+ * refuses W4A8 configs and vulkan_w4a8 refuses W4A16, so the order only sets what `mplinear info` lists first. */
 static const mpl_kernel_desc *const vulkan_table[] = {
     &mpl_kernel_vulkan_w4a16,
+    &mpl_kernel_vulkan_w4a8,
 };
 
 const mpl_kernel_desc *const *mpl_registry(mpl_backend b, int *count) {

@@ -16,7 +16,8 @@ extern const mpl_kernel_desc mpl_kernel_x86_avx2_w4a16;
 #ifdef MPL_HAVE_CUDA
 extern const mpl_kernel_desc mpl_kernel_cuda_w4a16;
 #endif
-/* src/kernels/vulkan/vulkan_w4a16.c: always built; refuses NOT_BUILT without the Vulkan module */
+/* src/kernels/vulkan/vulkan_w4a16.c, vulkan_w4a8.c: always built; refuse NOT_BUILT without the Vulkan module */
 extern const mpl_kernel_desc mpl_kernel_vulkan_w4a16;
+extern const mpl_kernel_desc mpl_kernel_vulkan_w4a8;
 
 #endif

@@ -1,9 +1,9 @@
 /*
- * vk_instance.c -- the Vulkan loader and devices for the vulkan_w4a16 kernel: libvulkan.so.1 opened once per
- * process (dlopen: no loader or no driver is a refusal, never a failed start), one VkInstance (Vulkan 1.1),
- * the physical devices with what mplinear info prints about them, and one logical device per physical
- * device (a compute queue, the descriptor-set layout and the pipelines of every shader), created on first
- * use and kept for the process, as the CUDA kernels keep their per-device state.
+ * vk_instance.c -- the Vulkan loader and devices for the vulkan_w4a16 and vulkan_w4a8 kernels: libvulkan.so.1
+ * opened once per process (dlopen: no loader or no driver is a refusal, never a failed start), one VkInstance
+ * (Vulkan 1.1), the physical devices with what mplinear info prints about them, and one logical device per
+ * physical device (a compute queue, the descriptor-set layout and the pipelines of every shader of both
+ * kernels), created on first use and kept for the process, as the CUDA kernels keep their per-device state.
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -431,8 +431,12 @@ static mpl_status make_pipelines(mpl_vk_device *d) {
                                      .pPushConstantRanges = &pr};
     r = d->fn.CreatePipelineLayout(d->dev, &pi, NULL, &d->pipeline_layout);
     if (r != VK_SUCCESS) return mpl_vk_fail(r, "vkCreatePipelineLayout");
-    const uint32_t *code[MPL_VK_SHADERS] = {mpl_vk_spv_w4a16_gemv, mpl_vk_spv_w4a16_tiled};
-    const size_t bytes[MPL_VK_SHADERS] = {mpl_vk_spv_w4a16_gemv_bytes, mpl_vk_spv_w4a16_tiled_bytes};
+    const uint32_t *code[MPL_VK_SHADERS] = {
+        [MPL_VK_SHADER_GEMV] = mpl_vk_spv_w4a16_gemv, [MPL_VK_SHADER_TILED] = mpl_vk_spv_w4a16_tiled,
+        [MPL_VK_SHADER_W4A8_GEMV] = mpl_vk_spv_w4a8_gemv, [MPL_VK_SHADER_W4A8_TILED] = mpl_vk_spv_w4a8_tiled};
+    const size_t bytes[MPL_VK_SHADERS] = {
+        [MPL_VK_SHADER_GEMV] = mpl_vk_spv_w4a16_gemv_bytes, [MPL_VK_SHADER_TILED] = mpl_vk_spv_w4a16_tiled_bytes,
+        [MPL_VK_SHADER_W4A8_GEMV] = mpl_vk_spv_w4a8_gemv_bytes, [MPL_VK_SHADER_W4A8_TILED] = mpl_vk_spv_w4a8_tiled_bytes};
     for (int s = 0; s < MPL_VK_SHADERS; s++) {
         VkShaderModuleCreateInfo mi = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = bytes[s], .pCode = code[s]};
         VkShaderModule mod;

@@ -81,6 +81,10 @@ extern const uint32_t mpl_vk_spv_w4a16_gemv[];
 extern const size_t mpl_vk_spv_w4a16_gemv_bytes;
 extern const uint32_t mpl_vk_spv_w4a16_tiled[];
 extern const size_t mpl_vk_spv_w4a16_tiled_bytes;
+extern const uint32_t mpl_vk_spv_w4a8_gemv[];
+extern const size_t mpl_vk_spv_w4a8_gemv_bytes;
+extern const uint32_t mpl_vk_spv_w4a8_tiled[];
+extern const size_t mpl_vk_spv_w4a8_tiled_bytes;
 
 /* The logical device of physical device i (created on first call; thread-safe). */
 mpl_status mpl_vk_device_open(int i, mpl_vk_device **out);

@@ -1,13 +1,17 @@
 /*
- * vk_layer.c -- a vulkan_w4a16 layer on its device: the packed weight image in one device-local buffer, and
- * the apply of host pointers: x (permuted to the packed channel order, zero-padded to k_pad) and bias are
- * written into host-visible staging buffers, copied to device-local scratch, one path's shader runs, and y
- * (f32) comes back the same way to be rounded once to the activation type on the host (the exact contract
- * of mplinear.h: fp32 sums, one output rounding, round to nearest even). Rows go in chunks whose x and y fit
- * the device's maxStorageBufferRange and a fixed scratch size, so the scratch is bounded for any m; it is
- * allocated on the first apply of a size and kept (later applies allocate nothing). One mutex per layer
- * serializes applies (the command buffer and scratch are per layer state).
+ * vk_layer.c -- a vulkan_w4a16 or vulkan_w4a8 layer on its device: the packed weight image in one device-local
+ * buffer, and the apply of host pointers: x (permuted to the packed channel order, zero-padded to k_pad) and
+ * bias are written into host-visible staging buffers, copied to device-local scratch, one path's shader runs,
+ * and y (f32) comes back the same way to be rounded once to the activation type on the host (the exact
+ * contract of mplinear.h: fp32 sums, one output rounding, round to nearest even). W4A8 layers quantize x on
+ * the host while staging it (mpl_quantize_row_i8, the function ref calls, so q and sx are ref's bits; O(m k)
+ * against the shaders' O(m n k)): a row goes up as k_pad int8 values and its sx (shaders/w4a8_common.glsl),
+ * half the bytes of a 16-bit row; a row holding inf/NaN comes back as NaN, written on the host as ref does.
+ * Rows go in chunks whose x and y fit the device's maxStorageBufferRange and a fixed scratch size, so the
+ * scratch is bounded for any m; it is allocated on the first apply of a size and kept (later applies allocate
+ * nothing). One mutex per layer serializes applies (the command buffer and scratch are per layer state).
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +38,10 @@ struct mpl_vk_layer {
     mpl_vk_device *d;
     int64_t k, n, k_pad, n_pad, groups, group_size, zstride;
     mpl_act act;
+    mpl_mode mode;
+    int64_t x_row_bytes; /* a staged row of x: k_pad 16-bit values (W4A16), k_pad int8 + a 16-byte sx slot (W4A8) */
+    float *xf;           /* W4A8: one row of x as f32 [k] (staging scratch; applies are serialized) */
+    int8_t *xq;          /* W4A8: its quantization [k] */
     uint32_t flags;   /* the shaders' FLAG_BF16 | FLAG_ZEROS */
     int32_t *perm;    /* [k] or NULL */
     vk_buf weights;   /* the layout's image */
@@ -164,8 +172,10 @@ static void record_dispatch(mpl_vk_layer *L, mpl_vk_shader sh, int64_t m, int bi
     const mpl_vk_device *d = L->d;
     d->fn.CmdBindPipeline(L->cb, VK_PIPELINE_BIND_POINT_COMPUTE, d->pipelines[sh]);
     d->fn.CmdBindDescriptorSets(L->cb, VK_PIPELINE_BIND_POINT_COMPUTE, d->pipeline_layout, 0, 1, &L->set, 0, NULL);
-    const int64_t rows = sh == MPL_VK_SHADER_GEMV ? GEMV_ROWS : TILE_N;
-    const int64_t mtile = sh == MPL_VK_SHADER_GEMV ? GEMV_MB : TILE_M;
+    /* both modes' GEMVs have the same workgroup shape, and both tiled GEMMs the same tile */
+    const int gemv = sh == MPL_VK_SHADER_GEMV || sh == MPL_VK_SHADER_W4A8_GEMV;
+    const int64_t rows = gemv ? GEMV_ROWS : TILE_N;
+    const int64_t mtile = gemv ? GEMV_MB : TILE_M;
     const int64_t nwg = L->n_pad / rows, mwg = (m + mtile - 1) / mtile;
     const int64_t xmax = d->limits.maxComputeWorkGroupCount[0];
     for (int64_t w0 = 0; w0 < nwg; w0 += xmax) {
@@ -174,7 +184,7 @@ static void record_dispatch(mpl_vk_layer *L, mpl_vk_shader sh, int64_t m, int bi
                           (uint32_t)L->group_size, (uint32_t)L->zstride, L->flags | (bias ? FLAG_BIAS : 0u),
                           (uint32_t)(w0 * rows), 0};
         d->fn.CmdPushConstants(L->cb, d->pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof pc, pc);
-        if (sh == MPL_VK_SHADER_GEMV)
+        if (gemv)
             d->fn.CmdDispatch(L->cb, (uint32_t)cnt, 1, (uint32_t)mwg);
         else
             d->fn.CmdDispatch(L->cb, (uint32_t)cnt, (uint32_t)mwg, 1);
@@ -192,6 +202,8 @@ void mpl_vk_layer_destroy(mpl_vk_layer *L) {
     if (L->pool) d->fn.DestroyCommandPool(d->dev, L->pool, NULL); /* frees the command buffer */
     pthread_mutex_destroy(&L->mu);
     free(L->perm);
+    free(L->xf);
+    free(L->xq);
     free(L);
 }
 
@@ -229,24 +241,29 @@ static mpl_status create_objects(mpl_vk_layer *L) {
     return MPL_OK;
 }
 
-mpl_status mpl_vk_layer_create(int device, const mpl_vulkan_w4a16_layout *l, mpl_act act, mpl_vk_layer **out) {
+mpl_status mpl_vk_layer_create(int device, const mpl_vulkan_w4a16_layout *l, mpl_act act, mpl_mode mode,
+                               mpl_vk_layer **out) {
     *out = NULL;
+    const char *kname = mode == MPL_MODE_W4A8 ? "vulkan_w4a8" : "vulkan_w4a16";
     mpl_vk_device *d;
     mpl_status st = mpl_vk_device_open(device, &d);
     if (st != MPL_OK) return st;
     const uint64_t range = d->limits.maxStorageBufferRange;
     if (l->qweight_bytes > range || l->scales_bytes > range || l->zeros_bytes > range)
         return mpl_set_error(MPL_ERR_UNSUPPORTED,
-                             "vulkan_w4a16: packed weights of %zu bytes exceed device %d's maxStorageBufferRange "
+                             "%s: packed weights of %zu bytes exceed device %d's maxStorageBufferRange "
                              "(%llu bytes): splitting a layer over several buffers is not implemented",
-                             l->qweight_bytes, device, (unsigned long long)range);
+                             kname, l->qweight_bytes, device, (unsigned long long)range);
     mpl_vk_layer *L = calloc(1, sizeof *L);
-    if (!L) return mpl_set_error(MPL_ERR_OUT_OF_MEMORY, "vulkan_w4a16: out of memory");
+    if (!L) return mpl_set_error(MPL_ERR_OUT_OF_MEMORY, "%s: out of memory", kname);
     pthread_mutex_init(&L->mu, NULL);
     L->d = d;
     L->k = l->k, L->n = l->n, L->k_pad = l->k_pad, L->n_pad = l->n_pad;
     L->groups = l->groups, L->group_size = l->group_size, L->zstride = l->zstride;
     L->act = act;
+    L->mode = mode;
+    /* W4A8: the sx slot is 16 bytes so that every row starts on a uvec4 (k_pad is a multiple of 32) */
+    L->x_row_bytes = mode == MPL_MODE_W4A8 ? L->k_pad + 16 : L->k_pad * 2;
     L->flags = (act == MPL_ACT_BF16 ? FLAG_BF16 : 0u) | (l->zeros_bytes ? FLAG_ZEROS : 0u);
     L->qweight_off = l->qweight_off, L->qweight_bytes = l->qweight_bytes;
     L->scales_off = l->scales_off, L->scales_bytes = l->scales_bytes;
@@ -255,7 +272,7 @@ mpl_status mpl_vk_layer_create(int device, const mpl_vulkan_w4a16_layout *l, mpl
      * spec's smallest maxComputeWorkGroupCount (65535) can hold */
     const uint64_t scratch = g_scratch_max ? g_scratch_max : SCRATCH_MAX;
     uint64_t cap = range < scratch ? range : scratch;
-    uint64_t by_y = cap / ((uint64_t)L->n * 4), by_x = cap / ((uint64_t)L->k_pad * 2);
+    uint64_t by_y = cap / ((uint64_t)L->n * 4), by_x = cap / (uint64_t)L->x_row_bytes;
     int64_t rows = (int64_t)(by_y < by_x ? by_y : by_x);
     if (rows > (int64_t)65535 * GEMV_MB) rows = (int64_t)65535 * GEMV_MB;
     if (rows >= TILE_M) rows -= rows % TILE_M;
@@ -264,13 +281,21 @@ mpl_status mpl_vk_layer_create(int device, const mpl_vulkan_w4a16_layout *l, mpl
         L->perm = malloc((size_t)l->k * sizeof(int32_t));
         if (!L->perm) {
             mpl_vk_layer_destroy(L);
-            return mpl_set_error(MPL_ERR_OUT_OF_MEMORY, "vulkan_w4a16: out of memory");
+            return mpl_set_error(MPL_ERR_OUT_OF_MEMORY, "%s: out of memory", kname);
         }
         memcpy(L->perm, l->perm, (size_t)l->k * sizeof(int32_t));
     }
+    if (mode == MPL_MODE_W4A8) {
+        L->xf = malloc((size_t)l->k * sizeof(float));
+        L->xq = malloc((size_t)l->k);
+        if (!L->xf || !L->xq) {
+            mpl_vk_layer_destroy(L);
+            return mpl_set_error(MPL_ERR_OUT_OF_MEMORY, "%s: out of memory", kname);
+        }
+    }
     vk_buf stage;
-    if (rows < 1) st = mpl_set_error(MPL_ERR_UNSUPPORTED, "vulkan_w4a16: one row of y (%lld f32) exceeds the device's "
-                                     "buffer range", (long long)L->n);
+    if (rows < 1) st = mpl_set_error(MPL_ERR_UNSUPPORTED, "%s: one row of y (%lld f32) exceeds the device's "
+                                     "buffer range", kname, (long long)L->n);
     if (st == MPL_OK) st = create_objects(L);
     if (st == MPL_OK) st = buf_alloc(d, &L->weights, l->bytes, 0, "allocating the packed weights");
     if (st == MPL_OK) st = buf_alloc(d, &L->b_dev, (VkDeviceSize)L->n_pad * 4, 0, "allocating the bias buffer");
@@ -302,7 +327,7 @@ static mpl_status ensure_scratch(mpl_vk_layer *L, int64_t rows) {
     vk_buf *bufs[] = {&L->x_dev, &L->y_dev, &L->x_host, &L->y_host};
     for (size_t i = 0; i < 4; i++) buf_free(d, bufs[i]);
     L->cap_rows = 0;
-    VkDeviceSize xb = (VkDeviceSize)rows * (VkDeviceSize)L->k_pad * 2, yb = (VkDeviceSize)rows * (VkDeviceSize)L->n * 4;
+    VkDeviceSize xb = (VkDeviceSize)rows * (VkDeviceSize)L->x_row_bytes, yb = (VkDeviceSize)rows * (VkDeviceSize)L->n * 4;
     mpl_status st = buf_alloc(d, &L->x_dev, xb, 0, "allocating x");
     if (st == MPL_OK) st = buf_alloc(d, &L->y_dev, yb, 0, "allocating y");
     if (st == MPL_OK) st = buf_alloc(d, &L->x_host, xb, 1, "allocating x's staging buffer");
@@ -316,8 +341,44 @@ static mpl_status ensure_scratch(mpl_vk_layer *L, int64_t rows) {
     return MPL_OK;
 }
 
+/* W4A8: rows [r0, r0 + rows) of x quantized (ref's function, on the row in its own channel order: amax and
+ * each q do not depend on the order) into the staging buffer: q in packed channel order, zero past k, then sx
+ * in the row's 16-byte slot (NaN for a row holding inf/NaN). */
+static void stage_xq(const mpl_vk_layer *L, const void *x, int64_t r0, int64_t rows) {
+    const size_t as = mpl_act_size(L->act);
+    for (int64_t r = 0; r < rows; r++) {
+        int8_t *o = (int8_t *)L->x_host.map + (size_t)r * (size_t)L->x_row_bytes;
+        int nonfinite;
+        mpl_act_to_f32(L->act, (const char *)x + (size_t)(r0 + r) * (size_t)L->k * as, L->xf, L->k);
+        const float sx = mpl_quantize_row_i8(L->xf, L->k, L->xq, &nonfinite);
+        if (L->perm)
+            for (int64_t p = 0; p < L->k; p++) o[p] = L->xq[L->perm[p]];
+        else
+            memcpy(o, L->xq, (size_t)L->k);
+        memset(o + L->k, 0, (size_t)(L->x_row_bytes - L->k));
+        memcpy(o + L->k_pad, &sx, sizeof sx);
+    }
+}
+
+/* W4A8: a row whose x held inf/NaN gives NaN in every output (mplinear.h). The shaders' sx = NaN makes it
+ * NaN already; the row is rewritten with ref's NaN so that its bits do not depend on the device's NaN. */
+static void nan_rows(const mpl_vk_layer *L, int64_t rows) {
+    for (int64_t r = 0; r < rows; r++) {
+        float sx;
+        memcpy(&sx, (const char *)L->x_host.map + (size_t)r * (size_t)L->x_row_bytes + (size_t)L->k_pad, sizeof sx);
+        if (isnan(sx)) {
+            float *yr = (float *)L->y_host.map + (size_t)r * (size_t)L->n;
+            for (int64_t j = 0; j < L->n; j++) yr[j] = NAN;
+        }
+    }
+}
+
 /* Rows [r0, r0 + rows) of x into the staging buffer: packed channel order, zero past k. */
 static void stage_x(const mpl_vk_layer *L, const void *x, int64_t r0, int64_t rows) {
+    if (L->mode == MPL_MODE_W4A8) {
+        stage_xq(L, x, r0, rows);
+        return;
+    }
     const uint16_t *src = x;
     uint16_t *dst = L->x_host.map;
     for (int64_t r = 0; r < rows; r++) {
@@ -333,7 +394,7 @@ static void stage_x(const mpl_vk_layer *L, const void *x, int64_t r0, int64_t ro
 
 mpl_status mpl_vk_layer_apply(mpl_vk_layer *L, mpl_vk_shader sh, int64_t m, const void *x, const void *bias, void *y) {
     if (m < 1) return MPL_OK;
-    if (pthread_mutex_lock(&L->mu) != 0) return mpl_set_error(MPL_ERR_INTERNAL, "vulkan_w4a16: mutex");
+    if (pthread_mutex_lock(&L->mu) != 0) return mpl_set_error(MPL_ERR_INTERNAL, "vulkan: layer mutex");
     const mpl_vk_device *d = L->d;
     const size_t as = mpl_act_size(L->act);
     mpl_status st = ensure_scratch(L, m < L->chunk_rows ? m : L->chunk_rows);
@@ -341,7 +402,7 @@ mpl_status mpl_vk_layer_apply(mpl_vk_layer *L, mpl_vk_shader sh, int64_t m, cons
     for (int64_t r0 = 0; st == MPL_OK && r0 < m; r0 += L->chunk_rows) {
         const int64_t rows = m - r0 < L->chunk_rows ? m - r0 : L->chunk_rows;
         stage_x(L, x, r0, rows);
-        const VkDeviceSize xb = (VkDeviceSize)rows * (VkDeviceSize)L->k_pad * 2;
+        const VkDeviceSize xb = (VkDeviceSize)rows * (VkDeviceSize)L->x_row_bytes;
         const VkDeviceSize yb = (VkDeviceSize)rows * (VkDeviceSize)L->n * 4;
         st = begin(L);
         if (st != MPL_OK) break;
@@ -356,6 +417,7 @@ mpl_status mpl_vk_layer_apply(mpl_vk_layer *L, mpl_vk_shader sh, int64_t m, cons
         barrier(d, L->cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
                 VK_ACCESS_HOST_READ_BIT);
         st = submit_wait(L);
+        if (st == MPL_OK && L->mode == MPL_MODE_W4A8) nan_rows(L, rows);
         if (st == MPL_OK)
             mpl_f32_to_act(L->act, L->y_host.map, (char *)y + (size_t)r0 * (size_t)L->n * as, rows * L->n);
     }
@@ -368,16 +430,17 @@ mpl_status mpl_vk_layer_time(mpl_vk_layer *L, mpl_vk_shader sh, int64_t m, doubl
     if (!L->queries) return mpl_set_error(MPL_ERR_UNSUPPORTED, "vulkan: the compute queue has no timestamps");
     /* device-resident x and y of all m rows in one dispatch: bounded by the buffer range and the grid only */
     const uint64_t range = d->limits.maxStorageBufferRange;
-    if (m < 1 || (uint64_t)m * (uint64_t)L->n * 4 > range || (uint64_t)m * (uint64_t)L->k_pad * 2 > range ||
+    if (m < 1 || (uint64_t)m * (uint64_t)L->n * 4 > range || (uint64_t)m * (uint64_t)L->x_row_bytes > range ||
         m > (int64_t)65535 * GEMV_MB)
         return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "vulkan: time m = %lld: x or y over the device's buffer range",
                              (long long)m);
-    if (pthread_mutex_lock(&L->mu) != 0) return mpl_set_error(MPL_ERR_INTERNAL, "vulkan_w4a16: mutex");
+    if (pthread_mutex_lock(&L->mu) != 0) return mpl_set_error(MPL_ERR_INTERNAL, "vulkan: layer mutex");
     mpl_status st = ensure_scratch(L, m);
     if (st == MPL_OK) st = begin(L);
     if (st == MPL_OK) {
-        /* x = 1.0 in both 16-bit types' low bits is irrelevant to the timing; any finite pattern does */
-        d->fn.CmdFillBuffer(L->cb, L->x_dev.buf, 0, (VkDeviceSize)m * (VkDeviceSize)L->k_pad * 2, 0x3c003c00u);
+        /* x = 1.0 in both 16-bit types' low bits is irrelevant to the timing; any finite pattern does (W4A8:
+         * int8 values 0 and 60, sx 0.0078) */
+        d->fn.CmdFillBuffer(L->cb, L->x_dev.buf, 0, (VkDeviceSize)m * (VkDeviceSize)L->x_row_bytes, 0x3c003c00u);
         barrier(d, L->cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                 VK_ACCESS_SHADER_READ_BIT);
         d->fn.CmdResetQueryPool(L->cb, L->queries, 0, 2);

@@ -24,10 +24,11 @@ mpl_status mpl_vulkan_device_get(int i, mpl_vulkan_device_info *out) {
     return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "Vulkan device %d: there are none (%s)", i, NOT_BUILT);
 }
 
-mpl_status mpl_vk_layer_create(int device, const mpl_vulkan_w4a16_layout *l, mpl_act act, mpl_vk_layer **out) {
+mpl_status mpl_vk_layer_create(int device, const mpl_vulkan_w4a16_layout *l, mpl_act act, mpl_mode mode,
+                               mpl_vk_layer **out) {
     (void)device, (void)l, (void)act;
     *out = NULL;
-    return mpl_set_error(MPL_ERR_NO_HARDWARE, "vulkan_w4a16: %s", NOT_BUILT);
+    return mpl_set_error(MPL_ERR_NO_HARDWARE, "%s: %s", mode == MPL_MODE_W4A8 ? "vulkan_w4a8" : "vulkan_w4a16", NOT_BUILT);
 }
 
 mpl_status mpl_vk_layer_apply(mpl_vk_layer *L, mpl_vk_shader sh, int64_t m, const void *x, const void *bias, void *y) {

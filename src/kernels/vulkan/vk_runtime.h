@@ -1,5 +1,5 @@
 /*
- * vk_runtime.h -- the Vulkan side of kernel vulkan_w4a16 (internal): the loader, once per process (libvulkan.so.1
+ * vk_runtime.h -- the Vulkan side of kernels vulkan_w4a16 and vulkan_w4a8 (internal): the loader, once per process (libvulkan.so.1
  * opened at run time, so a missing loader or driver is MPL_ERR_NO_HARDWARE, never a failed program start),
  * the physical devices, one logical device per physical device (created on first use, kept for the process),
  * and a layer's device state: its packed weight buffer and the scratch an apply of host pointers goes through.
@@ -11,15 +11,26 @@
 #include "../../core/internal.h"
 #include "../../layouts/vulkan_w4a16.h"
 
-/* The compute shaders (src/kernels/vulkan/shaders/), one per path that has one. */
-typedef enum mpl_vk_shader { MPL_VK_SHADER_GEMV = 0, MPL_VK_SHADER_TILED = 1, MPL_VK_SHADERS = 2 } mpl_vk_shader;
+/* The compute shaders (src/kernels/vulkan/shaders/), one per path that has one: vulkan_w4a16's (x in the
+ * activation type) and vulkan_w4a8's (x as int8 rows quantized on the host). */
+typedef enum mpl_vk_shader {
+    MPL_VK_SHADER_GEMV = 0,
+    MPL_VK_SHADER_TILED = 1,
+    MPL_VK_SHADER_W4A8_GEMV = 2,
+    MPL_VK_SHADER_W4A8_TILED = 3,
+    MPL_VK_SHADERS = 4
+} mpl_vk_shader;
 
 typedef struct mpl_vk_layer mpl_vk_layer;
 
-/* Uploads l's image to device `device` (one buffer) for activations of type act. l stays the caller's. */
-mpl_status mpl_vk_layer_create(int device, const mpl_vulkan_w4a16_layout *l, mpl_act act, mpl_vk_layer **out);
+/* Uploads l's image to device `device` (one buffer) for activations of type act in `mode`: W4A16 layers run
+ * the W4A16 shaders on x as given, W4A8 layers the W4A8 shaders on x quantized on the host. l stays the
+ * caller's. */
+mpl_status mpl_vk_layer_create(int device, const mpl_vulkan_w4a16_layout *l, mpl_act act, mpl_mode mode,
+                               mpl_vk_layer **out);
 /* y = x . W^T + bias on host pointers (x [m][k], bias [n] or NULL, y [m][n], all of type act), through the
- * layer's staging buffers (rows in chunks that fit the device's buffer range); serialized per layer. */
+ * layer's staging buffers (rows in chunks that fit the device's buffer range); serialized per layer. sh must
+ * be a shader of the layer's mode. */
 mpl_status mpl_vk_layer_apply(mpl_vk_layer *L, mpl_vk_shader sh, int64_t m, const void *x, const void *bias, void *y);
 void mpl_vk_layer_destroy(mpl_vk_layer *L);
 /* Benchmarks: GPU time of one dispatch of m rows on device-resident x and y (timestamp queries), seconds. */

@@ -27,7 +27,7 @@ typedef struct packed_layer {
 
 static mpl_reason can_implement(const mpl_config *c, const mpl_platform *p, char *msg, size_t cap) {
     if (c->mode != MPL_MODE_W4A16)
-        return mpl_refuse(msg, cap, MPL_REASON_MODE, "mode W4A8: vulkan_w4a16 runs W4A16 only (vulkan_w4a8 is not written)");
+        return mpl_refuse(msg, cap, MPL_REASON_MODE, "mode W4A8: vulkan_w4a16 runs W4A16 only (W4A8 configs use vulkan_w4a8)");
     if (c->wtype != MPL_WTYPE_UINT4B8 && c->wtype != MPL_WTYPE_UINT4 && c->wtype != MPL_WTYPE_INT4)
         return mpl_refuse(msg, cap, MPL_REASON_WEIGHT_TYPE,
                           "weight type %s: vulkan_w4a16 takes the 4-bit types uint4b8, uint4 (zero points) and int4",
@@ -88,7 +88,7 @@ static mpl_status pack(const mpl_config *c, const mpl_canonical *w, const mpl_pl
     mpl_status st = mpl_vulkan_w4a16_pack(c, w, &l);
     if (st == MPL_OK) {
         p->held_bytes = l.qweight_bytes + l.scales_bytes + l.zeros_bytes;
-        st = mpl_vk_layer_create(plat->vulkan_device, &l, c->act, &p->vk);
+        st = mpl_vk_layer_create(plat->vulkan_device, &l, c->act, MPL_MODE_W4A16, &p->vk);
         mpl_vulkan_w4a16_layout_free(&l);
     }
     if (st != MPL_OK) {
