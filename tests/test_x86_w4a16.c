@@ -595,6 +595,8 @@ static void default_paths(void **state) {
     expect_switch_w(zen4, intel, MPL_WTYPE_UINT2B2, MPL_ACT_BF16, dec, 16, f32);
     expect_switch_w(zen4, intel, MPL_WTYPE_UINT3B4, MPL_ACT_BF16, dec, 4, f32);
     expect_switch_w(zen4, intel, MPL_WTYPE_UINT8B128, MPL_ACT_BF16, dec, 8, f32);
+    expect_switch_w(zen4, intel, MPL_WTYPE_UINT2, MPL_ACT_BF16, dec, 2, f32); /* one row per decode pass */
+    expect_switch_w(icl, intel, MPL_WTYPE_UINT2, MPL_ACT_F16, dec, 2, f32);
     expect_switch(avx2, amd, MPL_ACT_BF16, "x86_avx2_w4a16:decode", 8, "x86_avx2_w4a16:prefill");
     mpl_platform_override(NULL);
 

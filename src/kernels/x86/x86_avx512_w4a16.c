@@ -52,13 +52,25 @@ static mpl_reason bf16_can_implement(const mpl_config *c, const mpl_platform *p,
  *   AMD with AVX512-BF16 (Zen 4/5): bf16 -> vdpbf16ps from m = 5 (not swept there yet: set between
  *     the AMX (1) and f32 (8) cases); f16/f32 -> f32 from m = 9.
  *   Other AVX-512 CPUs (Ice Lake, Skylake-X: not swept): f32 prefill from m = 9 (the SPR f32 case).
+ *   2-bit with zero points: decode to m = 2 at most (machine_switch).
  */
 typedef struct {
     int64_t decode_max; /* decode serves m = 1..decode_max */
     int prefill;        /* the prefill path from decode_max + 1 */
 } switch_point;
 
+static switch_point machine_switch_isa(const mpl_config *c, const mpl_platform *p);
+
+/* 2-bit with zero points decodes one row per pass (tile_p2z: each further row costs about what the
+ * first does), so decode ends at m = 2 on every machine (Intel without AMX, 4096x14336, 1 thread:
+ * m = 2 6.42 vs 10.67 ms f32 prefill, m = 3 10.05 vs 9.55). */
 static switch_point machine_switch(const mpl_config *c, const mpl_platform *p) {
+    switch_point sp = machine_switch_isa(c, p);
+    if (c->zero_points && mpl_wtype_width(c->wtype) == 2 && sp.decode_max > 2) sp.decode_max = 2;
+    return sp;
+}
+
+static switch_point machine_switch_isa(const mpl_config *c, const mpl_platform *p) {
     const bool bf16 = c->act == MPL_ACT_BF16, amx = (p->isa & MPL_X86_LEVEL_AMX) == MPL_X86_LEVEL_AMX;
     const bool avx512bf16 = (p->isa & MPL_X86_LEVEL_AVX512BF16) == MPL_X86_LEVEL_AVX512BF16;
     if (amx) return bf16 ? (switch_point){1, PREFILL_AMX} : (switch_point){8, PREFILL_F32};
@@ -108,7 +120,7 @@ static const mpl_path_desc paths[NPATHS] = {
                 .m_limit = MPL_M_ANY,
                 .why = "per machine (cold sweeps, 4096x14336): AMX (SPR): decode ahead of AMX at m=1 only, of f32 "
                        "prefill to m=8; Intel without AMX: to m=12 (4-bit), 16 (2-bit), 8 (8-bit), 4 (3-bit); "
-                       "Zen 4/5 bf16: 4 (not swept); else 8",
+                       "Zen 4/5 bf16: 4 (not swept); else 8; 2-bit with zero points at most 2 (one row per pass)",
                 .m_range = decode_m_range},
     [PREFILL_AMX] = {.name = "x86_avx512_w4a16:prefill-amx",
                      .requires = "amx level (AMX tile state granted by the OS); bf16 activations",
