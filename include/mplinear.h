@@ -217,7 +217,7 @@ MPL_API void mpl_checkpoint_tensors_free(mpl_checkpoint_tensors *t);
 typedef enum mpl_device {
     MPL_DEVICE_CPU = 0,
     MPL_DEVICE_CUDA = 1,
-    MPL_DEVICE_VULKAN = 2 /* the optional Vulkan module (MPLINEAR_VULKAN): vulkan_w4a16 */
+    MPL_DEVICE_VULKAN = 2 /* the optional Vulkan module (MPLINEAR_VULKAN): vulkan_w4a16, vulkan_w4a8 */
 } mpl_device;
 
 typedef struct mpl_options {
