@@ -57,6 +57,8 @@ static const fixture width_fixtures[] = {
     {"ct-w2a16-g64", "compressed-tensors", 7, MPL_LAYOUT_CT, MPL_WTYPE_UINT2B2, 64, 0, 0, MPL_MODE_W4A16, MPL_ACT_BF16, 0, 1},
     {"gptq-w3-asym", "gptq", 7, MPL_LAYOUT_GPTQ, MPL_WTYPE_UINT3, 32, 1, 0, MPL_MODE_W4A16, 0, 0, 1},
     {"gptq-w3-actorder", "gptq", 7, MPL_LAYOUT_GPTQ, MPL_WTYPE_UINT3B4, 32, 0, 1, MPL_MODE_W4A16, 0, 0, 1},
+    {"gptq-w2-asym", "gptq", 7, MPL_LAYOUT_GPTQ, MPL_WTYPE_UINT2, 32, 1, 0, MPL_MODE_W4A16, 0, 0, 1},
+    {"gptq-w8-actorder", "gptq", 7, MPL_LAYOUT_GPTQ, MPL_WTYPE_UINT8B128, 32, 0, 1, MPL_MODE_W4A16, 0, 0, 1},
 };
 
 static const char *fixture_root(void) {
