@@ -542,6 +542,11 @@ typedef struct mpl_model_layer_info {
     mpl_layout layout;  /* how the checkpoint stores it */
     int has_bias;       /* the module has a "<name>.bias" tensor [n] */
     const char *file;   /* path of the shard holding its packed weight */
+    /* Non-zero for GPTQ v1 checkpoints written by GPTQModel (quantize_config meta.quantizer) at 2, 4 or 8 bits
+     * with zero points: GPTQModel stores its zeros as the packed zeros minus this constant per int32 word (a zero
+     * of 0 borrows from the next field), so qzeros words plus it, decoded as MPL_LAYOUT_GPTQ_V2, are the zeros it
+     * means. mpl_model_layer_create does this itself; a caller decoding the shard's tensors must too. */
+    uint32_t zeros_word_add;
 } mpl_model_layer_info;
 
 MPL_API mpl_status mpl_model_open(const char *dir, mpl_model **out);

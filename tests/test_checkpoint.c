@@ -59,6 +59,10 @@ static const fixture width_fixtures[] = {
     {"gptq-w3-actorder", "gptq", 7, MPL_LAYOUT_GPTQ, MPL_WTYPE_UINT3B4, 32, 0, 1, MPL_MODE_W4A16, 0, 0, 1},
     {"gptq-w2-asym", "gptq", 7, MPL_LAYOUT_GPTQ, MPL_WTYPE_UINT2, 32, 1, 0, MPL_MODE_W4A16, 0, 0, 1},
     {"gptq-w8-actorder", "gptq", 7, MPL_LAYOUT_GPTQ, MPL_WTYPE_UINT8B128, 32, 0, 1, MPL_MODE_W4A16, 0, 0, 1},
+    /* zero points of 0: GPTQModel's word-wise v1 zeros (2, 8 bits: borrows) and its field-wise 3-bit ones */
+    {"gptq-w2-zero0", "gptq", 7, MPL_LAYOUT_GPTQ, MPL_WTYPE_UINT2, 32, 1, 0, MPL_MODE_W4A16, 0, 0, 1},
+    {"gptq-w3-zero0", "gptq", 7, MPL_LAYOUT_GPTQ, MPL_WTYPE_UINT3, 32, 1, 0, MPL_MODE_W4A16, 0, 0, 1},
+    {"gptq-w8-zero0", "gptq", 7, MPL_LAYOUT_GPTQ, MPL_WTYPE_UINT8, 32, 1, 0, MPL_MODE_W4A16, 0, 0, 1},
 };
 
 static const char *fixture_root(void) {
@@ -130,8 +134,19 @@ static void check_codes(const fixture *fx, const mpl_model_layer_info *info, con
     if (c->zero_points) ck.zeros = shard_tensor(sf, info->name, ct ? "weight_zero_point" : "qzeros");
     if (c->act_order) ck.g_idx = shard_tensor(sf, info->name, ct ? "weight_g_idx" : "g_idx");
     mpl_canonical w;
+    uint32_t *zw = NULL; /* GPTQModel's v1 zeros: words + info->zeros_word_add, read as gptq-v2 */
+    if (info->zeros_word_add && ck.zeros.data) {
+        size_t words = (size_t)(ck.zeros.shape[0] * ck.zeros.shape[1]);
+        zw = malloc(words * 4);
+        assert_non_null(zw);
+        memcpy(zw, ck.zeros.data, words * 4);
+        for (size_t j = 0; j < words; j++) zw[j] += info->zeros_word_add;
+        ck.zeros.data = zw;
+        ck.layout = MPL_LAYOUT_GPTQ_V2;
+    }
     if (mpl_decode_checkpoint(c, &ck, &w) != MPL_OK)
         fail_msg("%s layer %s: decode: %s", fx->dir, info->name, mpl_last_error());
+    free(zw);
     const int64_t K = c->k, N = c->n, G = w.groups;
     const uint8_t *q = u8_tensor(ef, info->name, "q", N, K);
     for (int64_t n = 0; n < N; n++)
@@ -146,6 +161,14 @@ static void check_codes(const fixture *fx, const mpl_model_layer_info *info, con
                 if (w.zeros[n * G + g] != zq[n * G + g])
                     fail_msg("%s layer %s: zero (n %lld, group %lld) = %d, the tool unpacks %d", fx->dir, info->name,
                              (long long)n, (long long)g, w.zeros[n * G + g], zq[n * G + g]);
+        /* the zero0 fixtures must hold what they are for: zero points of 0 in q_proj and down_proj */
+        size_t nl = strlen(info->name);
+        if (strstr(fx->dir, "zero0") &&
+            ((nl >= 6 && !strcmp(info->name + nl - 6, "q_proj")) || (nl >= 9 && !strcmp(info->name + nl - 9, "down_proj")))) {
+            int64_t z0 = 0;
+            for (int64_t i = 0; i < N * G; i++) z0 += w.zeros[i] == 0;
+            if (z0 == 0) fail_msg("%s layer %s: no zero point of 0", fx->dir, info->name);
+        }
     }
     /* Codes span the type's range: a fixture of all-equal codes would prove nothing. */
     int lo = 255, hi = 0;

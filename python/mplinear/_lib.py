@@ -56,7 +56,8 @@ class PlatformInfo(Structure):
 
 
 class ModelLayerInfo(Structure):
-    _fields_ = [("name", c_char_p), ("config", Config), ("layout", c_int), ("has_bias", c_int), ("file", c_char_p)]
+    _fields_ = [("name", c_char_p), ("config", Config), ("layout", c_int), ("has_bias", c_int), ("file", c_char_p),
+                ("zeros_word_add", c_uint32)]
 
 
 # (name, restype, argtypes) of every function the package calls.

@@ -182,6 +182,25 @@ static mpl_status check_group_size(const char *label, const char *ctx, int64_t g
 
 /* ---- GPTQ ---- */
 
+/* meta.quantizer (a string or an array of strings) names GPTQModel ("gptqmodel:7.7.0"). Anything else,
+ * or no meta, is read as AutoGPTQ wrote it. */
+static int written_by_gptqmodel(json_object *q) {
+    json_object *meta = field(q, "meta"), *qz = meta && json_object_get_type(meta) == json_type_object
+                                                     ? field(meta, "quantizer")
+                                                     : NULL;
+    if (!qz) return 0;
+    if (json_object_get_type(qz) == json_type_string)
+        return strncasecmp(json_object_get_string(qz), "gptqmodel", 9) == 0;
+    if (json_object_get_type(qz) != json_type_array) return 0;
+    for (size_t i = 0; i < json_object_array_length(qz); i++) {
+        json_object *e = json_object_array_get_idx(qz, i);
+        if (e && json_object_get_type(e) == json_type_string &&
+            strncasecmp(json_object_get_string(e), "gptqmodel", 9) == 0)
+            return 1;
+    }
+    return 0;
+}
+
 static mpl_status parse_gptq(const char *label, json_object *q, mpl_hf_config *c) {
     mpl_status st;
     const char *ctx = "quantization_config.";
@@ -211,7 +230,7 @@ static mpl_status parse_gptq(const char *label, json_object *q, mpl_hf_config *c
         return UNSUP("%s: %sdynamic (per-module overrides) is not supported", label, ctx);
     c->method = MPL_HF_GPTQ;
     c->scheme = (mpl_hf_scheme){.bits = (int)bits, .symmetric = sym, .group_size = group, .act_order = desc,
-                                .layout = layout, .mode = MPL_MODE_W4A16};
+                                .layout = layout, .mode = MPL_MODE_W4A16, .gptqmodel = written_by_gptqmodel(q)};
     finish_scheme(&c->scheme);
     return MPL_OK;
 }

@@ -26,6 +26,10 @@ typedef struct mpl_hf_scheme {
     mpl_layout layout;
     mpl_mode mode;      /* W4A8: dynamic per-token int8 activations (compressed-tensors) */
     mpl_wtype wtype;
+    /* GPTQ written by GPTQModel (meta.quantizer "gptqmodel:..."): its v1 qzeros at 2, 4 and 8 bits are the
+     * packed zeros minus one constant per int32 word (a zero of 0 borrows from the next field), so the model
+     * module adds the constant back word-wise and reads them as gptq-v2 (docs/layouts/checkpoints.md). */
+    int gptqmodel;
 } mpl_hf_scheme;
 
 /* A name pattern: exact module name, "re:" regex (Python re.match: anchored at the start) or class name. */

@@ -41,6 +41,9 @@ typedef struct layer_rec {
     mpl_layout layout;
     const tref *weight, *scales, *zeros, *g_idx, *bias;
     int irregular; /* act-order with groups of unequal size (from g_idx): only the reference kernel runs it */
+    /* GPTQModel's v1 qzeros (2, 4, 8 bits): this constant is added to every int32 word, which makes them
+     * gptq-v2 zeros (GPTQModel's own loading; a zero of 0 borrowed from the next field). 0: none. */
+    uint32_t zero_word_add;
     /* sort key (layer_key) */
     size_t pfx_len;
     int64_t block, k1, k2, k3;
@@ -651,6 +654,9 @@ static mpl_status build_layer(mpl_model *m, const char *prefix, const mpl_hf_sch
     const int64_t kwords = (int64_t)w->t->shape[1]; /* ct: words along K */
     int ct = s->layout == MPL_LAYOUT_CT || s->layout == MPL_LAYOUT_CT_INT;
     L->layout = s->layout;
+    L->zero_word_add = 0;
+    if (s->gptqmodel && s->layout == MPL_LAYOUT_GPTQ && !s->symmetric && s->bits != 3)
+        L->zero_word_add = s->bits == 2 ? 0x55555555u : s->bits == 4 ? 0x11111111u : 0x01010101u;
     L->weight = w;
     L->scales = find_suffix(m, prefix, ct ? "weight_scale" : "scales");
     L->zeros = s->symmetric ? NULL : find_suffix(m, prefix, ct ? "weight_zero_point" : "qzeros");
@@ -841,6 +847,7 @@ mpl_status mpl_model_layer_get(const mpl_model *m, int i, mpl_model_layer_info *
     out->name = L->name;
     out->config = L->cfg;
     out->layout = L->layout;
+    out->zeros_word_add = L->zero_word_add;
     out->has_bias = L->bias != NULL;
     out->file = L->weight->f->path;
     return MPL_OK;
@@ -882,6 +889,25 @@ static mpl_status view(const tref *r, mpl_tensor *t, void **copy) {
     return MPL_OK;
 }
 
+/* GPTQModel's v1 zeros -> gptq-v2 zeros: each int32 word of qzeros plus L->zero_word_add (mod 2^32), in a copy
+ * (*copy: the view's own copy, if it made one, is reused). */
+static mpl_status gptqmodel_zeros(const layer_rec *L, mpl_checkpoint_tensors *ck, void **copy) {
+    if (!L->zero_word_add || !ck->zeros.data) return MPL_OK;
+    size_t words = (size_t)(L->zeros->t->end - L->zeros->t->begin) / 4;
+    uint32_t *w = *copy;
+    if (!w) {
+        w = malloc(words ? words * 4 : 4);
+        if (!w) return mpl_set_error(MPL_ERR_OUT_OF_MEMORY, "%s: out of memory copying '%s'", L->zeros->f->path,
+                                     L->zeros->name);
+        memcpy(w, ck->zeros.data, words * 4);
+        *copy = w;
+    }
+    for (size_t j = 0; j < words; j++) w[j] += L->zero_word_add;
+    ck->zeros.data = w;
+    ck->layout = MPL_LAYOUT_GPTQ_V2;
+    return MPL_OK;
+}
+
 mpl_status mpl_model_layer_create(const mpl_model *m, int i, const mpl_options *opt, mpl_act act, mpl_layer **out) {
     mpl_clear_error();
     if (out) *out = NULL;
@@ -894,7 +920,8 @@ mpl_status mpl_model_layer_create(const mpl_model *m, int i, const mpl_options *
     mpl_checkpoint_tensors ck = {.layout = L->layout};
     void *copies[4] = {0};
     if (!(st = view(L->weight, &ck.weight, &copies[0])) && !(st = view(L->scales, &ck.scales, &copies[1])) &&
-        !(st = view(L->zeros, &ck.zeros, &copies[2])) && !(st = view(L->g_idx, &ck.g_idx, &copies[3]))) {
+        !(st = view(L->zeros, &ck.zeros, &copies[2])) && !(st = view(L->g_idx, &ck.g_idx, &copies[3])) &&
+        !(st = gptqmodel_zeros(L, &ck, &copies[2]))) {
         st = mpl_layer_create(&c, &ck, opt, out);
         if (st) st = prefix_error(st, "layer '%s' (%s)", L->name, L->weight->f->path);
     }
