@@ -60,7 +60,7 @@ function(mpl_vulkan_sources)
     endif()
   endforeach()
   message(STATUS "mplinear: Vulkan module: plain shaders with ${_which}; cooperative-matrix compiler: ${_coopmat} "
-                 "(the coopmat shader is not written yet: vulkan_w4a16:coopmat refuses)")
+                 "(no cooperative-matrix shader is written yet)")
   set(_dir ${PROJECT_SOURCE_DIR}/src/kernels/vulkan/shaders)
   set(_gen ${PROJECT_BINARY_DIR}/vulkan_spirv)
   file(MAKE_DIRECTORY ${_gen})
@@ -73,7 +73,7 @@ function(mpl_vulkan_sources)
       set(_spv ${_gen}/${_shader}.spv)
       add_custom_command(OUTPUT ${_spv}
         COMMAND ${_compiler} ${_args} -I${_dir} -o ${_spv} ${_dir}/${_shader}.comp
-        DEPENDS ${_dir}/${_shader}.comp ${_dir}/w4a16_common.glsl ${_dir}/w4a8_common.glsl
+        DEPENDS ${_dir}/${_shader}.comp ${_dir}/vk_image.glsl ${_dir}/w4a16_common.glsl ${_dir}/w4a8_common.glsl
         COMMENT "GLSL -> SPIR-V: ${_shader}.comp" VERBATIM)
     endif()
     add_custom_command(OUTPUT ${_c}

@@ -132,14 +132,20 @@ static mpl_reason verdict(const mpl_config *c, const char *name, char *msg, size
     return v.reason;
 }
 
+/* A usable Vulkan device 0 with a 128 MiB maxStorageBufferRange, for the chooser only (nothing runs on it). */
+static void fake_vulkan_device(mpl_platform *fake) {
+    *fake = *mpl_platform_current();
+    fake->vulkan_devices = 1;
+    fake->vulkan_device = 0;
+    fake->vulkan_caps = MPL_VK_CAP_USABLE;
+    fake->vulkan_max_range = (uint64_t)1 << 27;
+    mpl_platform_override(fake);
+}
+
 static void refusals(void **state) {
     (void)state;
-    mpl_platform fake = *mpl_platform_current();
-    fake.vulkan_devices = 1;
-    fake.vulkan_device = 0;
-    fake.vulkan_caps = MPL_VK_CAP_USABLE;
-    fake.vulkan_max_range = (uint64_t)1 << 27;
-    mpl_platform_override(&fake);
+    static mpl_platform fake;
+    fake_vulkan_device(&fake);
     mpl_config c;
     mpl_config_init(&c, 4096, 4096);
     c.group_size = 128;
@@ -200,12 +206,8 @@ static void refusals(void **state) {
 
 static void refusals_w4a8(void **state) {
     (void)state;
-    mpl_platform fake = *mpl_platform_current();
-    fake.vulkan_devices = 1;
-    fake.vulkan_device = 0;
-    fake.vulkan_caps = MPL_VK_CAP_USABLE;
-    fake.vulkan_max_range = (uint64_t)1 << 27;
-    mpl_platform_override(&fake);
+    static mpl_platform fake;
+    fake_vulkan_device(&fake);
     mpl_config c;
     mpl_config_init(&c, 4096, 4096);
     c.group_size = 128;

@@ -25,13 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../kernels.h"
-
-typedef struct packed_layer {
-    mpl_config cfg;
-    size_t held_bytes; /* qweight + scales + zeros */
-    mpl_vk_layer *vk;
-} packed_layer;
+#include "vk_kernel.inc"
 
 static mpl_reason can_implement(const mpl_config *c, const mpl_platform *p, char *msg, size_t cap) {
     if (c->mode != MPL_MODE_W4A8)
@@ -87,56 +81,18 @@ static const mpl_vk_shader path_shader[MPL_VULKAN_W4A8_NPATHS] = {
     [MPL_VULKAN_W4A8_PATH_TILED] = MPL_VK_SHADER_W4A8_TILED,
 };
 
+static const vk_kernel_def def = {"vulkan_w4a8", MPL_MODE_W4A8, path_shader, MPL_VULKAN_W4A8_NPATHS};
+
 static mpl_status pack(const mpl_config *c, const mpl_canonical *w, const mpl_platform *plat, uint32_t enabled,
                        void **out) {
-    (void)enabled; /* one image for both paths */
-    *out = NULL;
-    packed_layer *p = calloc(1, sizeof *p);
-    if (!p) return mpl_set_error(MPL_ERR_OUT_OF_MEMORY, "vulkan_w4a8: out of memory");
-    p->cfg = *c;
-    mpl_vulkan_w4a16_layout l;
-    mpl_status st = mpl_vulkan_w4a16_pack(c, w, &l);
-    if (st == MPL_OK) {
-        p->held_bytes = l.qweight_bytes + l.scales_bytes + l.zeros_bytes;
-        st = mpl_vk_layer_create(plat->vulkan_device, &l, c->act, MPL_MODE_W4A8, &p->vk);
-        mpl_vulkan_w4a16_layout_free(&l);
-    }
-    if (st != MPL_OK) {
-        free(p);
-        return st;
-    }
-    *out = p;
-    return MPL_OK;
+    (void)enabled; /* one image for every path */
+    return vk_kernel_pack(&def, c, w, plat, out);
 }
 
-static void destroy(void *pp) {
-    packed_layer *p = pp;
-    if (!p) return;
-    mpl_vk_layer_destroy(p->vk);
-    free(p);
-}
-
-static size_t workspace_size(const void *pp, int64_t m, int threads, int path) {
-    (void)pp, (void)m, (void)threads, (void)path;
-    return 0; /* the layer's own staging, quantization row and device scratch (vk_layer.c) */
-}
-
-static mpl_status apply(const void *pp, const mpl_apply_args *a) {
-    const packed_layer *p = pp;
-    if (a->device_pointers)
-        return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "vulkan_w4a8: device pointers are not supported (host pointers only)");
-    if (a->path < 0 || a->path >= MPL_VULKAN_W4A8_NPATHS)
-        return mpl_set_error(MPL_ERR_INTERNAL, "vulkan_w4a8: path %d cannot run", a->path);
-    return mpl_vk_layer_apply(p->vk, path_shader[a->path], a->m, a->x, a->bias, a->y);
-}
-
-static size_t weight_bytes(const void *pp) { return ((const packed_layer *)pp)->held_bytes; }
+static mpl_status apply(const void *pp, const mpl_apply_args *a) { return vk_kernel_apply(&def, pp, a); }
 
 mpl_status mpl_vulkan_w4a8_time(const void *packed, int path, int64_t m, double *seconds) {
-    const packed_layer *p = packed;
-    if (path < 0 || path >= MPL_VULKAN_W4A8_NPATHS)
-        return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "vulkan_w4a8: path %d cannot run", path);
-    return mpl_vk_layer_time(p->vk, path_shader[path], m, seconds);
+    return vk_kernel_time(&def, packed, path, m, seconds);
 }
 
 const mpl_kernel_desc mpl_kernel_vulkan_w4a8 = {

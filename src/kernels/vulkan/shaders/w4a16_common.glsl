@@ -3,24 +3,9 @@
 // the packed (act-order sorted) channel order, zero past k; y is f32 [m][n], rounded once on the host.
 
 // One 16-byte load holds 32 weight codes of one row, or 8 activations.
-layout(std430, binding = 0) readonly buffer QWeight { uvec4 qweight[]; };
-layout(std430, binding = 1) readonly buffer Scales { float scales[]; };
-layout(std430, binding = 2) readonly buffer Zeros { uint zeros[]; };
-layout(std430, binding = 3) readonly buffer X { uvec4 xs16[]; };
-layout(std430, binding = 4) readonly buffer Bias { float bias[]; };
-layout(std430, binding = 5) writeonly buffer Y { float y[]; };
+#include "vk_image.glsl"
 
-layout(push_constant) uniform Params {
-    uint m;          // rows of x in this dispatch
-    uint n;          // output channels (the layer's N)
-    uint kq;         // 16-byte code loads per weight row: k_pad / 32
-    uint groups;
-    uint group_size; // effective group size (a multiple of 16, or k)
-    uint zstride;    // bytes per row of zeros
-    uint flags;      // FLAG_*
-    uint n_base;     // first output channel of this dispatch (the grid's x is split when it is too large)
-    uint m_base;     // first row of this dispatch within the buffers
-} pc;
+layout(std430, binding = 3) readonly buffer X { uvec4 xs16[]; };
 
 const uint FLAG_BF16 = 1u;  // activations are bf16 (else f16)
 const uint FLAG_ZEROS = 2u; // per-group zero points (else zero = 8)

@@ -6,24 +6,9 @@
 // row's sx as f32 (NaN for a row holding inf/NaN). A row is kq * 2 + 1 uvec4.
 // y is f32 [m][n], rounded once on the host.
 
-layout(std430, binding = 0) readonly buffer QWeight { uvec4 qweight[]; };
-layout(std430, binding = 1) readonly buffer Scales { float scales[]; };
-layout(std430, binding = 2) readonly buffer Zeros { uint zeros[]; };
-layout(std430, binding = 3) readonly buffer XQ { uvec4 xq[]; };
-layout(std430, binding = 4) readonly buffer Bias { float bias[]; };
-layout(std430, binding = 5) writeonly buffer Y { float y[]; };
+#include "vk_image.glsl"
 
-layout(push_constant) uniform Params {
-    uint m;          // rows of x in this dispatch
-    uint n;          // output channels (the layer's N)
-    uint kq;         // 16-byte code loads per weight row: k_pad / 32
-    uint groups;
-    uint group_size; // effective group size (a multiple of 16, or k)
-    uint zstride;    // bytes per row of zeros
-    uint flags;      // FLAG_*
-    uint n_base;     // first output channel of this dispatch (the grid's x is split when it is too large)
-    uint m_base;     // first row of this dispatch within the buffers
-} pc;
+layout(std430, binding = 3) readonly buffer XQ { uvec4 xq[]; };
 
 const uint FLAG_ZEROS = 2u; // per-group zero points (else zero = 8); bit 0 (bf16) does not matter here
 const uint FLAG_BIAS = 4u;
