@@ -142,6 +142,22 @@ static void fake_vulkan_device(mpl_platform *fake) {
     mpl_platform_override(fake);
 }
 
+/* The refusals every Vulkan kernel shares, on a 4096 x 4096 config the kernel takes: a layer over the
+ * device's buffer range, an unusable device, no device; *fake is left with no device. */
+static void shared_refusals(mpl_config *c, mpl_platform *fake, const char *kernel) {
+    char msg[256];
+    /* over the buffer range: 16384 x 65536 codes = 512 MiB > 128 MiB */
+    c->k = 65536, c->n = 16384;
+    assert_int_equal(verdict(c, kernel, msg, sizeof msg), MPL_REASON_SHAPE);
+    assert_non_null(strstr(msg, "maxStorageBufferRange"));
+    c->k = 4096, c->n = 4096;
+    fake->vulkan_caps = 0;
+    assert_int_equal(verdict(c, kernel, msg, sizeof msg), MPL_REASON_DEVICE);
+    fake->vulkan_devices = 0;
+    mpl_reason none = verdict(c, kernel, msg, sizeof msg);
+    assert_true(none == (mpl_vulkan_built() ? MPL_REASON_DEVICE : MPL_REASON_NOT_BUILT));
+}
+
 static void refusals(void **state) {
     (void)state;
     static mpl_platform fake;
@@ -167,20 +183,11 @@ static void refusals(void **state) {
     c.mode = MPL_MODE_W4A8;
     assert_int_equal(verdict(&c, "vulkan_w4a16", msg, sizeof msg), MPL_REASON_MODE);
     c.mode = MPL_MODE_W4A16;
-    /* over the buffer range: 16384 x 65536 codes = 512 MiB > 128 MiB */
-    c.k = 65536, c.n = 16384;
-    assert_int_equal(verdict(&c, "vulkan_w4a16", msg, sizeof msg), MPL_REASON_SHAPE);
-    assert_non_null(strstr(msg, "maxStorageBufferRange"));
-    c.k = 4096, c.n = 4096;
-    /* devices: none, a missing index, an unusable one */
+    /* devices: a missing index (then the refusals every Vulkan kernel shares) */
     fake.vulkan_device = 3;
     assert_int_equal(verdict(&c, "vulkan_w4a16", msg, sizeof msg), MPL_REASON_DEVICE);
     fake.vulkan_device = 0;
-    fake.vulkan_caps = 0;
-    assert_int_equal(verdict(&c, "vulkan_w4a16", msg, sizeof msg), MPL_REASON_DEVICE);
-    fake.vulkan_devices = 0;
-    mpl_reason none = verdict(&c, "vulkan_w4a16", msg, sizeof msg);
-    assert_true(none == (mpl_vulkan_built() ? MPL_REASON_DEVICE : MPL_REASON_NOT_BUILT));
+    shared_refusals(&c, &fake, "vulkan_w4a16");
     /* the chooser: no device is NO_HARDWARE, not UNSUPPORTED */
     mpl_options o;
     mpl_options_init(&o);
@@ -245,16 +252,7 @@ static void refusals_w4a8(void **state) {
     c.zero_points = 0;
     assert_int_equal(verdict(&c, "vulkan_w4a8", msg, sizeof msg), MPL_REASON_OK);
     c.wtype = MPL_WTYPE_UINT4B8;
-    /* over the buffer range: 16384 x 65536 codes = 512 MiB > 128 MiB */
-    c.k = 65536, c.n = 16384;
-    assert_int_equal(verdict(&c, "vulkan_w4a8", msg, sizeof msg), MPL_REASON_SHAPE);
-    assert_non_null(strstr(msg, "maxStorageBufferRange"));
-    c.k = 4096, c.n = 4096;
-    fake.vulkan_caps = 0;
-    assert_int_equal(verdict(&c, "vulkan_w4a8", msg, sizeof msg), MPL_REASON_DEVICE);
-    fake.vulkan_devices = 0;
-    mpl_reason none = verdict(&c, "vulkan_w4a8", msg, sizeof msg);
-    assert_true(none == (mpl_vulkan_built() ? MPL_REASON_DEVICE : MPL_REASON_NOT_BUILT));
+    shared_refusals(&c, &fake, "vulkan_w4a8");
     /* the chooser picks this kernel for W4A8 on a Vulkan device, gemv for m 1..4 and tiled from 5 */
     fake.vulkan_devices = 1;
     fake.vulkan_caps = MPL_VK_CAP_USABLE;

@@ -59,17 +59,6 @@ typedef struct {
     int prefill;        /* the prefill path from decode_max + 1 */
 } switch_point;
 
-static switch_point machine_switch_isa(const mpl_config *c, const mpl_platform *p);
-
-/* 2-bit with zero points decodes one row per pass (tile_p2z: each further row costs about what the
- * first does), so decode ends at m = 2 on every machine (Intel without AMX, 4096x14336, 1 thread:
- * m = 2 6.42 vs 10.67 ms f32 prefill, m = 3 10.05 vs 9.55). */
-static switch_point machine_switch(const mpl_config *c, const mpl_platform *p) {
-    switch_point sp = machine_switch_isa(c, p);
-    if (c->zero_points && mpl_wtype_width(c->wtype) == 2 && sp.decode_max > 2) sp.decode_max = 2;
-    return sp;
-}
-
 static switch_point machine_switch_isa(const mpl_config *c, const mpl_platform *p) {
     const bool bf16 = c->act == MPL_ACT_BF16, amx = (p->isa & MPL_X86_LEVEL_AMX) == MPL_X86_LEVEL_AMX;
     const bool avx512bf16 = (p->isa & MPL_X86_LEVEL_AVX512BF16) == MPL_X86_LEVEL_AVX512BF16;
@@ -84,6 +73,15 @@ static switch_point machine_switch_isa(const mpl_config *c, const mpl_platform *
     }
     if (bf16 && avx512bf16) return (switch_point){4, PREFILL_BF16};
     return (switch_point){8, PREFILL_F32};
+}
+
+/* 2-bit with zero points decodes one row per pass (tile_p2z: each further row costs about what the
+ * first does), so decode ends at m = 2 on every machine (Intel without AMX, 4096x14336, 1 thread:
+ * m = 2 6.42 vs 10.67 ms f32 prefill, m = 3 10.05 vs 9.55). */
+static switch_point machine_switch(const mpl_config *c, const mpl_platform *p) {
+    switch_point sp = machine_switch_isa(c, p);
+    if (c->zero_points && mpl_wtype_width(c->wtype) == 2 && sp.decode_max > 2) sp.decode_max = 2;
+    return sp;
 }
 
 static void decode_m_range(const mpl_config *c, const mpl_platform *p, int64_t *m_min, int64_t *m_max) {

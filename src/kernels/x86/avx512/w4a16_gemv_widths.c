@@ -142,6 +142,14 @@ XW_INLINE void put_channel_order(__m512 a[4]) {
     a[3] = _mm512_permutex2var_ps(p1, i1, p3);
 }
 
+/* tile_fold for accumulators in the line order of the 2-bit tiles (put back in channel order first). */
+XW_INLINE void tile_fold_permuted(const mpl_x86_w4a16_layout *l, const uint8_t *const grp[4], __m512 acc[16], float *c,
+                                  int64_t ldc, const int MR, const int NBLK) {
+#pragma GCC unroll 4
+    for (int j = 0; j < MR * NBLK; j++) put_channel_order(&acc[4 * j]);
+    tile_fold(l, grp, acc, c, ldc, MR, NBLK);
+}
+
 #define AP(r, i, u) (((r) * NBLK + (i)) * 4 + (u))
 XW_INLINE void tile_p2(const mpl_x86_w4a16_kernel *kn, const float *xr, const int MR, const int NBLK, int64_t b,
                        int64_t k0, int64_t k1, float *c, int64_t ldc) {
@@ -183,21 +191,7 @@ XW_INLINE void tile_p2(const mpl_x86_w4a16_kernel *kn, const float *xr, const in
                 wp[i] += 64;
             }
         }
-#pragma GCC unroll 4
-        for (int i = 0; i < NBLK; i++) {
-            __m512 s[4];
-#pragma GCC unroll 4
-            for (int v = 0; v < 4; v++) s[v] = xw_load_scales(l, grp[i], v);
-#pragma GCC unroll 4
-            for (int r = 0; r < MR; r++) {
-                put_channel_order(&acc[AP(r, i, 0)]);
-#pragma GCC unroll 4
-                for (int v = 0; v < 4; v++) {
-                    float *cp = c + i * ldc + r * 64 + 16 * v;
-                    _mm512_store_ps(cp, _mm512_fmadd_ps(acc[AP(r, i, v)], s[v], _mm512_load_ps(cp)));
-                }
-            }
-        }
+        tile_fold_permuted(l, grp, acc, c, ldc, MR, NBLK);
     }
 }
 /*
@@ -272,18 +266,7 @@ XW_INLINE void tile_p2z(const mpl_x86_w4a16_kernel *kn, const float *xr, const i
                 wp[i] += 64;
             }
         }
-#pragma GCC unroll 4
-        for (int i = 0; i < NBLK; i++) {
-            __m512 s[4];
-#pragma GCC unroll 4
-            for (int v = 0; v < 4; v++) s[v] = xw_load_scales(l, grp[i], v);
-            put_channel_order(&acc[4 * i]);
-#pragma GCC unroll 4
-            for (int v = 0; v < 4; v++) {
-                float *cp = c + i * ldc + 16 * v;
-                _mm512_store_ps(cp, _mm512_fmadd_ps(acc[4 * i + v], s[v], _mm512_load_ps(cp)));
-            }
-        }
+        tile_fold_permuted(l, grp, acc, c, ldc, 1, NBLK);
     }
 }
 
