@@ -351,7 +351,62 @@ static void placement(void **state) {
     pthread_setaffinity_np(pthread_self(), sizeof saved, &saved);
 }
 
-int main(void) {
+/*
+ * Run as `test_pool --main-pinned` (its own ctest: the pool is created once per process): the main
+ * thread pins itself to one CPU before anything creates the pool, while another thread keeps the
+ * process's mask (as a Python caller's OpenMP threads do; ../shared/peers/zen_peers.py --pin). The pool
+ * must still span the whole mask, and a job's workers stay off the caller's CPU.
+ */
+static pthread_mutex_t hold_mu = PTHREAD_MUTEX_INITIALIZER;
+static void *hold_main(void *p) {
+    (void)p;
+    pthread_mutex_lock(&hold_mu); /* blocks until main releases it */
+    pthread_mutex_unlock(&hold_mu);
+    return NULL;
+}
+
+static int main_pinned(void) {
+    cpu_set_t mask;
+    CPU_ZERO(&mask);
+    if (sched_getaffinity(0, sizeof mask, &mask) != 0) return 1;
+    int want = CPU_COUNT(&mask), first = -1;
+    for (int c = 0; c < CPU_SETSIZE && first < 0; c++)
+        if (CPU_ISSET(c, &mask)) first = c;
+    if (want < 2) {
+        printf("SKIP main-pinned: one CPU in the affinity mask\n");
+        return 0;
+    }
+    pthread_mutex_lock(&hold_mu);
+    pthread_t holder;
+    if (pthread_create(&holder, NULL, hold_main, NULL) != 0) return 1;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(first, &one);
+    if (pthread_setaffinity_np(pthread_self(), sizeof one, &one) != 0) return 1;
+    int pool = mpl_pool_size(), bad = 0;
+    if (pool != want) {
+        fprintf(stderr, "FAIL main-pinned: pool of %d threads, the process's mask has %d CPUs\n", pool, want);
+        bad++;
+    }
+    for (int rep = 0; rep < 20 && !bad; rep++) {
+        cpu_job j;
+        for (int t = 0; t < MAXT; t++) atomic_store(&j.cpu[t], -1);
+        mpl_parallel_run(pool, cpu_fn, &j);
+        if (atomic_load(&j.cpu[0]) != first) bad++;
+        for (int t = 1; t < pool; t++)
+            if (atomic_load(&j.cpu[t]) == first || atomic_load(&j.cpu[t]) < 0) {
+                fprintf(stderr, "FAIL main-pinned: tid %d ran on CPU %d (caller on %d)\n", t, atomic_load(&j.cpu[t]), first);
+                bad++;
+            }
+    }
+    pthread_mutex_unlock(&hold_mu);
+    pthread_join(holder, NULL);
+    printf("%s main-pinned: pool %d of %d CPUs, caller on CPU %d\n", bad ? "FAIL" : "PASS", pool, want, first);
+    return bad ? 1 : 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "--main-pinned") == 0) return main_pinned();
     static const char ref[] = "ref";
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(thread_counts),

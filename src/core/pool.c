@@ -1,9 +1,9 @@
 /*
  * pool.c -- the persistent process-wide thread pool, with its workers placed on purpose.
  *
- * Placement. The pool has one worker per CPU of the process's affinity mask (the main thread's
- * mask, read once, so a caller pinned to one CPU does not shrink the pool), each worker pinned to
- * its CPU. A job of T threads runs on the caller (tid 0) and T - 1 workers chosen at the start of
+ * Placement. The pool has one worker per CPU of the process's affinity mask (the union of its
+ * threads' masks, read once: allowed_cpus), each worker pinned to its CPU, so a caller pinned to one
+ * CPU does not shrink the pool. A job of T threads runs on the caller (tid 0) and T - 1 workers chosen at the start of
  * the job: the first workers, in CPU order, that are not on the CPU the caller runs on right now
  * (sched_getcpu). So a worker never shares the caller's CPU while other CPUs are free, whatever the
  * caller's own pinning; measured on a 2-vCPU Zen 4 before this placement: with the lone worker
@@ -23,6 +23,7 @@
  * mutex, which makes apply() safe to call from several threads on one layer.
  */
 #define _GNU_SOURCE /* sched_getcpu, CPU_SET, pthread_attr_setaffinity_np (Linux) */
+#include <dirent.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -105,15 +106,43 @@ static void *worker_main(void *arg) {
     return NULL;
 }
 
-/* The CPUs the process may run on (the main thread's mask), in order; their count, or 0 when unknown. */
+/*
+ * The CPUs the process may run on, in order; their count, or 0 when unknown. Linux has no process-wide
+ * mask, only one per thread: the union of every thread's mask (/proc/self/task) is what the process was
+ * given (taskset, a cgroup's cpuset: every thread inherits it), whatever one thread has narrowed itself to.
+ * The case it fixes (../shared/peers/zen_peers.py --pin, bench/results/x86-intel-peers.md): a caller that
+ * pins its own thread to CPU 0 before the first multi-thread layer is created got a pool of size 1 from
+ * the main thread's mask alone, and T = 2 ran on one CPU (2.51 vs 1.50 ms, 4096x14336, M = 1). A process
+ * whose every thread is pinned to one CPU still gets a pool of one.
+ */
 static int allowed_cpus(int *cpus, int cap) {
 #if defined(__linux__) && defined(CPU_COUNT)
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(getpid(), sizeof set, &set) != 0) return 0;
+    cpu_set_t all, set;
+    CPU_ZERO(&all);
+    bool any = false;
+    DIR *d = opendir("/proc/self/task");
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            char *end;
+            long tid = strtol(e->d_name, &end, 10);
+            if (end == e->d_name || *end != '\0' || tid <= 0) continue;
+            CPU_ZERO(&set);
+            if (sched_getaffinity((pid_t)tid, sizeof set, &set) != 0) continue; /* the thread has exited */
+            CPU_OR(&all, &all, &set);
+            any = true;
+        }
+        closedir(d);
+    }
+    CPU_ZERO(&set); /* this thread's own mask, in case /proc is not mounted */
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        CPU_OR(&all, &all, &set);
+        any = true;
+    }
+    if (!any) return 0;
     int n = 0;
     for (int c = 0; c < CPU_SETSIZE && n < cap; c++)
-        if (CPU_ISSET(c, &set)) cpus[n++] = c;
+        if (CPU_ISSET(c, &all)) cpus[n++] = c;
     return n;
 #else
     (void)cpus, (void)cap;
