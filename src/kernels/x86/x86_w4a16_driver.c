@@ -176,6 +176,10 @@ static int64_t decode_per(const mpl_x86_w4a16_kernel *kn, int64_t splits, int64_
     return per < 1 ? 1 : per;
 }
 
+static void *xs_of(const xw_job *j) {
+    return j->ws + (j->pi->xs != MPL_X86_W4A16_XS_BF16 ? j->p.xf : j->p.xb);
+}
+
 /* Work items: (run of up to gemv_blocks consecutive blocks, K split), run-major. */
 static void decode_task(void *ctx, int tid, int nt) {
     (void)nt;
@@ -184,7 +188,7 @@ static void decode_task(void *ctx, int tid, int nt) {
     const int64_t NB = MPL_X86_W4A16_NB;
     int64_t M = j->a->m, S = j->splits, K = kn->l.k, R = gemv_blocks(j->pi);
     int64_t runs = (kn->l.nblocks + R - 1) / R, items = runs * S, per = decode_per(kn, S, R), i0, i1;
-    const float *xf = (const float *)(j->ws + j->p.xf);
+    const void *xs = xs_of(j);
     float *c = (float *)(j->ws + j->p.cbuf + (size_t)tid * j->p.cbuf_stride);
     while (claim(j, items, per, &i0, &i1)) {
         for (int64_t it = i0; it < i1; it++) {
@@ -192,7 +196,7 @@ static void decode_task(void *ctx, int tid, int nt) {
             int64_t nb = kn->l.nblocks - b0 < R ? kn->l.nblocks - b0 : R;
             /* Split points on 64-input boundaries keep whole 4-input chunks and most groups intact. */
             int64_t k0 = K * s / S / 64 * 64, k1 = s + 1 == S ? K : K * (s + 1) / S / 64 * 64;
-            j->pi->gemv(kn, xf, M, b0, nb, k0, k1, c);
+            j->pi->gemv(kn, xs, M, b0, nb, k0, k1, c);
             for (int64_t i = 0; i < nb; i++) {
                 const float *ci = c + i * M * NB;
                 int64_t b = b0 + i;
@@ -224,10 +228,6 @@ static void reduce_task(void *ctx, int tid, int nt) {
                 kn->ops->add(c + m * NB, part + ((size_t)s * (size_t)M + (size_t)m) * (size_t)np + (size_t)(b * NB), 1);
         kn->ops->store(kn->cfg.act, c, M, ncols_of(kn, b), bias_of(j, b), y_of(j, 0, b), kn->l.n);
     }
-}
-
-static void *xs_of(const xw_job *j) {
-    return j->ws + (j->pi->xs != MPL_X86_W4A16_XS_BF16 ? j->p.xf : j->p.xb);
 }
 
 static void prep_task(void *ctx, int tid, int nt) {

@@ -34,8 +34,9 @@ typedef struct mpl_x86_w4a16_kernel mpl_x86_w4a16_kernel;
 typedef void (*mpl_x86_w4a16_prep_fn)(const mpl_x86_w4a16_kernel *kn, const void *x, int64_t m0, int64_t m1,
                                       int64_t m, void *xs);
 /* Decode: c[(i * m + r) * 64 + 0..63] (i < nb, r < m) = sum over inputs [k0, k1) of block b + i of the
- * f32 rows xf, scaled per group; nb <= the path's gemv_blocks. */
-typedef void (*mpl_x86_w4a16_gemv_fn)(const mpl_x86_w4a16_kernel *kn, const float *xf, int64_t m, int64_t b,
+ * rows xs (as the path's prep wrote them: f32 rows of k, or bf16 rows of kp), scaled per group;
+ * nb <= the path's gemv_blocks. */
+typedef void (*mpl_x86_w4a16_gemv_fn)(const mpl_x86_w4a16_kernel *kn, const void *xs, int64_t m, int64_t b,
                                       int64_t nb, int64_t k0, int64_t k1, float *c);
 /* Prefill: c[i][0..63] for rows m0..m1-1 of block b over all k (panel: MPL_X86_W4A16_PANEL_BYTES;
  * scratch: the path's scratch_bytes). */
@@ -96,7 +97,7 @@ void mpl_x86_w4a16_prep_f32_avx2(const mpl_x86_w4a16_kernel *kn, const void *x, 
 /* x as f32 tiles of MPL_X86_W4A16_AVX2_MTILE rows (MPL_X86_W4A16_XS_F32_TILES). */
 void mpl_x86_w4a16_prep_tiles_avx2(const mpl_x86_w4a16_kernel *kn, const void *x, int64_t m0, int64_t m1, int64_t m,
                                    void *xs);
-void mpl_x86_w4a16_gemv_avx2(const mpl_x86_w4a16_kernel *kn, const float *xf, int64_t m, int64_t b, int64_t nb,
+void mpl_x86_w4a16_gemv_avx2(const mpl_x86_w4a16_kernel *kn, const void *xs, int64_t m, int64_t b, int64_t nb,
                              int64_t k0, int64_t k1, float *c);
 /* The decode of the 8-, 3- and 2-bit layouts (avx2/w4a16_gemv_widths.c); gemv_avx2 hands them over. */
 void mpl_x86_w4a16_gemv_widths_avx2(const mpl_x86_w4a16_kernel *kn, const float *xf, int64_t m, int64_t b,
@@ -110,8 +111,15 @@ void mpl_x86_w4a16_prep_bf16_avx512(const mpl_x86_w4a16_kernel *kn, const void *
                                     void *xs);
 /* Blocks per gemv call of the avx512 decode (avx512/w4a16_gemv.c says why). */
 #define MPL_X86_W4A16_AVX512_GEMV_BLOCKS 4
-void mpl_x86_w4a16_gemv_avx512(const mpl_x86_w4a16_kernel *kn, const float *xf, int64_t m, int64_t b, int64_t nb,
+void mpl_x86_w4a16_gemv_avx512(const mpl_x86_w4a16_kernel *kn, const void *xs, int64_t m, int64_t b, int64_t nb,
                                int64_t k0, int64_t k1, float *c);
+/* bf16 rows of kp, m rows only (no padding rows); for the vdpbf16ps decode. */
+void mpl_x86_w4a16_prep_bf16_rows_avx512(const mpl_x86_w4a16_kernel *kn, const void *x, int64_t m0, int64_t m1,
+                                         int64_t m, void *xs);
+/* The vdpbf16ps decode of the 4-bit layouts (avx512bf16/w4a16_gemv.c): bf16 rows of kp; run length
+ * MPL_X86_W4A16_AVX512_GEMV_BLOCKS as the f32 decode. */
+void mpl_x86_w4a16_gemv_avx512bf16(const mpl_x86_w4a16_kernel *kn, const void *xs, int64_t m, int64_t b, int64_t nb,
+                                   int64_t k0, int64_t k1, float *c);
 void mpl_x86_w4a16_gemm_avx512(const mpl_x86_w4a16_kernel *kn, const void *xs, int64_t m0, int64_t m1, int64_t b,
                                void *panel, float *c, void *scratch);
 void mpl_x86_w4a16_gemm_avx512bf16(const mpl_x86_w4a16_kernel *kn, const void *xs, int64_t m0, int64_t m1, int64_t b,

@@ -542,8 +542,9 @@ static void gemv_block(const mpl_x86_w4a16_kernel *kn, const float *xf, int64_t 
 
 /* The path takes one block a call (gemv_blocks 0); the loop keeps the shared signature honest. The
  * other widths have their own loops (w4a16_gemv_widths.c). */
-void mpl_x86_w4a16_gemv_avx2(const mpl_x86_w4a16_kernel *kn, const float *xf, int64_t m, int64_t b, int64_t nb,
+void mpl_x86_w4a16_gemv_avx2(const mpl_x86_w4a16_kernel *kn, const void *xs, int64_t m, int64_t b, int64_t nb,
                              int64_t k0, int64_t k1, float *c) {
+    const float *xf = xs;
     if (kn->l.bits != 4) {
         mpl_x86_w4a16_gemv_widths_avx2(kn, xf, m, b, nb, k0, k1, c);
         return;

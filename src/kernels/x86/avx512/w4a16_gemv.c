@@ -184,8 +184,9 @@ XW_INLINE void gemv_zp(const mpl_x86_w4a16_kernel *kn, const float *xf, int64_t 
     }
 }
 
-void mpl_x86_w4a16_gemv_avx512(const mpl_x86_w4a16_kernel *kn, const float *xf, int64_t m, int64_t b, int64_t nb,
+void mpl_x86_w4a16_gemv_avx512(const mpl_x86_w4a16_kernel *kn, const void *xs, int64_t m, int64_t b, int64_t nb,
                                int64_t k0, int64_t k1, float *c) {
+    const float *xf = xs;
     if (kn->l.bits != 4)
         mpl_x86_w4a16_gemv_widths_avx512(kn, xf, m, b, nb, k0, k1, c);
     else if (kn->l.zero_points)

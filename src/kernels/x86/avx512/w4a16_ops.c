@@ -42,11 +42,10 @@ void mpl_x86_w4a16_prep_f32_avx512(const mpl_x86_w4a16_kernel *kn, const void *x
     }
 }
 
-void mpl_x86_w4a16_prep_bf16_avx512(const mpl_x86_w4a16_kernel *kn, const void *x, int64_t m0, int64_t m1, int64_t m,
-                                    void *xs) {
+/* Rows [m0, mpad) as bf16 rows of kp: rows of x below m, zero rows from m on. */
+static void prep_bf16(const mpl_x86_w4a16_kernel *kn, const void *x, int64_t m0, int64_t mpad, int64_t m, void *xs) {
     uint16_t *xb = xs;
     const int64_t K = kn->l.k, kp = kn->kp;
-    int64_t mpad = m1 == m ? (m + 31) / 32 * 32 : m1; /* the micro-kernel reads 6-row tiles only up to m */
     for (int64_t r = m0; r < mpad; r++) {
         uint16_t *dst = xb + r * kp;
         if (r >= m) {
@@ -60,6 +59,19 @@ void mpl_x86_w4a16_prep_bf16_avx512(const mpl_x86_w4a16_kernel *kn, const void *
             memcpy(dst, src, (size_t)K * 2);
         memset(dst + K, 0, (size_t)(kp - K) * 2);
     }
+}
+
+void mpl_x86_w4a16_prep_bf16_avx512(const mpl_x86_w4a16_kernel *kn, const void *x, int64_t m0, int64_t m1, int64_t m,
+                                    void *xs) {
+    /* the workspace holds roundup(m, 32) rows (MPL_X86_W4A16_XS_BF16) */
+    prep_bf16(kn, x, m0, m1 == m ? (m + 31) / 32 * 32 : m1, m, xs);
+}
+
+/* The decode reads rows < m only: no padding rows to zero (31 rows of kp at m = 1). */
+void mpl_x86_w4a16_prep_bf16_rows_avx512(const mpl_x86_w4a16_kernel *kn, const void *x, int64_t m0, int64_t m1,
+                                         int64_t m, void *xs) {
+    (void)m;
+    prep_bf16(kn, x, m0, m1, m1, xs);
 }
 
 /* f32 -> bf16 bits, round to nearest even, NaN kept quiet (as mpl_f32_to_bf16). */

@@ -1,0 +1,160 @@
+/*
+ * w4a16_gemv.c -- the vdpbf16ps decode path of x86_avx512_w4a16 (avx512bf16 level; bf16 activations,
+ * 4-bit layouts): streams each 64-channel block once per call, like the f32 decode
+ * (avx512/w4a16_gemv.c), but dequantizes straight into bf16 pairs for vdpbf16ps instead of f32
+ * vectors for FMA.
+ *
+ * A 32-byte chunk v of a step holds channel 16v + i in bytes 2i (inputs j0 low nibble, j0+2 high)
+ * and 2i+1 (j0+1, j0+3) (docs/layouts/x86_w4a16.md). Zero-extended to words (vpmovzxbw), dword i is
+ * (j0 | j0+2 << 4, j0+1 | j0+3 << 4): vpermw, which reads bits 0-4 of each word, looks both words up
+ * in a 32-entry table of bf16 integers at once -- without zero points the table repeats its 16 values
+ * (stored - 8), so bit 4 (the high nibble's low bit) does not matter -- giving the bf16 pair (w[j0],
+ * w[j0+1]) of channel 16v + i, the operand of one vdpbf16ps with the broadcast pair (x[j0], x[j0+1]).
+ * The words shifted right by 4 give (w[j0+2], w[j0+3]). With zero points the nibbles are masked and
+ * offset by 16 - z into the -16..15 table (as the bf16 prefill's panel dequantizer does).
+ * Per 64 weights at one row: 1 widening load, 1 shift, 2 vpermw, 2 vdpbf16ps (6 uops) against the
+ * f32 decode's 11-12 (4 vpermps, 4 FMA, 3-4 shifts); each further row adds 2 vdpbf16ps. The products
+ * are exact (integers |w| <= 15 times bf16 x), summed in fp32 two at a time within the group, and the
+ * group scale is applied once per group: mplinear.h's W4A16 contract.
+ *
+ * Streams as the f32 decode: one row runs 4 blocks at once, 2 rows 2 blocks; from 3 rows, tiles of up
+ * to 4 rows over one block (the block stays in L2 between row tiles).
+ */
+#include <string.h>
+
+#include "../common/w4a16_zmm.inc"
+
+/* Software prefetch, bytes ahead summed over the streams of a tile (the f32 decode's distance). */
+#define XB_GEMV_PF_TOTAL 4096
+
+/* bf16 bits of (i % 16) - 8 for i = 0..31: stored - 8, index bit 4 ignored. */
+XW_INLINE __m512i lut_b8_twice(void) {
+    const __m512i t = xw_bf16_b8_lut(); /* entries 0..15: stored - 8 */
+    return _mm512_permutexvar_epi16(_mm512_and_si512(
+                                        _mm512_set_epi16(31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16,
+                                                         15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                        _mm512_set1_epi16(15)),
+                                    t);
+}
+
+XW_INLINE __m512bh bcast_pair(const uint16_t *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return (__m512bh)_mm512_set1_epi32(v);
+}
+
+/*
+ * Rows xb[r * kp ..] (r < MR) x blocks b .. b+NBLK-1 over inputs [k0, k1): row r of block i goes to
+ * c + i * ldc + r * 64, in channel order. MR * NBLK <= 4 (16 accumulators); MR, NBLK and ZP are
+ * constants at every call site.
+ */
+#define A(r, i, v) (((r) * NBLK + (i)) * 4 + (v))
+XW_INLINE void tile(const mpl_x86_w4a16_kernel *kn, const uint16_t *xb, const int MR, const int NBLK, const bool ZP,
+                    int64_t b, int64_t k0, int64_t k1, float *c, int64_t ldc) {
+    const mpl_x86_w4a16_layout *l = &kn->l;
+    const int64_t kp = kn->kp, gs = l->group_size;
+    const size_t hdr = l->scale_bytes + l->zero_bytes, pf = XB_GEMV_PF_TOTAL / NBLK;
+    const __m512i lut = ZP ? xw_bf16_int_lut() : lut_b8_twice(), low = _mm512_set1_epi16(15);
+    for (int i = 0; i < NBLK; i++)
+        for (int r = 0; r < MR; r++)
+            for (int v = 0; v < 4; v++) _mm512_store_ps(c + i * ldc + r * 64 + 16 * v, _mm512_setzero_ps());
+    for (int64_t g = k0 / gs; g * gs < k1; g++) {
+        int64_t ks = k0 > g * gs ? k0 : g * gs, ke = k1 < (g + 1) * gs ? k1 : (g + 1) * gs;
+        const uint8_t *grp[4], *wp[4];
+        __m512 acc[16];
+        __m512i zo[16];
+#pragma GCC unroll 4
+        for (int i = 0; i < NBLK; i++) {
+            grp[i] = mpl_x86_w4a16_group(l, b + i, g);
+            wp[i] = mpl_x86_w4a16_group_weights(l, b + i, g) + (size_t)((ks - g * gs) / 4) * 128;
+            for (size_t o = 0; o < hdr; o += 64) _mm_prefetch((const char *)grp[i] + pf + o, _MM_HINT_T0);
+#pragma GCC unroll 4
+            for (int v = 0; v < 4; v++) zo[4 * i + v] = ZP ? xw_zero_offsets_w16(l, grp[i], v) : _mm512_setzero_si512();
+#pragma GCC unroll 4
+            for (int r = 0; r < MR; r++)
+#pragma GCC unroll 4
+                for (int v = 0; v < 4; v++) acc[A(r, i, v)] = _mm512_setzero_ps();
+        }
+        for (int64_t k = ks; k < ke; k += 4) {
+            __m512bh xa[4], xc[4];
+#pragma GCC unroll 4
+            for (int r = 0; r < MR; r++) {
+                xa[r] = bcast_pair(xb + r * kp + k);
+                xc[r] = bcast_pair(xb + r * kp + k + 2);
+            }
+#pragma GCC unroll 4
+            for (int i = 0; i < NBLK; i++) {
+                _mm_prefetch((const char *)wp[i] + pf, _MM_HINT_T0);
+                _mm_prefetch((const char *)wp[i] + pf + 64, _MM_HINT_T0);
+#pragma GCC unroll 4
+                for (int v = 0; v < 4; v++) {
+                    const __m512i by = _mm512_cvtepu8_epi16(_mm256_load_si256((const __m256i *)(wp[i] + 32 * v)));
+                    __m512i lo = by, hi = _mm512_srli_epi16(by, 4);
+                    if (ZP) {
+                        lo = _mm512_add_epi16(_mm512_and_si512(by, low), zo[4 * i + v]);
+                        hi = _mm512_add_epi16(hi, zo[4 * i + v]);
+                    }
+                    const __m512bh wa = (__m512bh)_mm512_permutexvar_epi16(lo, lut);
+                    const __m512bh wc = (__m512bh)_mm512_permutexvar_epi16(hi, lut);
+#pragma GCC unroll 4
+                    for (int r = 0; r < MR; r++)
+                        acc[A(r, i, v)] = _mm512_dpbf16_ps(_mm512_dpbf16_ps(acc[A(r, i, v)], wa, xa[r]), wc, xc[r]);
+                }
+                wp[i] += 128;
+            }
+        }
+#pragma GCC unroll 4
+        for (int i = 0; i < NBLK; i++)
+#pragma GCC unroll 4
+            for (int v = 0; v < 4; v++) {
+                __m512 s = xw_load_scales(l, grp[i], v);
+#pragma GCC unroll 4
+                for (int r = 0; r < MR; r++) {
+                    float *cp = c + i * ldc + r * 64 + 16 * v;
+                    _mm512_store_ps(cp, _mm512_fmadd_ps(acc[A(r, i, v)], s, _mm512_load_ps(cp)));
+                }
+            }
+    }
+}
+#undef A
+
+XW_INLINE void gemv_zp(const mpl_x86_w4a16_kernel *kn, const uint16_t *xb, int64_t m, bool ZP, int64_t b, int64_t nb,
+                       int64_t k0, int64_t k1, float *c) {
+    const int64_t kp = kn->kp, ldc = m * 64;
+    int64_t i = 0;
+    if (m == 1) {
+        for (; i + 4 <= nb; i += 4) tile(kn, xb, 1, 4, ZP, b + i, k0, k1, c + i * ldc, ldc);
+        switch (nb - i) {
+        case 3: tile(kn, xb, 1, 3, ZP, b + i, k0, k1, c + i * ldc, ldc); break;
+        case 2: tile(kn, xb, 1, 2, ZP, b + i, k0, k1, c + i * ldc, ldc); break;
+        case 1: tile(kn, xb, 1, 1, ZP, b + i, k0, k1, c + i * ldc, ldc); break;
+        default: break;
+        }
+        return;
+    }
+    if (m == 2) {
+        for (; i + 2 <= nb; i += 2) tile(kn, xb, 2, 2, ZP, b + i, k0, k1, c + i * ldc, ldc);
+        if (i < nb) tile(kn, xb, 2, 1, ZP, b + i, k0, k1, c + i * ldc, ldc);
+        return;
+    }
+    for (; i < nb; i++) {
+        float *ci = c + i * ldc;
+        int64_t r = 0;
+        for (; r + 4 <= m; r += 4) tile(kn, xb + r * kp, 4, 1, ZP, b + i, k0, k1, ci + r * 64, ldc);
+        switch (m - r) {
+        case 3: tile(kn, xb + r * kp, 3, 1, ZP, b + i, k0, k1, ci + r * 64, ldc); break;
+        case 2: tile(kn, xb + r * kp, 2, 1, ZP, b + i, k0, k1, ci + r * 64, ldc); break;
+        case 1: tile(kn, xb + r * kp, 1, 1, ZP, b + i, k0, k1, ci + r * 64, ldc); break;
+        default: break;
+        }
+    }
+}
+
+void mpl_x86_w4a16_gemv_avx512bf16(const mpl_x86_w4a16_kernel *kn, const void *xs, int64_t m, int64_t b, int64_t nb,
+                                   int64_t k0, int64_t k1, float *c) {
+    /* 4-bit layouts only (the path's can_implement) */
+    if (kn->l.zero_points)
+        gemv_zp(kn, xs, m, true, b, nb, k0, k1, c);
+    else
+        gemv_zp(kn, xs, m, false, b, nb, k0, k1, c);
+}
