@@ -154,34 +154,9 @@ XW_INLINE void tile(const mpl_x86_w4a16_kernel *kn, const float *xr, const int M
 
 XW_INLINE void gemv_zp(const mpl_x86_w4a16_kernel *kn, const float *xf, int64_t m, bool ZP, int64_t b, int64_t nb,
                        int64_t k0, int64_t k1, float *c) {
-    const int64_t K = kn->l.k, ldc = m * 64;
-    int64_t i = 0;
-    if (m == 1) {
-        for (; i + 4 <= nb; i += 4) tile(kn, xf, 1, 4, ZP, b + i, k0, k1, c + i * ldc, ldc);
-        switch (nb - i) {
-        case 3: tile(kn, xf, 1, 3, ZP, b + i, k0, k1, c + i * ldc, ldc); break;
-        case 2: tile(kn, xf, 1, 2, ZP, b + i, k0, k1, c + i * ldc, ldc); break;
-        case 1: tile(kn, xf, 1, 1, ZP, b + i, k0, k1, c + i * ldc, ldc); break;
-        default: break;
-        }
-        return;
-    }
-    if (m == 2) {
-        for (; i + 2 <= nb; i += 2) tile(kn, xf, 2, 2, ZP, b + i, k0, k1, c + i * ldc, ldc);
-        if (i < nb) tile(kn, xf, 2, 1, ZP, b + i, k0, k1, c + i * ldc, ldc);
-        return;
-    }
-    for (; i < nb; i++) {
-        float *ci = c + i * ldc;
-        int64_t r = 0;
-        for (; r + 4 <= m; r += 4) tile(kn, xf + r * K, 4, 1, ZP, b + i, k0, k1, ci + r * 64, ldc);
-        switch (m - r) {
-        case 3: tile(kn, xf + r * K, 3, 1, ZP, b + i, k0, k1, ci + r * 64, ldc); break;
-        case 2: tile(kn, xf + r * K, 2, 1, ZP, b + i, k0, k1, ci + r * 64, ldc); break;
-        case 1: tile(kn, xf + r * K, 1, 1, ZP, b + i, k0, k1, ci + r * 64, ldc); break;
-        default: break;
-        }
-    }
+#define TILE(xr, MR, NBLK, bb, cc, ldc) tile(kn, xr, MR, NBLK, ZP, bb, k0, k1, cc, ldc)
+    XW_GEMV_TILES(TILE, xf, kn->l.k, m, b, nb, c);
+#undef TILE
 }
 
 void mpl_x86_w4a16_gemv_avx512(const mpl_x86_w4a16_kernel *kn, const void *xs, int64_t m, int64_t b, int64_t nb,

@@ -25,42 +25,6 @@
 /* Software prefetch, bytes ahead summed over the streams of a tile (as w4a16_gemv.c). */
 #define XW_GEMV_PF_TOTAL 4096
 
-/* The scaffold every tile shares: c zeroed, and per group each block's header and weight pointers. */
-XW_INLINE void tile_zero(float *c, int64_t ldc, const int MR, const int NBLK) {
-    for (int i = 0; i < NBLK; i++)
-        for (int r = 0; r < MR; r++)
-            for (int v = 0; v < 4; v++) _mm512_store_ps(c + i * ldc + r * 64 + 16 * v, _mm512_setzero_ps());
-}
-
-/* grp[i], wp[i] of block b + i at group g, its weights from input ks on (sb bytes per 4-input step);
- * the header lines the stream's prefetch (pf ahead) jumped over are prefetched here. */
-XW_INLINE void tile_group(const mpl_x86_w4a16_layout *l, int64_t b, int64_t g, int64_t ks, size_t sb, size_t pf,
-                          const int NBLK, const uint8_t *grp[4], const uint8_t *wp[4]) {
-    const size_t hdr = l->scale_bytes + l->zero_bytes;
-#pragma GCC unroll 4
-    for (int i = 0; i < NBLK; i++) {
-        grp[i] = mpl_x86_w4a16_group(l, b + i, g);
-        wp[i] = mpl_x86_w4a16_group_weights(l, b + i, g) + (size_t)((ks - g * l->group_size) / 4) * sb;
-        for (size_t o = 0; o < hdr; o += 64) _mm_prefetch((const char *)grp[i] + pf + o, _MM_HINT_T0);
-    }
-}
-
-/* c[r] of block i += scale * acc[(r * NBLK + i) * 4 + v], the accumulators in channel order. */
-XW_INLINE void tile_fold(const mpl_x86_w4a16_layout *l, const uint8_t *const grp[4], const __m512 acc[16], float *c,
-                         int64_t ldc, const int MR, const int NBLK) {
-#pragma GCC unroll 4
-    for (int i = 0; i < NBLK; i++)
-#pragma GCC unroll 4
-        for (int v = 0; v < 4; v++) {
-            __m512 s = xw_load_scales(l, grp[i], v);
-#pragma GCC unroll 4
-            for (int r = 0; r < MR; r++) {
-                float *cp = c + i * ldc + r * 64 + 16 * v;
-                _mm512_store_ps(cp, _mm512_fmadd_ps(acc[(r * NBLK + i) * 4 + v], s, _mm512_load_ps(cp)));
-            }
-        }
-}
-
 /*
  * Rows xr[r * K ..] (r < MR) x blocks b .. b+NBLK-1 over inputs [k0, k1): row r of block i goes to
  * c + i * ldc + r * 64. MR * NBLK <= 4 (16 accumulators); MR, NBLK and BITS are constants at every
@@ -73,12 +37,12 @@ XW_INLINE void tile_w(const mpl_x86_w4a16_kernel *kn, const float *xr, const int
     const int64_t K = l->k, gs = l->group_size;
     const size_t cb = (size_t)BITS * 8, sb = 4 * cb;
     const size_t pf = XW_GEMV_PF_TOTAL / NBLK;
-    tile_zero(c, ldc, MR, NBLK);
+    xw_tile_zero(c, ldc, MR, NBLK);
     for (int64_t g = k0 / gs; g * gs < k1; g++) {
         int64_t ks = k0 > g * gs ? k0 : g * gs, ke = k1 < (g + 1) * gs ? k1 : (g + 1) * gs;
         const uint8_t *grp[4], *wp[4];
         __m512 acc[16], z[16];
-        tile_group(l, b, g, ks, sb, pf, NBLK, grp, wp);
+        xw_tile_group(l, b, g, ks, sb, pf, NBLK, grp, wp);
 #pragma GCC unroll 4
         for (int i = 0; i < NBLK; i++) {
 #pragma GCC unroll 4
@@ -108,7 +72,7 @@ XW_INLINE void tile_w(const mpl_x86_w4a16_kernel *kn, const float *xr, const int
                 wp[i] += sb;
             }
         }
-        tile_fold(l, grp, acc, c, ldc, MR, NBLK);
+        xw_tile_fold(l, grp, acc, c, ldc, MR, NBLK);
     }
 }
 
@@ -147,7 +111,7 @@ XW_INLINE void tile_fold_permuted(const mpl_x86_w4a16_layout *l, const uint8_t *
                                   int64_t ldc, const int MR, const int NBLK) {
 #pragma GCC unroll 4
     for (int j = 0; j < MR * NBLK; j++) put_channel_order(&acc[4 * j]);
-    tile_fold(l, grp, acc, c, ldc, MR, NBLK);
+    xw_tile_fold(l, grp, acc, c, ldc, MR, NBLK);
 }
 
 #define AP(r, i, u) (((r) * NBLK + (i)) * 4 + (u))
@@ -159,12 +123,12 @@ XW_INLINE void tile_p2(const mpl_x86_w4a16_kernel *kn, const float *xr, const in
     const float bias = (float)l->bias;
     const __m512 v0 = _mm512_sub_ps(_mm512_setr_ps(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3), _mm512_set1_ps(bias));
     const __m512 v1 = _mm512_sub_ps(_mm512_setr_ps(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3), _mm512_set1_ps(bias));
-    tile_zero(c, ldc, MR, NBLK);
+    xw_tile_zero(c, ldc, MR, NBLK);
     for (int64_t g = k0 / gs; g * gs < k1; g++) {
         int64_t ks = k0 > g * gs ? k0 : g * gs, ke = k1 < (g + 1) * gs ? k1 : (g + 1) * gs;
         const uint8_t *grp[4], *wp[4];
         __m512 acc[16];
-        tile_group(l, b, g, ks, 64, pf, NBLK, grp, wp);
+        xw_tile_group(l, b, g, ks, 64, pf, NBLK, grp, wp);
         for (int j = 0; j < 4 * MR * NBLK; j++) acc[j] = _mm512_setzero_ps();
         for (int64_t k = ks; k < ke; k += 4) {
             __m512 t[4][2];
@@ -217,14 +181,14 @@ XW_INLINE void tile_p2z(const mpl_x86_w4a16_kernel *kn, const float *xr, const i
     const int64_t gs = l->group_size;
     const size_t pf = XW_GEMV_PF_TOTAL / NBLK;
     const __m512i nib = _mm512_set1_epi32(15);
-    tile_zero(c, ldc, 1, NBLK);
+    xw_tile_zero(c, ldc, 1, NBLK);
     for (int64_t g = k0 / gs; g * gs < k1; g++) {
         int64_t ks = k0 > g * gs ? k0 : g * gs, ke = k1 < (g + 1) * gs ? k1 : (g + 1) * gs;
         const uint8_t *grp[4], *wp[4];
         __m512 acc[16];
         __m512i zb[16];
         __mmask16 kz[16];
-        tile_group(l, b, g, ks, 64, pf, NBLK, grp, wp);
+        xw_tile_group(l, b, g, ks, 64, pf, NBLK, grp, wp);
 #pragma GCC unroll 4
         for (int i = 0; i < NBLK; i++) {
             /* the 64 zero points, one byte per channel: dword j holds channels 4j .. 4j+3 */
@@ -299,12 +263,12 @@ XW_INLINE void tile_p3(const mpl_x86_w4a16_kernel *kn, const float *xr, const in
     const __m512 vc2 = _mm512_sub_ps(_mm512_setr_ps(0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4), bias);
     const __m512 vc3 = _mm512_sub_ps(_mm512_setr_ps(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7), bias);
     const __m512i nsh = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4);
-    tile_zero(c, ldc, MR, NBLK);
+    xw_tile_zero(c, ldc, MR, NBLK);
     for (int64_t g = k0 / gs; g * gs < k1; g++) {
         int64_t ks = k0 > g * gs ? k0 : g * gs, ke = k1 < (g + 1) * gs ? k1 : (g + 1) * gs;
         const uint8_t *grp[4], *wp[4];
         __m512 acc[16];
-        tile_group(l, b, g, ks, 96, pf, NBLK, grp, wp);
+        xw_tile_group(l, b, g, ks, 96, pf, NBLK, grp, wp);
         for (int j = 0; j < 4 * MR * NBLK; j++) acc[j] = _mm512_setzero_ps();
         for (int64_t k = ks; k < ke; k += 4) {
             __m512 t[4][3];
@@ -336,7 +300,7 @@ XW_INLINE void tile_p3(const mpl_x86_w4a16_kernel *kn, const float *xr, const in
                 wp[i] += 96;
             }
         }
-        tile_fold(l, grp, acc, c, ldc, MR, NBLK);
+        xw_tile_fold(l, grp, acc, c, ldc, MR, NBLK);
     }
 }
 
@@ -356,34 +320,9 @@ XW_INLINE void tile_any(const mpl_x86_w4a16_kernel *kn, const float *xr, const i
 
 XW_INLINE void gemv_w(const mpl_x86_w4a16_kernel *kn, const float *xf, int64_t m, const int BITS, const int T, int64_t b,
                       int64_t nb, int64_t k0, int64_t k1, float *c) {
-    const int64_t K = kn->l.k, ldc = m * 64;
-    int64_t i = 0;
-    if (m == 1) {
-        for (; i + 4 <= nb; i += 4) tile_any(kn, xf, 1, 4, BITS, T, b + i, k0, k1, c + i * ldc, ldc);
-        switch (nb - i) {
-        case 3: tile_any(kn, xf, 1, 3, BITS, T, b + i, k0, k1, c + i * ldc, ldc); break;
-        case 2: tile_any(kn, xf, 1, 2, BITS, T, b + i, k0, k1, c + i * ldc, ldc); break;
-        case 1: tile_any(kn, xf, 1, 1, BITS, T, b + i, k0, k1, c + i * ldc, ldc); break;
-        default: break;
-        }
-        return;
-    }
-    if (m == 2) {
-        for (; i + 2 <= nb; i += 2) tile_any(kn, xf, 2, 2, BITS, T, b + i, k0, k1, c + i * ldc, ldc);
-        if (i < nb) tile_any(kn, xf, 2, 1, BITS, T, b + i, k0, k1, c + i * ldc, ldc);
-        return;
-    }
-    for (; i < nb; i++) {
-        float *ci = c + i * ldc;
-        int64_t r = 0;
-        for (; r + 4 <= m; r += 4) tile_any(kn, xf + r * K, 4, 1, BITS, T, b + i, k0, k1, ci + r * 64, ldc);
-        switch (m - r) {
-        case 3: tile_any(kn, xf + r * K, 3, 1, BITS, T, b + i, k0, k1, ci + r * 64, ldc); break;
-        case 2: tile_any(kn, xf + r * K, 2, 1, BITS, T, b + i, k0, k1, ci + r * 64, ldc); break;
-        case 1: tile_any(kn, xf + r * K, 1, 1, BITS, T, b + i, k0, k1, ci + r * 64, ldc); break;
-        default: break;
-        }
-    }
+#define TILE(xr, MR, NBLK, bb, cc, ldc) tile_any(kn, xr, MR, NBLK, BITS, T, bb, k0, k1, cc, ldc)
+    XW_GEMV_TILES(TILE, xf, kn->l.k, m, b, nb, c);
+#undef TILE
 }
 
 void mpl_x86_w4a16_gemv_widths_avx512(const mpl_x86_w4a16_kernel *kn, const float *xf, int64_t m, int64_t b,

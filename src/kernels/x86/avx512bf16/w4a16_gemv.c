@@ -53,21 +53,17 @@ XW_INLINE void tile(const mpl_x86_w4a16_kernel *kn, const uint16_t *xb, const in
                     int64_t b, int64_t k0, int64_t k1, float *c, int64_t ldc) {
     const mpl_x86_w4a16_layout *l = &kn->l;
     const int64_t kp = kn->kp, gs = l->group_size;
-    const size_t hdr = l->scale_bytes + l->zero_bytes, pf = XB_GEMV_PF_TOTAL / NBLK;
+    const size_t pf = XB_GEMV_PF_TOTAL / NBLK;
     const __m512i lut = ZP ? xw_bf16_int_lut() : lut_b8_twice(), low = _mm512_set1_epi16(15);
-    for (int i = 0; i < NBLK; i++)
-        for (int r = 0; r < MR; r++)
-            for (int v = 0; v < 4; v++) _mm512_store_ps(c + i * ldc + r * 64 + 16 * v, _mm512_setzero_ps());
+    xw_tile_zero(c, ldc, MR, NBLK);
     for (int64_t g = k0 / gs; g * gs < k1; g++) {
         int64_t ks = k0 > g * gs ? k0 : g * gs, ke = k1 < (g + 1) * gs ? k1 : (g + 1) * gs;
         const uint8_t *grp[4], *wp[4];
         __m512 acc[16];
         __m512i zo[16];
+        xw_tile_group(l, b, g, ks, l->step_bytes, pf, NBLK, grp, wp);
 #pragma GCC unroll 4
         for (int i = 0; i < NBLK; i++) {
-            grp[i] = mpl_x86_w4a16_group(l, b + i, g);
-            wp[i] = mpl_x86_w4a16_group_weights(l, b + i, g) + (size_t)((ks - g * gs) / 4) * 128;
-            for (size_t o = 0; o < hdr; o += 64) _mm_prefetch((const char *)grp[i] + pf + o, _MM_HINT_T0);
 #pragma GCC unroll 4
             for (int v = 0; v < 4; v++) zo[4 * i + v] = ZP ? xw_zero_offsets_w16(l, grp[i], v) : _mm512_setzero_si512();
 #pragma GCC unroll 4
@@ -103,51 +99,16 @@ XW_INLINE void tile(const mpl_x86_w4a16_kernel *kn, const uint16_t *xb, const in
                 wp[i] += 128;
             }
         }
-#pragma GCC unroll 4
-        for (int i = 0; i < NBLK; i++)
-#pragma GCC unroll 4
-            for (int v = 0; v < 4; v++) {
-                __m512 s = xw_load_scales(l, grp[i], v);
-#pragma GCC unroll 4
-                for (int r = 0; r < MR; r++) {
-                    float *cp = c + i * ldc + r * 64 + 16 * v;
-                    _mm512_store_ps(cp, _mm512_fmadd_ps(acc[A(r, i, v)], s, _mm512_load_ps(cp)));
-                }
-            }
+        xw_tile_fold(l, grp, acc, c, ldc, MR, NBLK);
     }
 }
 #undef A
 
 XW_INLINE void gemv_zp(const mpl_x86_w4a16_kernel *kn, const uint16_t *xb, int64_t m, bool ZP, int64_t b, int64_t nb,
                        int64_t k0, int64_t k1, float *c) {
-    const int64_t kp = kn->kp, ldc = m * 64;
-    int64_t i = 0;
-    if (m == 1) {
-        for (; i + 4 <= nb; i += 4) tile(kn, xb, 1, 4, ZP, b + i, k0, k1, c + i * ldc, ldc);
-        switch (nb - i) {
-        case 3: tile(kn, xb, 1, 3, ZP, b + i, k0, k1, c + i * ldc, ldc); break;
-        case 2: tile(kn, xb, 1, 2, ZP, b + i, k0, k1, c + i * ldc, ldc); break;
-        case 1: tile(kn, xb, 1, 1, ZP, b + i, k0, k1, c + i * ldc, ldc); break;
-        default: break;
-        }
-        return;
-    }
-    if (m == 2) {
-        for (; i + 2 <= nb; i += 2) tile(kn, xb, 2, 2, ZP, b + i, k0, k1, c + i * ldc, ldc);
-        if (i < nb) tile(kn, xb, 2, 1, ZP, b + i, k0, k1, c + i * ldc, ldc);
-        return;
-    }
-    for (; i < nb; i++) {
-        float *ci = c + i * ldc;
-        int64_t r = 0;
-        for (; r + 4 <= m; r += 4) tile(kn, xb + r * kp, 4, 1, ZP, b + i, k0, k1, ci + r * 64, ldc);
-        switch (m - r) {
-        case 3: tile(kn, xb + r * kp, 3, 1, ZP, b + i, k0, k1, ci + r * 64, ldc); break;
-        case 2: tile(kn, xb + r * kp, 2, 1, ZP, b + i, k0, k1, ci + r * 64, ldc); break;
-        case 1: tile(kn, xb + r * kp, 1, 1, ZP, b + i, k0, k1, ci + r * 64, ldc); break;
-        default: break;
-        }
-    }
+#define TILE(xr, MR, NBLK, bb, cc, ldc) tile(kn, xr, MR, NBLK, ZP, bb, k0, k1, cc, ldc)
+    XW_GEMV_TILES(TILE, xb, kn->kp, m, b, nb, c);
+#undef TILE
 }
 
 void mpl_x86_w4a16_gemv_avx512bf16(const mpl_x86_w4a16_kernel *kn, const void *xs, int64_t m, int64_t b, int64_t nb,
