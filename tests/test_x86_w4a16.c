@@ -303,6 +303,26 @@ static void threads_row_chunks(void **state) {
     report("threads and row chunks");
 }
 
+/* Decode over row chunks (decode-bf16 goes in chunks of rows whose bf16 x fills 512 KiB once x exceeds
+ * 1 MiB): K = 4160 (8320-byte rows: chunks of 60 rows), m = 130 (60, 60, 10) and 200 (60, 60, 60, 20),
+ * 1 and 2 threads, an N tail, zero points and act-order; every path runs it (the others as usual). */
+static void decode_row_chunks(void **state) {
+    (void)state;
+    static const int64_t ms[] = {130, 200};
+    for (int threads = 1; threads <= 2; threads++)
+        for (size_t i = 0; i < 3; i++) {
+            mpl_config c;
+            tu_check_opts o;
+            tu_check_opts_init(&o);
+            o.quiet = 1;
+            o.threads = threads;
+            o.data = i == 1 ? TU_DATA_EXACT : TU_DATA_RANDOM;
+            cfg_set(&c, 4160, i == 2 ? 72 : 64, wtypes[i], MPL_ACT_BF16, 64, (int)(i == 1));
+            run_targets(&c, ms[(i + (size_t)threads) % 2], &o);
+        }
+    report("decode row chunks");
+}
+
 /* Tensor-parallel sizes that are not multiples of 128 channels, and the default config. */
 static void odd_tp_shapes(void **state) {
     (void)state;
@@ -585,6 +605,30 @@ static void expect_switch(uint32_t isa, mpl_cpu_vendor vendor, mpl_act act, cons
     expect_switch_w(isa, vendor, MPL_WTYPE_UINT4B8, act, decode, last_decode, prefill);
 }
 
+/* One path for every m (m = 1..20, 100, 10^6) on a faked CPU, with the range 1..any, and `unused` (a prefill
+ * path) with an empty default range. */
+static void expect_every_m(uint32_t isa, mpl_cpu_vendor vendor, mpl_wtype wt, mpl_act act, const char *path,
+                           const char *unused) {
+    fake_cpu_of(isa, vendor);
+    mpl_config c;
+    cfg_set(&c, 4096, 4096, wt, act, 128, 0);
+    for (int64_t m = 1; m <= 22; m++) {
+        int64_t mm = m == 21 ? 100 : m == 22 ? 1000000 : m;
+        const char *got = chosen_path(&c, mm);
+        if (strcmp(got, path) != 0) {
+            fprintf(stderr, "FAIL isa 0x%x %s m=%lld: path %s, want %s\n", (unsigned)isa, mpl_act_name(act),
+                    (long long)mm, got, path);
+            fail();
+        }
+    }
+    mpl_verdict v;
+    assert_int_equal(mpl_check(&c, NULL, path, &v), MPL_OK);
+    assert_int_equal(v.m_min, 1);
+    assert_true(v.m_max == INT64_MAX);
+    assert_int_equal(mpl_check(&c, NULL, unused, &v), MPL_OK);
+    assert_true(v.m_min > v.m_max);
+}
+
 static void default_paths(void **state) {
     (void)state;
     const uint32_t amx = MPL_ISA_SSE42 | MPL_X86_LEVEL_AMX;
@@ -596,14 +640,15 @@ static void default_paths(void **state) {
     const char *f32 = "x86_avx512_w4a16:prefill-f32";
     expect_switch(amx, intel, MPL_ACT_BF16, dec, 1, "x86_avx512_w4a16:prefill-amx");
     expect_switch(amx, intel, MPL_ACT_F16, dec, 8, f32);
-    /* AMD (and unknown vendors) with AVX512-BF16: the vdpbf16ps decode and prefill for bf16 4-bit; the f32
-     * decode for the other widths */
-    const char *dbf = "x86_avx512_w4a16:decode-bf16";
-    expect_switch(zen4, amd, MPL_ACT_BF16, dbf, 4, "x86_avx512_w4a16:prefill-bf16");
-    expect_switch_w(zen4, amd, MPL_WTYPE_UINT4, MPL_ACT_BF16, dbf, 4, "x86_avx512_w4a16:prefill-bf16");
-    expect_switch_w(zen4, amd, MPL_WTYPE_UINT8B128, MPL_ACT_BF16, dec, 4, "x86_avx512_w4a16:prefill-bf16");
+    /* AMD (and unknown vendors) with AVX512-BF16: the vdpbf16ps decode at every m for bf16 4-bit; the f32
+     * decode, then the vdpbf16ps prefill, for the other widths */
+    const char *dbf = "x86_avx512_w4a16:decode-bf16", *pbf = "x86_avx512_w4a16:prefill-bf16";
+    expect_every_m(zen4, amd, MPL_WTYPE_UINT4B8, MPL_ACT_BF16, dbf, pbf);
+    expect_every_m(zen4, amd, MPL_WTYPE_UINT4, MPL_ACT_BF16, dbf, pbf);
+    expect_every_m(zen4, amd, MPL_WTYPE_INT4, MPL_ACT_BF16, dbf, pbf);
+    expect_switch_w(zen4, amd, MPL_WTYPE_UINT8B128, MPL_ACT_BF16, dec, 4, pbf);
     expect_switch(zen4, amd, MPL_ACT_F32, dec, 8, f32);
-    expect_switch(zen4, MPL_CPU_VENDOR_OTHER, MPL_ACT_BF16, dbf, 4, "x86_avx512_w4a16:prefill-bf16");
+    expect_every_m(zen4, MPL_CPU_VENDOR_OTHER, MPL_WTYPE_UINT4B8, MPL_ACT_BF16, dbf, pbf);
     expect_switch(icl, intel, MPL_ACT_BF16, dec, 8, f32);
     /* Intel with AVX512-BF16, no AMX (the zen4 ISA set on an Intel part): f32 prefill, the switch per width */
     expect_switch(zen4, intel, MPL_ACT_BF16, dec, 12, f32);
@@ -795,7 +840,8 @@ int main(void) {
         cmocka_unit_test(refusals),        cmocka_unit_test(path_refusals), cmocka_unit_test(default_paths),
         cmocka_unit_test(chooser),         cmocka_unit_test(layout_round_trip), cmocka_unit_test(types_groups),
         cmocka_unit_test(m_edges),         cmocka_unit_test(shape_tails),   cmocka_unit_test(decode_runs),
-        cmocka_unit_test(threads_split_k), cmocka_unit_test(threads_row_chunks), cmocka_unit_test(odd_tp_shapes),
+        cmocka_unit_test(threads_split_k), cmocka_unit_test(threads_row_chunks),
+        cmocka_unit_test(decode_row_chunks), cmocka_unit_test(odd_tp_shapes),
         cmocka_unit_test(widths),          cmocka_unit_test(widths_long_k), cmocka_unit_test(long_groups),
         cmocka_unit_test(chunk_round_trip),
     };

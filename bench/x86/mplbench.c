@@ -19,7 +19,7 @@
  * mechanism; names from `mplinear info`), e.g. --kernel x86_avx512_w4a16:prefill-bf16.
  *
  * --sweep: every path of the kernel (the chosen one, or --kernel NAME) forced in turn for
- * M = 1..64, each on its own cold layer copies, the paths taking turns call by call; the last
+ * M = 1..64 (or the --m list), each on its own cold layer copies, the paths taking turns call by call; the last
  * columns name the path the chooser takes by default and the fastest one: where the default
  * ranges of the path rows (src/kernels/x86/<kernel>.c) should switch.
  *
@@ -83,7 +83,7 @@ static const char *opt_kernel = NULL;
 static int opt_w4a8 = 0; /* --w4a8: W4A8 mode (the chooser then picks an x86 W4A8 kernel) */
 static int opt_threads[8] = {1, 2}, opt_nthreads = 2;
 static int64_t opt_m[32] = {1, 4, 16, 64, 512};
-static int opt_nm = 5;
+static int opt_nm = 5, opt_m_given = 0;
 static int opt_reps = 15;
 static double opt_cold = 1.25;
 static mpl_act opt_act = MPL_ACT_BF16;
@@ -126,7 +126,7 @@ static void parse_args(int argc, char **argv) {
             opt_nthreads = parse_list(v, t, 8);
             for (int j = 0; j < opt_nthreads; j++) opt_threads[j] = (int)t[j];
             i++;
-        } else if (!strcmp(a, "--m")) opt_nm = parse_list(v, opt_m, 32), i++;
+        } else if (!strcmp(a, "--m")) opt_nm = parse_list(v, opt_m, 32), opt_m_given = 1, i++;
         else if (!strcmp(a, "--reps")) opt_reps = atoi(v), i++;
         else if (!strcmp(a, "--cold-gib")) opt_cold = atof(v), i++;
         else if (!strcmp(a, "--group")) opt_group = atoll(v), i++;
@@ -614,7 +614,11 @@ static int kernel_paths(const char *kernel, char names[][64], int cap) {
 
 /* Every path of the kernel forced in turn over M, cold weights: where should the default ranges switch? */
 static int run_sweep(void) {
-    static const int64_t ms[] = {1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64};
+    static const int64_t ms_default[] = {1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64};
+    const int64_t *ms = opt_m_given ? opt_m : ms_default;
+    const size_t nms = opt_m_given ? (size_t)opt_nm : sizeof ms_default / sizeof ms_default[0];
+    int64_t mmax = 1;
+    for (size_t i = 0; i < nms; i++) mmax = ms[i] > mmax ? ms[i] : mmax;
     enum { MAXP = 8 };
     for (int si = 0; si < opt_nshapes; si++) {
         const shape *sh = &opt_shapes[si];
@@ -643,15 +647,15 @@ static int run_sweep(void) {
         printf(" default | fastest |\n|---|---|---|");
         for (int p = 0; p < nrun + 2; p++) printf("---|");
         printf("\n");
-        void *x = make_x(64, sh->k);
-        void *y = malloc((size_t)(64 * sh->n) * 4);
+        void *x = make_x(mmax, sh->k);
+        void *y = malloc((size_t)(mmax * sh->n) * 4);
         if (!x || !y) return 1;
         for (int ti = 0; ti < opt_nthreads; ti++) {
             int T = opt_threads[ti];
             layer_set s[MAXP];
             for (int p = 0; p < nrun; p++)
                 if (make_set(&s[p], &c, T, run[p])) return 1;
-            for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++) {
+            for (size_t mi = 0; mi < nms; mi++) {
                 /* The paths take turns call by call (each call on the next cold copy of its set), so
                  * they see the same moments of this shared machine. */
                 double t[MAXP], tp[MAXP][64];

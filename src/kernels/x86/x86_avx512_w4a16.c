@@ -67,7 +67,7 @@ static mpl_reason bf16_can_implement(const mpl_config *c, const mpl_platform *p,
  */
 typedef struct {
     int64_t decode_max; /* decode serves m = 1..decode_max */
-    int prefill;        /* the prefill path from decode_max + 1 */
+    int prefill;        /* the prefill path from decode_max + 1 (DECODE_BF16: none, that decode serves every m) */
 } switch_point;
 
 static switch_point machine_switch_isa(const mpl_config *c, const mpl_platform *p) {
@@ -82,7 +82,10 @@ static switch_point machine_switch_isa(const mpl_config *c, const mpl_platform *
         default: return (switch_point){12, PREFILL_F32};
         }
     }
-    if (bf16 && avx512bf16) return (switch_point){4, PREFILL_BF16};
+    /* AMD (and others) with AVX512-BF16: 4-bit bf16 runs the vdpbf16ps decode at every m (prefill = DECODE_BF16:
+     * no prefill path); the other widths switch from the f32 decode to the vdpbf16ps prefill at 5 (not swept). */
+    if (bf16 && avx512bf16)
+        return mpl_wtype_width(c->wtype) == 4 ? (switch_point){MPL_M_ANY, DECODE_BF16} : (switch_point){4, PREFILL_BF16};
     return (switch_point){8, PREFILL_F32};
 }
 
@@ -96,8 +99,13 @@ static switch_point machine_switch(const mpl_config *c, const mpl_platform *p) {
 }
 
 static void decode_m_range(const mpl_config *c, const mpl_platform *p, int64_t *m_min, int64_t *m_max) {
-    (void)m_min;
-    *m_max = machine_switch(c, p).decode_max;
+    switch_point sp = machine_switch(c, p);
+    if (sp.prefill == DECODE_BF16) { /* the vdpbf16ps decode serves every m */
+        *m_min = 2;
+        *m_max = 1;
+    } else {
+        *m_max = sp.decode_max;
+    }
 }
 
 /* A prefill path's default range: from the switch on where it is the machine's prefill, else none
@@ -111,12 +119,12 @@ static void prefill_m_range(const mpl_config *c, const mpl_platform *p, int path
         *m_max = 1;
     }
 }
-/* The vdpbf16ps decode serves the decode range where this machine prefills with vdpbf16ps too (AMD with
- * AVX512-BF16): everywhere else it is chosen only when forced. */
+/* The vdpbf16ps decode serves every m where machine_switch says so (AMD with AVX512-BF16, 4-bit): everywhere
+ * else it is chosen only when forced. */
 static void decode_bf16_m_range(const mpl_config *c, const mpl_platform *p, int64_t *m_min, int64_t *m_max) {
     switch_point sp = machine_switch(c, p);
-    if (sp.prefill == PREFILL_BF16) {
-        *m_max = sp.decode_max;
+    if (sp.prefill == DECODE_BF16) {
+        *m_max = MPL_M_ANY;
     } else {
         *m_min = 2;
         *m_max = 1;
@@ -184,7 +192,9 @@ static const mpl_x86_w4a16_path_impl impls[NPATHS] = {
     [DECODE_BF16] = {.xs = MPL_X86_W4A16_XS_BF16,
                      .prep = mpl_x86_w4a16_prep_bf16_rows_avx512,
                      .gemv = mpl_x86_w4a16_gemv_avx512bf16,
-                     .gemv_blocks = MPL_X86_W4A16_AVX512_GEMV_BLOCKS},
+                     .gemv_blocks = MPL_X86_W4A16_AVX512_GEMV_BLOCKS,
+                     /* half of Zen 4's 1 MiB L2 per core */
+                     .gemv_chunk_bytes = 512u << 10},
     [DECODE] = {.xs = MPL_X86_W4A16_XS_F32,
                 .prep = mpl_x86_w4a16_prep_f32_avx512,
                 .gemv = mpl_x86_w4a16_gemv_avx512,

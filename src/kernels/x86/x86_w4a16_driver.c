@@ -84,6 +84,15 @@ typedef struct {
 
 static size_t al64(size_t v) { return (v + 63) & ~(size_t)63; }
 
+/* Rows per decode chunk: m itself unless the path chunks and x of m rows exceeds twice its chunk bytes. */
+static int64_t decode_mchunk(const mpl_x86_w4a16_kernel *kn, const mpl_x86_w4a16_path_impl *pi, int64_t m) {
+    if (!pi->gemv_chunk_bytes) return m;
+    size_t row = pi->xs == MPL_X86_W4A16_XS_BF16 ? (size_t)kn->kp * 2 : (size_t)kn->l.k * 4;
+    if ((size_t)m * row <= 2 * pi->gemv_chunk_bytes) return m;
+    int64_t rows = (int64_t)(pi->gemv_chunk_bytes / row) / 4 * 4;
+    return rows < 4 ? 4 : rows;
+}
+
 /* Rows per prefill chunk: x rows of the chunk fill at most half of a 2 MiB L2 (multiple of 32). */
 static int64_t prefill_mchunk(const mpl_x86_w4a16_kernel *kn, const mpl_x86_w4a16_path_impl *pi) {
     if (pi->mchunk) return pi->mchunk;
@@ -103,10 +112,11 @@ static void plan(const mpl_x86_w4a16_kernel *kn, const mpl_x86_w4a16_path_impl *
     off += f32x ? al64(Mx * K * 4) : 0;
     p->xb = off;
     off += !f32x ? al64(Mp * (size_t)kn->kp * 2) : 0;
+    const size_t dchunk = decode ? (size_t)decode_mchunk(kn, pi, m) : 0;
     p->part = off;
-    off += decode && decode_splits(kn, pi, threads) > 1 ? al64(T * M * (size_t)kn->l.np * 4) : 0;
+    off += decode && dchunk == M && decode_splits(kn, pi, threads) > 1 ? al64(T * M * (size_t)kn->l.np * 4) : 0;
     p->cbuf = off;
-    size_t crows = decode ? M * (size_t)gemv_blocks(pi)
+    size_t crows = decode ? dchunk * (size_t)gemv_blocks(pi)
                           : Mp < (size_t)prefill_mchunk(kn, pi) ? Mp : (size_t)prefill_mchunk(kn, pi);
     p->cbuf_stride = al64(crows * MPL_X86_W4A16_NB * 4);
     off += T * p->cbuf_stride;
@@ -133,7 +143,7 @@ typedef struct {
     char *ws;
     ws_plan p;
     int64_t splits;
-    int64_t mchunk;
+    int64_t mchunk; /* prefill: rows per chunk; decode: rows per chunk (m when not chunked) */
     atomic_llong next; /* the next unclaimed work item of the running task */
 } xw_job;
 
@@ -180,28 +190,32 @@ static void *xs_of(const xw_job *j) {
     return j->ws + (j->pi->xs != MPL_X86_W4A16_XS_BF16 ? j->p.xf : j->p.xb);
 }
 
-/* Work items: (run of up to gemv_blocks consecutive blocks, K split), run-major. */
+/* Work items: (row chunk, run of up to gemv_blocks consecutive blocks, K split), chunk-major, then
+ * run-major (K is split only when the rows are one chunk). */
 static void decode_task(void *ctx, int tid, int nt) {
     (void)nt;
     xw_job *j = ctx;
     const mpl_x86_w4a16_kernel *kn = j->kn;
     const int64_t NB = MPL_X86_W4A16_NB;
-    int64_t M = j->a->m, S = j->splits, K = kn->l.k, R = gemv_blocks(j->pi);
-    int64_t runs = (kn->l.nblocks + R - 1) / R, items = runs * S, per = decode_per(kn, S, R), i0, i1;
-    const void *xs = xs_of(j);
+    int64_t M = j->a->m, S = j->splits, K = kn->l.k, R = gemv_blocks(j->pi), MC = j->mchunk;
+    int64_t runs = (kn->l.nblocks + R - 1) / R, per_chunk = runs * S, items = (M + MC - 1) / MC * per_chunk;
+    int64_t per = decode_per(kn, S, R), i0, i1;
+    const size_t xrow = j->pi->xs == MPL_X86_W4A16_XS_BF16 ? (size_t)kn->kp * 2 : (size_t)K * 4;
     float *c = (float *)(j->ws + j->p.cbuf + (size_t)tid * j->p.cbuf_stride);
     while (claim(j, items, per, &i0, &i1)) {
         for (int64_t it = i0; it < i1; it++) {
-            int64_t b0 = it / S * R, s = it % S;
+            int64_t m0 = it / per_chunk * MC, mc = M - m0 < MC ? M - m0 : MC, r = it % per_chunk;
+            int64_t b0 = r / S * R, s = r % S;
             int64_t nb = kn->l.nblocks - b0 < R ? kn->l.nblocks - b0 : R;
+            const void *xs = (const char *)xs_of(j) + (size_t)m0 * xrow;
             /* Split points on 64-input boundaries keep whole 4-input chunks and most groups intact. */
             int64_t k0 = K * s / S / 64 * 64, k1 = s + 1 == S ? K : K * (s + 1) / S / 64 * 64;
-            j->pi->gemv(kn, xs, M, b0, nb, k0, k1, c);
+            j->pi->gemv(kn, xs, mc, b0, nb, k0, k1, c);
             for (int64_t i = 0; i < nb; i++) {
-                const float *ci = c + i * M * NB;
+                const float *ci = c + i * mc * NB;
                 int64_t b = b0 + i;
                 if (S == 1) {
-                    kn->ops->store(kn->cfg.act, ci, M, ncols_of(kn, b), bias_of(j, b), y_of(j, 0, b), kn->l.n);
+                    kn->ops->store(kn->cfg.act, ci, mc, ncols_of(kn, b), bias_of(j, b), y_of(j, m0, b), kn->l.n);
                 } else {
                     float *part = (float *)(j->ws + j->p.part) + (size_t)s * (size_t)M * (size_t)kn->l.np;
                     for (int64_t m = 0; m < M; m++)
@@ -269,8 +283,12 @@ mpl_status mpl_x86_w4a16_apply(const void *pp, const mpl_apply_args *a) {
     xw_job j = {.kn = kn, .pi = &kn->paths[a->path], .a = a, .ws = a->workspace};
     plan(kn, j.pi, a->m, T, &j.p);
     if (j.pi->gemv) {
-        j.splits = decode_splits(kn, j.pi, T);
-        j.pi->prep(kn, a->x, 0, a->m, a->m, xs_of(&j));
+        j.mchunk = decode_mchunk(kn, j.pi, a->m);
+        j.splits = j.mchunk == a->m ? decode_splits(kn, j.pi, T) : 1;
+        if (j.mchunk == a->m)
+            j.pi->prep(kn, a->x, 0, a->m, a->m, xs_of(&j));
+        else
+            mpl_parallel_run(T, prep_task, &j); /* many rows: prepared by every thread */
         atomic_init(&j.next, 0);
         mpl_parallel_run(T, decode_task, &j);
         if (j.splits > 1) mpl_parallel_run(T, reduce_task, &j);

@@ -77,6 +77,9 @@ typedef struct mpl_x86_w4a16_path_impl {
                                    start on multiples of mchunk */
     int mchunk;                 /* prefill: rows per chunk (a multiple of mtile; 0: x of the chunk
                                    fills half of a 2 MiB L2) */
+    size_t gemv_chunk_bytes;    /* decode: 0, or when x of m rows exceeds twice this, rows go in
+                                   chunks whose x fills about this (multiples of 4 rows), each
+                                   chunk streaming the weights once, x staying in L2 */
 } mpl_x86_w4a16_path_impl;
 
 struct mpl_x86_w4a16_kernel {
