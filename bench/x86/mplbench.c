@@ -36,6 +36,7 @@
 #include <immintrin.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,7 +188,9 @@ typedef struct {
     const char *p;
     size_t n;
     long long sink;
-    int prefetch;
+    int prefetch, threads;
+    atomic_int *ready; /* the start line: every reader spins here until all have arrived (NULL: past it) */
+    double end;
 } rd_arg;
 
 /* Sum with 64-byte loads; with prefetch, 1 KiB of software prefetch ahead as well: on VMs whose
@@ -223,30 +226,47 @@ __attribute__((target("avx2"))) static long long read_sum256(const char *p, size
 
 static void *rd_thread(void *v) {
     rd_arg *a = v;
+    if (a->ready) {
+        atomic_fetch_add(a->ready, 1);
+        while (atomic_load(a->ready) < a->threads) {
+        }
+    }
     a->sink = __builtin_cpu_supports("avx512f") ? read_sum512(a->p, a->n, a->prefetch)
                                                 : read_sum256(a->p, a->n, a->prefetch);
+    a->end = now();
     return NULL;
 }
 
 /* Read bandwidth (GB/s) of one pass over bytes [off, off + bytes) of the 1 GiB buffer with
  * `threads` threads, the better of a plain and a prefetching pass over two neighbouring pieces
- * (each piece read once, so both come from DRAM). */
+ * (each piece read once, so both come from DRAM). The clock starts when every reader has started
+ * (they spin at a start line) and stops when the last one ends: a thread created for the pass can
+ * start hundreds of microseconds late on a VM, and counting that understated 2-thread bandwidth
+ * below what our kernel's pool (started once) read in the same run. */
 static double read_piece(int threads, size_t off, size_t bytes) {
     double best = 0;
     for (int pf = 0; pf < 2; pf++) {
         pthread_t th[8];
         rd_arg a[8];
+        atomic_int ready = 0;
         size_t per = bytes / (size_t)threads / 256 * 256;
         const char *base = g_bw_buf + (off + (size_t)pf * bytes) % (BW_BYTES - bytes) / 4096 * 4096;
-        double t0 = now();
         for (int i = 1; i < threads; i++) {
-            a[i] = (rd_arg){base + per * (size_t)i, per, 0, pf};
+            a[i] = (rd_arg){base + per * (size_t)i, per, 0, pf, threads, &ready, 0};
             pthread_create(&th[i], NULL, rd_thread, &a[i]);
         }
-        a[0] = (rd_arg){base, per, 0, pf};
+        atomic_fetch_add(&ready, 1);
+        while (atomic_load(&ready) < threads) {
+        }
+        double t0 = now();
+        a[0] = (rd_arg){base, per, 0, pf, threads, NULL, 0}; /* this thread is past the start line */
         rd_thread(&a[0]);
-        for (int i = 1; i < threads; i++) pthread_join(th[i], NULL);
-        double gbs = (double)(per * (size_t)threads) / (now() - t0) / 1e9;
+        double end = a[0].end;
+        for (int i = 1; i < threads; i++) {
+            pthread_join(th[i], NULL);
+            if (a[i].end > end) end = a[i].end;
+        }
+        double gbs = (double)(per * (size_t)threads) / (end - t0) / 1e9;
         if (gbs > best) best = gbs;
     }
     return best;

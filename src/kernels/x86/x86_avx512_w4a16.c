@@ -12,10 +12,10 @@
  *     ms at m=2); AMX ahead from m=4 on (cold m=8: 11.5 vs 18.7 ms). The time rises
  *     smoothly across the switch.
  *   f32 prefill (f16/f32 activations): decode ahead up to m=8 (hot 1.9 vs 2.2 ms), behind at 16.
- *   vdpbf16ps prefill (Zen 4/5) was not measurable there: its switch is set to 4, between the
- *     two cases above.
- * vdpbf16ps prefill is the default on AMD only: on Intel it measured slower than the f32 prefill
- * (Sapphire Rapids, and an Emerald Rapids VM without AMX: machine_switch below).
+ * On AMD with AVX512-BF16 (Zen 4) the vdpbf16ps decode runs 4-bit bf16 at every m (faster than the
+ * vdpbf16ps panel prefill at every m swept there: machine_switch below); the vdpbf16ps prefill stays
+ * the AMD default for the other widths. On Intel it measured slower than the f32 prefill (Sapphire
+ * Rapids, and an Emerald Rapids VM without AMX).
  */
 #include "x86_w4a16_driver.h"
 
@@ -60,7 +60,10 @@ static mpl_reason bf16_can_implement(const mpl_config *c, const mpl_platform *p,
  *     up to m = 12 at 4 bits (16.7 vs 17.8 ms; m = 16: 21.7 vs 21.0), 16 at 2 bits (15.4 vs 15.6;
  *     m = 20: 19.4 vs 19.0), 8 at 8 bits (11.3 vs 12.4; m = 10: 15.4 vs 13.6), 4 at 3 bits (6.2 vs
  *     7.1; m = 5: 8.3 vs 8.1).
- *   AMD with AVX512-BF16 (Zen 4/5): bf16 -> vdpbf16ps from m = 5 (not swept there yet: set between
+ *   AMD with AVX512-BF16 (Zen 4, a 2-vCPU EPYC VM; 1 thread): bf16 4-bit -> the vdpbf16ps decode at every
+ *     m, ahead of the vdpbf16ps prefill at every m swept (m = 2..2048: m = 4 2.42 vs 5.08 ms, 16 9.49 vs
+ *     12.11, 64 35.84 vs 38.23, 512 287.6 vs 289.6, 2048 1167 vs 1199; from m = 512 only with the decode's
+ *     row chunks, x in L2); the other widths bf16 -> vdpbf16ps prefill from m = 5 (not swept: set between
  *     the AMX (1) and f32 (8) cases); f16/f32 -> f32 from m = 9.
  *   Other AVX-512 CPUs (Ice Lake, Skylake-X: not swept): f32 prefill from m = 9 (the SPR f32 case).
  *   2-bit with zero points: decode to m = 2 at most (machine_switch).
@@ -145,9 +148,9 @@ static const mpl_path_desc paths[NPATHS] = {
                      .requires = "avx512bf16 level; bf16 activations, 4-bit weights",
                      .isa = MPL_X86_LEVEL_AVX512BF16 & ~MPL_X86_LEVEL_AVX512,
                      .m_min = 1,
-                     .m_max = 4,
+                     .m_max = MPL_M_ANY,
                      .m_limit = MPL_M_ANY,
-                     .why = "Zen 4 (2-vCPU EPYC VM), 4096x14336 bf16 m=1, cold (mplbench, read BW in the same run): 91-100% of read BW at 1 thread vs the f32 decode 53%; hot 26.7 vs 15.7 GB/s (m=2 1.8x, m=4 1.9x); range = the vdpbf16ps prefill switch (4)",
+                     .why = "default on AMD with AVX512-BF16, every m. Zen 4 (2-vCPU EPYC VM), 4096x14336 bf16, cold (mplbench): m=1 91-100% of read BW at 1 thread vs the f32 decode 53%; --sweep vs the vdpbf16ps prefill, 1 thread: m=16 9.49 vs 12.11 ms, 64 35.84 vs 38.23, 512 287.6 vs 289.6, 2048 1167 vs 1199",
                      .can_implement = decode_bf16_can_implement,
                      .m_range = decode_bf16_m_range},
     [DECODE] = {.name = "x86_avx512_w4a16:decode",
@@ -157,7 +160,8 @@ static const mpl_path_desc paths[NPATHS] = {
                 .m_limit = MPL_M_ANY,
                 .why = "per machine (cold sweeps, 4096x14336): AMX (SPR): decode ahead of AMX at m=1 only, of f32 "
                        "prefill to m=8; Intel without AMX: to m=12 (4-bit), 16 (2-bit), 8 (8-bit), 4 (3-bit); "
-                       "Zen 4/5 bf16: 4 (not swept); else 8; 2-bit with zero points at most 2 (one row per pass)",
+                       "AMD bf16: none at 4 bits (decode-bf16), 4 at other widths (not swept); else 8; 2-bit with zero "
+                       "points at most 2 (one row per pass)",
                 .m_range = decode_m_range},
     [PREFILL_AMX] = {.name = "x86_avx512_w4a16:prefill-amx",
                      .requires = "amx level (AMX tile state granted by the OS); bf16 activations",
@@ -174,8 +178,9 @@ static const mpl_path_desc paths[NPATHS] = {
                       .m_min = 5,
                       .m_max = MPL_M_ANY,
                       .m_limit = MPL_M_ANY,
-                      .why = "default on AMD only: slower than f32 prefill at every m on Intel without AMX (m=64: 105.8 "
-                             "vs 76.7 ms); Zen 4/5 switch (5) not swept: set between the AMX (1) and f32 (8) cases",
+                      .why = "default on AMD for 2-, 3- and 8-bit from m=5 (not swept; 4-bit: the vdpbf16ps decode is "
+                             "faster at every m on Zen 4); slower than f32 prefill at every m on Intel without AMX (m=64: "
+                             "105.8 vs 76.7 ms)",
                       .can_implement = bf16_can_implement,
                       .m_range = bf16_m_range},
     [PREFILL_F32] = {.name = "x86_avx512_w4a16:prefill-f32",
