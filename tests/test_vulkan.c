@@ -10,8 +10,10 @@
  * (uint4), int4, act-order, f16 and bf16, bias on and off, and rows run in several chunks (a small scratch
  * bound, mpl_vk_test_scratch_max). Exact data (small integers, power-of-two scales) must match the rounded
  * oracle and ref bit for bit; random data is held to tu_tolerance() (testutil.c: K + G + 2 fp32 roundings per
- * term; the shaders' longest path is an 8-term word sum, the scale product, K/32 per-thread sums, the subgroup
- * and cross-subgroup reduction and the bias add, far fewer than K + G + 2 for every K here).
+ * term; the shaders' longest path is a 16-term half-chunk sum, the two halves' add, the scale product, K/32
+ * per-thread sums, the subgroup and cross-subgroup reduction and the bias add, far fewer than K + G + 2 for every
+ * K here; the GEMV's x is pre-scaled by powers of two on the host, so its products stay exact).
+ * The GEMV also runs at every workgroup shape the H200 benchmark sweeps (gemv_shapes, mpl_vk_test_gemv_shape).
  * Each case also applies twice (bit-identical: determinism) into guard-byte buffers.
  * vulkan_w4a8 (W4A8 mode): M tails 1, 2, 3, 4, 5, 17, 65 on both paths, N and K tails, group sizes -1, 16, 32,
  * 48, 64, 128 (48 and K > 2048 make groups run across the GEMV's 2048-channel segments), zero points, int4,
@@ -53,6 +55,7 @@ static int reset(void **state) {
     unsetenv("MPL_DISABLED_KERNELS");
     mpl_platform_override(NULL);
     mpl_vk_test_scratch_max(0);
+    if (g_devices > 0) mpl_vk_test_gemv_shape(0, 0, 0, 0, 0); /* the default GEMV shape (a failed gemv_shapes) */
     return 0;
 }
 
@@ -527,6 +530,38 @@ static void gemv_cases(void **state) {
     run_matrix("vulkan_w4a16:gemv", ms, 6);
 }
 
+/* The GEMV's other shapes (shaders/w4a16_gemv.comp's specialization constants: invocations, rows per workgroup,
+ * chunks per row per step, prefetch; mpl_vk_test_gemv_shape): every shape bench/vulkan/h200_bins.sh sweeps on the H200, so
+ * that whichever is made the default has run this matrix. m = 1 and 3 (a partial pass of the 4-row x loop);
+ * the default shape runs the full matrix in gemv_cases. */
+static const unsigned g_gemv_shapes[][4] = {
+    {64, 8, 1, 0}, {64, 8, 2, 0}, {32, 8, 1, 1}, {128, 8, 1, 1}, {64, 4, 2, 1}, {64, 4, 1, 1}, {64, 16, 1, 1},
+    {32, 8, 2, 1}, {64, 8, 4, 0}, {128, 4, 2, 0}, {256, 1, 4, 1}, {64, 32, 1, 0}, {64, 8, 1, 2}, {32, 8, 1, 2},
+    {128, 8, 1, 2}, {64, 16, 1, 2}, {64, 1, 1, 2}, {128, 16, 1, 2},
+};
+
+static void gemv_shapes(void **state) {
+    (void)state;
+    if (!device_ready()) {
+        skip();
+        return;
+    }
+    static const int64_t ms[] = {1, 3};
+    /* a shape the layout cannot serve is refused with a reason, and the pipeline is left as it was */
+    assert_int_equal(mpl_vk_test_gemv_shape(0, 64, 3, 2, 0), MPL_ERR_INVALID_ARGUMENT);
+    assert_int_equal(mpl_vk_test_gemv_shape(0, 64, 8, 9, 0), MPL_ERR_INVALID_ARGUMENT);
+    assert_int_equal(mpl_vk_test_gemv_shape(0, 64, 8, 1, 3), MPL_ERR_INVALID_ARGUMENT);
+    assert_int_equal(mpl_vk_test_gemv_shape(0, 64, 8, 2, 2), MPL_ERR_INVALID_ARGUMENT);
+    for (size_t i = 0; i < sizeof g_gemv_shapes / sizeof g_gemv_shapes[0]; i++) {
+        const unsigned *sh = g_gemv_shapes[i];
+        assert_int_equal(mpl_vk_test_gemv_shape(0, sh[0], sh[1], sh[2], sh[3]), MPL_OK);
+        fprintf(stderr, "GEMV shape %u:%u:%u:%u\n", sh[0], sh[1], sh[2], sh[3]);
+        run_matrix("vulkan_w4a16:gemv", ms, 2);
+    }
+    assert_int_equal(mpl_vk_test_gemv_shape(0, 0, 0, 0, 0), MPL_OK);
+    assert_int_equal(g_messages, 0);
+}
+
 static void tiled_cases(void **state) {
     (void)state;
     static const int64_t ms[] = {1, 5, 63, 64, 65, 129};
@@ -612,7 +647,8 @@ int main(void) {
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(layout_round_trip, reset), cmocka_unit_test_setup(refusals, reset),
-        cmocka_unit_test_setup(gemv_cases, reset),        cmocka_unit_test_setup(tiled_cases, reset),
+        cmocka_unit_test_setup(gemv_cases, reset),        cmocka_unit_test_setup(gemv_shapes, reset),
+        cmocka_unit_test_setup(tiled_cases, reset),
         cmocka_unit_test_setup(default_cases, reset),     cmocka_unit_test_setup(refusals_w4a8, reset),
         cmocka_unit_test_setup(w4a8_gemv_cases, reset),   cmocka_unit_test_setup(w4a8_tiled_cases, reset),
         cmocka_unit_test_setup(w4a8_default_cases, reset), cmocka_unit_test_setup(chunked_rows, reset),

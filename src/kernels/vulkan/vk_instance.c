@@ -378,6 +378,7 @@ static mpl_status load_fns(mpl_vk_device *d) {
         {"vkCreateDescriptorSetLayout", (PFN_vkVoidFunction *)&d->fn.CreateDescriptorSetLayout},
         {"vkCreatePipelineLayout", (PFN_vkVoidFunction *)&d->fn.CreatePipelineLayout},
         {"vkCreateComputePipelines", (PFN_vkVoidFunction *)&d->fn.CreateComputePipelines},
+        {"vkDestroyPipeline", (PFN_vkVoidFunction *)&d->fn.DestroyPipeline},
         {"vkCreateDescriptorPool", (PFN_vkVoidFunction *)&d->fn.CreateDescriptorPool},
         {"vkDestroyDescriptorPool", (PFN_vkVoidFunction *)&d->fn.DestroyDescriptorPool},
         {"vkAllocateDescriptorSets", (PFN_vkVoidFunction *)&d->fn.AllocateDescriptorSets},
@@ -412,6 +413,29 @@ static mpl_status load_fns(mpl_vk_device *d) {
     return MPL_OK;
 }
 
+/* One compute pipeline of the shared layout; spec: the GEMV's four specialization constants (ids 0..3:
+ * invocations, rows, chunks in flight, prefetch) or NULL. */
+static VkResult make_pipeline(const mpl_vk_device *d, const uint32_t *code, size_t bytes, const uint32_t *spec,
+                              VkPipeline *out) {
+    VkShaderModuleCreateInfo mi = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = bytes, .pCode = code};
+    VkShaderModule mod;
+    VkResult r = d->fn.CreateShaderModule(d->dev, &mi, NULL, &mod);
+    if (r != VK_SUCCESS) return r;
+    const VkSpecializationMapEntry map[4] = {{0, 0, 4}, {1, 4, 4}, {2, 8, 4}, {3, 12, 4}};
+    const VkSpecializationInfo si = {.mapEntryCount = 4, .pMapEntries = map, .dataSize = 16, .pData = spec};
+    VkComputePipelineCreateInfo ci = {
+        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+                  .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+                  .module = mod,
+                  .pName = "main",
+                  .pSpecializationInfo = spec ? &si : NULL},
+        .layout = d->pipeline_layout};
+    r = d->fn.CreateComputePipelines(d->dev, VK_NULL_HANDLE, 1, &ci, NULL, out);
+    d->fn.DestroyShaderModule(d->dev, mod, NULL);
+    return r;
+}
+
 static mpl_status make_pipelines(mpl_vk_device *d) {
     VkDescriptorSetLayoutBinding b[6];
     for (uint32_t i = 0; i < 6; i++)
@@ -437,22 +461,43 @@ static mpl_status make_pipelines(mpl_vk_device *d) {
     const size_t bytes[MPL_VK_SHADERS] = {
         [MPL_VK_SHADER_GEMV] = mpl_vk_spv_w4a16_gemv_bytes, [MPL_VK_SHADER_TILED] = mpl_vk_spv_w4a16_tiled_bytes,
         [MPL_VK_SHADER_W4A8_GEMV] = mpl_vk_spv_w4a8_gemv_bytes, [MPL_VK_SHADER_W4A8_TILED] = mpl_vk_spv_w4a8_tiled_bytes};
+    d->gemv_wg = MPL_VK_GEMV_WG, d->gemv_rows = MPL_VK_GEMV_ROWS, d->gemv_unroll = MPL_VK_GEMV_UNROLL;
+    d->gemv_prefetch = MPL_VK_GEMV_PREFETCH;
     for (int s = 0; s < MPL_VK_SHADERS; s++) {
-        VkShaderModuleCreateInfo mi = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = bytes[s], .pCode = code[s]};
-        VkShaderModule mod;
-        r = d->fn.CreateShaderModule(d->dev, &mi, NULL, &mod);
-        if (r != VK_SUCCESS) return mpl_vk_fail(r, "vkCreateShaderModule");
-        VkComputePipelineCreateInfo ci = {
-            .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
-            .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-                      .stage = VK_SHADER_STAGE_COMPUTE_BIT,
-                      .module = mod,
-                      .pName = "main"},
-            .layout = d->pipeline_layout};
-        r = d->fn.CreateComputePipelines(d->dev, VK_NULL_HANDLE, 1, &ci, NULL, &d->pipelines[s]);
-        d->fn.DestroyShaderModule(d->dev, mod, NULL);
+        const uint32_t spec[4] = {d->gemv_wg, d->gemv_rows, d->gemv_unroll, d->gemv_prefetch};
+        r = make_pipeline(d, code[s], bytes[s], s == MPL_VK_SHADER_GEMV ? spec : NULL, &d->pipelines[s]);
         if (r != VK_SUCCESS) return mpl_vk_fail(r, "vkCreateComputePipelines");
     }
+    return MPL_OK;
+}
+
+mpl_status mpl_vk_test_gemv_shape(int device, uint32_t wg, uint32_t rows, uint32_t unroll, uint32_t prefetch) {
+    return mpl_vk_test_gemv_spirv(device, NULL, 0, wg, rows, unroll, prefetch);
+}
+
+mpl_status mpl_vk_test_gemv_spirv(int device, const uint32_t *spv, size_t spv_bytes, uint32_t wg, uint32_t rows,
+                                  uint32_t unroll, uint32_t prefetch) {
+    mpl_vk_device *d;
+    mpl_status st = mpl_vk_device_open(device, &d);
+    if (st != MPL_OK) return st;
+    if (wg == 0 && rows == 0 && unroll == 0)
+        wg = MPL_VK_GEMV_WG, rows = MPL_VK_GEMV_ROWS, unroll = MPL_VK_GEMV_UNROLL, prefetch = MPL_VK_GEMV_PREFETCH;
+    /* rows divides the layout's 64-row padding (no workgroup reads past n_pad) */
+    if (rows < 1 || rows > MPL_VULKAN_W4A16_NP || MPL_VULKAN_W4A16_NP % rows != 0 || unroll < 1 || unroll > 8 || prefetch > 2 || (prefetch == 2 && unroll != 1) || wg < 1 ||
+        wg > d->limits.maxComputeWorkGroupSize[0] || wg > d->limits.maxComputeWorkGroupInvocations ||
+        (uint64_t)wg * rows * 4 * (prefetch == 2 ? 2 : 1) > d->limits.maxComputeSharedMemorySize)
+        return mpl_set_error(MPL_ERR_INVALID_ARGUMENT,
+                             "vulkan: GEMV shape %u invocations x %u rows x %u chunks, prefetch %u: rows must divide %d, "
+                             "chunks 1..8, prefetch 0, 1 or 2 (2: chunks 1), the workgroup within the device's limits",
+                             wg, rows, unroll, prefetch, MPL_VULKAN_W4A16_NP);
+    const uint32_t spec[4] = {wg, rows, unroll, prefetch};
+    VkPipeline p;
+    VkResult r = spv ? make_pipeline(d, spv, spv_bytes, spec, &p)
+                     : make_pipeline(d, mpl_vk_spv_w4a16_gemv, mpl_vk_spv_w4a16_gemv_bytes, spec, &p);
+    if (r != VK_SUCCESS) return mpl_vk_fail(r, "vkCreateComputePipelines");
+    d->fn.DestroyPipeline(d->dev, d->pipelines[MPL_VK_SHADER_GEMV], NULL);
+    d->pipelines[MPL_VK_SHADER_GEMV] = p;
+    d->gemv_wg = wg, d->gemv_rows = rows, d->gemv_unroll = unroll, d->gemv_prefetch = prefetch;
     return MPL_OK;
 }
 

@@ -15,6 +15,7 @@
 /* Most physical devices recorded. */
 #define MPL_VK_MAX_DEVICES 16
 
+
 /* The device functions the module calls (loaded with vkGetDeviceProcAddr for each logical device). */
 typedef struct mpl_vk_fns {
     PFN_vkDestroyDevice DestroyDevice;
@@ -32,6 +33,7 @@ typedef struct mpl_vk_fns {
     PFN_vkCreateDescriptorSetLayout CreateDescriptorSetLayout;
     PFN_vkCreatePipelineLayout CreatePipelineLayout;
     PFN_vkCreateComputePipelines CreateComputePipelines;
+    PFN_vkDestroyPipeline DestroyPipeline;
     PFN_vkCreateDescriptorPool CreateDescriptorPool;
     PFN_vkDestroyDescriptorPool DestroyDescriptorPool;
     PFN_vkAllocateDescriptorSets AllocateDescriptorSets;
@@ -74,6 +76,7 @@ typedef struct mpl_vk_device {
     VkDescriptorSetLayout set_layout;
     VkPipelineLayout pipeline_layout;
     VkPipeline pipelines[MPL_VK_SHADERS];
+    uint32_t gemv_wg, gemv_rows, gemv_unroll, gemv_prefetch; /* the W4A16 GEMV pipeline's shape (default: vk_runtime.h's MPL_VK_GEMV_*) */
 } mpl_vk_device;
 
 /* The SPIR-V of the shaders, embedded at build time (cmake/mpl_embed_spirv.cmake writes them). */

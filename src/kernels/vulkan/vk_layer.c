@@ -7,6 +7,8 @@
  * the host while staging it (mpl_quantize_row_i8, the function ref calls, so q and sx are ref's bits; O(m k)
  * against the shaders' O(m n k)): a row goes up as k_pad int8 values and its sx (shaders/w4a8_common.glsl),
  * half the bytes of a 16-bit row; a row holding inf/NaN comes back as NaN, written on the host as ref does.
+ * The W4A16 GEMV gets x as f32 pre-scaled by 16^-(p mod 4) (stage_x_gemv: its decode needs no conversions),
+ * the tiled GEMM as 16-bit values.
  * Rows go in chunks whose x and y fit the device's maxStorageBufferRange and a fixed scratch size, so the
  * scratch is bounded for any m; it is allocated on the first apply of a size and kept (later applies allocate
  * nothing). One mutex per layer serializes applies (the command buffer and scratch are per layer state).
@@ -20,9 +22,10 @@
 /* Scratch per buffer (x or y) at most: 256 MiB keeps a chunk of m = 512 rows of 70B gate_up's f32 y
  * (117 MB) in one go and bounds the host-visible memory a layer holds. */
 #define SCRATCH_MAX ((uint64_t)256 << 20)
-/* The GEMV's workgroup shape (shaders/w4a16_gemv.comp): ROWS output channels, MB rows of x. */
-#define GEMV_ROWS 8
+/* The GEMVs' rows of x per workgroup (both shaders' MB); the W4A8 GEMV's output channels per workgroup
+ * (shaders/w4a8_gemv.comp's ROWS). The W4A16 GEMV's channels per workgroup are its pipeline's (d->gemv_rows). */
 #define GEMV_MB 4
+#define W4A8_GEMV_ROWS 8
 /* The tiled GEMM's tile (shaders/w4a16_tiled.comp). */
 #define TILE_M 64
 #define TILE_N 64
@@ -39,8 +42,10 @@ struct mpl_vk_layer {
     int64_t k, n, k_pad, n_pad, groups, group_size, zstride;
     mpl_act act;
     mpl_mode mode;
-    int64_t x_row_bytes; /* a staged row of x: k_pad 16-bit values (W4A16), k_pad int8 + a 16-byte sx slot (W4A8) */
-    float *xf;           /* W4A8: one row of x as f32 [k] (staging scratch; applies are serialized) */
+    int64_t x_row_bytes; /* the scratch's room per row of x: the largest staged row of the mode's shaders
+                          * (x_stride: W4A16 GEMV k_pad f32, W4A16 tiled k_pad 16-bit values, W4A8 k_pad int8 +
+                          * a 16-byte sx slot) */
+    float *xf;           /* one row of x as f32 [k] (staging scratch; applies are serialized) */
     int8_t *xq;          /* W4A8: its quantization [k] */
     uint32_t flags;   /* the shaders' FLAG_BF16 | FLAG_ZEROS */
     int32_t *perm;    /* [k] or NULL */
@@ -58,7 +63,7 @@ struct mpl_vk_layer {
     vk_buf x_dev, y_dev, b_dev, x_host, y_host, b_host;
 };
 
-enum { FLAG_BF16 = 1, FLAG_ZEROS = 2, FLAG_BIAS = 4 };
+enum { FLAG_BF16 = 1, FLAG_ZEROS = 2, FLAG_BIAS = 4, FLAG_GSHIFT_BIT = 8 };
 
 static _Atomic uint64_t g_scratch_max; /* mpl_vk_test_scratch_max; 0: SCRATCH_MAX */
 
@@ -174,7 +179,7 @@ static void record_dispatch(mpl_vk_layer *L, mpl_vk_shader sh, int64_t m, int bi
     d->fn.CmdBindDescriptorSets(L->cb, VK_PIPELINE_BIND_POINT_COMPUTE, d->pipeline_layout, 0, 1, &L->set, 0, NULL);
     /* both modes' GEMVs have the same workgroup shape, and both tiled GEMMs the same tile */
     const int gemv = sh == MPL_VK_SHADER_GEMV || sh == MPL_VK_SHADER_W4A8_GEMV;
-    const int64_t rows = gemv ? GEMV_ROWS : TILE_N;
+    const int64_t rows = sh == MPL_VK_SHADER_GEMV ? (int64_t)d->gemv_rows : gemv ? W4A8_GEMV_ROWS : TILE_N;
     const int64_t mtile = gemv ? GEMV_MB : TILE_M;
     const int64_t nwg = L->n_pad / rows, mwg = (m + mtile - 1) / mtile;
     const int64_t xmax = d->limits.maxComputeWorkGroupCount[0];
@@ -263,8 +268,15 @@ mpl_status mpl_vk_layer_create(int device, const mpl_vulkan_w4a16_layout *l, mpl
     L->act = act;
     L->mode = mode;
     /* W4A8: the sx slot is 16 bytes so that every row starts on a uvec4 (k_pad is a multiple of 32) */
-    L->x_row_bytes = mode == MPL_MODE_W4A8 ? L->k_pad + 16 : L->k_pad * 2;
+    L->x_row_bytes = mode == MPL_MODE_W4A8 ? L->k_pad + 16 : L->k_pad * 4;
     L->flags = (act == MPL_ACT_BF16 ? FLAG_BF16 : 0u) | (l->zeros_bytes ? FLAG_ZEROS : 0u);
+    /* bits 8..15: log2 of a power-of-two group size (else 0), so that the W4A16 GEMV finds a chunk's group with a
+     * shift instead of an integer division (a dozen instructions and the slow conversion unit on NVIDIA) */
+    if (l->group_size >= 16 && (l->group_size & (l->group_size - 1)) == 0) {
+        uint32_t lg = 0;
+        while (((int64_t)1 << lg) < l->group_size) lg++;
+        L->flags |= lg << FLAG_GSHIFT_BIT;
+    }
     L->qweight_off = l->qweight_off, L->qweight_bytes = l->qweight_bytes;
     L->scales_off = l->scales_off, L->scales_bytes = l->scales_bytes;
     L->zeros_off = l->zeros_off, L->zeros_bytes = l->zeros_bytes;
@@ -285,13 +297,11 @@ mpl_status mpl_vk_layer_create(int device, const mpl_vulkan_w4a16_layout *l, mpl
         }
         memcpy(L->perm, l->perm, (size_t)l->k * sizeof(int32_t));
     }
-    if (mode == MPL_MODE_W4A8) {
-        L->xf = malloc((size_t)l->k * sizeof(float));
-        L->xq = malloc((size_t)l->k);
-        if (!L->xf || !L->xq) {
-            mpl_vk_layer_destroy(L);
-            return mpl_set_error(MPL_ERR_OUT_OF_MEMORY, "%s: out of memory", kname);
-        }
+    L->xf = malloc((size_t)l->k * sizeof(float));
+    if (mode == MPL_MODE_W4A8) L->xq = malloc((size_t)l->k);
+    if (!L->xf || (mode == MPL_MODE_W4A8 && !L->xq)) {
+        mpl_vk_layer_destroy(L);
+        return mpl_set_error(MPL_ERR_OUT_OF_MEMORY, "%s: out of memory", kname);
     }
     vk_buf stage;
     if (rows < 1) st = mpl_set_error(MPL_ERR_UNSUPPORTED, "%s: one row of y (%lld f32) exceeds the device's "
@@ -373,10 +383,34 @@ static void nan_rows(const mpl_vk_layer *L, int64_t rows) {
     }
 }
 
-/* Rows [r0, r0 + rows) of x into the staging buffer: packed channel order, zero past k. */
-static void stage_x(const mpl_vk_layer *L, const void *x, int64_t r0, int64_t rows) {
+/* Bytes per staged row of x for shader sh (the row stride its shader reads). */
+static int64_t x_stride(const mpl_vk_layer *L, mpl_vk_shader sh) {
+    if (L->mode == MPL_MODE_W4A8) return L->k_pad + 16;
+    return sh == MPL_VK_SHADER_GEMV ? L->k_pad * 4 : L->k_pad * 2;
+}
+
+/* The W4A16 GEMV's x (shaders/w4a16_gemv.comp): rows [r0, r0 + rows) as f32 in packed channel order, position p
+ * multiplied by 16^-(p mod 4) (exact: a power of two; the shader's nibble decode leaves (q - z) * 16^(p mod 4)),
+ * zero past k. O(m k) on the host against the shader's O(m n k), and no conversions in the shader's loop. */
+static void stage_x_gemv(const mpl_vk_layer *L, const void *x, int64_t r0, int64_t rows) {
+    static const float inv16[4] = {1.0f, 0x1p-4f, 0x1p-8f, 0x1p-12f};
+    const size_t as = mpl_act_size(L->act);
+    for (int64_t r = 0; r < rows; r++) {
+        float *o = (float *)L->x_host.map + (size_t)r * (size_t)L->k_pad;
+        mpl_act_to_f32(L->act, (const char *)x + (size_t)(r0 + r) * (size_t)L->k * as, L->xf, L->k);
+        for (int64_t p = 0; p < L->k; p++) o[p] = L->xf[L->perm ? L->perm[p] : p] * inv16[p & 3];
+        for (int64_t p = L->k; p < L->k_pad; p++) o[p] = 0.0f;
+    }
+}
+
+/* Rows [r0, r0 + rows) of x into the staging buffer as shader sh reads them: packed channel order, zero past k. */
+static void stage_x(const mpl_vk_layer *L, mpl_vk_shader sh, const void *x, int64_t r0, int64_t rows) {
     if (L->mode == MPL_MODE_W4A8) {
         stage_xq(L, x, r0, rows);
+        return;
+    }
+    if (sh == MPL_VK_SHADER_GEMV) {
+        stage_x_gemv(L, x, r0, rows);
         return;
     }
     const uint16_t *src = x;
@@ -401,8 +435,8 @@ mpl_status mpl_vk_layer_apply(mpl_vk_layer *L, mpl_vk_shader sh, int64_t m, cons
     if (st == MPL_OK && bias) mpl_act_to_f32(L->act, bias, L->b_host.map, L->n);
     for (int64_t r0 = 0; st == MPL_OK && r0 < m; r0 += L->chunk_rows) {
         const int64_t rows = m - r0 < L->chunk_rows ? m - r0 : L->chunk_rows;
-        stage_x(L, x, r0, rows);
-        const VkDeviceSize xb = (VkDeviceSize)rows * (VkDeviceSize)L->x_row_bytes;
+        stage_x(L, sh, x, r0, rows);
+        const VkDeviceSize xb = (VkDeviceSize)rows * (VkDeviceSize)x_stride(L, sh);
         const VkDeviceSize yb = (VkDeviceSize)rows * (VkDeviceSize)L->n * 4;
         st = begin(L);
         if (st != MPL_OK) break;
@@ -499,5 +533,113 @@ mpl_status mpl_vk_copy_rate(int device, size_t bytes, double *bytes_per_second) 
     buf_free(d, &b);
     mpl_vk_layer_destroy(L);
     if (st == MPL_OK) *bytes_per_second = best;
+    return st;
+}
+
+/* One timed dispatch of a probe pipeline over [off, off + window) of buffer a (descriptor binding 0; every
+ * other binding points there too, binding 5 is the probe's never-taken sink). */
+static mpl_status probe_once(mpl_vk_layer *L, VkPipeline pipe, const vk_buf *a, VkDeviceSize off, VkDeviceSize window,
+                             double *seconds) {
+    const mpl_vk_device *d = L->d;
+    VkDescriptorBufferInfo bi = {a->buf, off, window};
+    VkWriteDescriptorSet w[6];
+    for (uint32_t i = 0; i < 6; i++)
+        w[i] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                                      .dstSet = L->set,
+                                      .dstBinding = i,
+                                      .descriptorCount = 1,
+                                      .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                      .pBufferInfo = &bi};
+    d->fn.UpdateDescriptorSets(d->dev, 6, w, 0, NULL);
+    mpl_status st = begin(L);
+    if (st != MPL_OK) return st;
+    /* the probe's grid: one 16-byte load per invocation per 2048-load block of 256 invocations x 8 */
+    const uint64_t loads = window / 16, per_wg = 256 * 8;
+    uint64_t wgs = (loads + per_wg - 1) / per_wg;
+    if (wgs > d->limits.maxComputeWorkGroupCount[0]) wgs = d->limits.maxComputeWorkGroupCount[0];
+    uint32_t pc[9] = {(uint32_t)loads, 0, 0, 0, 0, 0, 0, 0, 0};
+    d->fn.CmdBindPipeline(L->cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
+    d->fn.CmdBindDescriptorSets(L->cb, VK_PIPELINE_BIND_POINT_COMPUTE, d->pipeline_layout, 0, 1, &L->set, 0, NULL);
+    d->fn.CmdPushConstants(L->cb, d->pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof pc, pc);
+    d->fn.CmdResetQueryPool(L->cb, L->queries, 0, 2);
+    d->fn.CmdWriteTimestamp(L->cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, L->queries, 0);
+    d->fn.CmdDispatch(L->cb, (uint32_t)wgs, 1, 1);
+    d->fn.CmdWriteTimestamp(L->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, L->queries, 1);
+    st = submit_wait(L);
+    if (st != MPL_OK) return st;
+    uint64_t ts[2];
+    VkResult r = d->fn.GetQueryPoolResults(d->dev, L->queries, 0, 2, sizeof ts, ts, sizeof ts[0],
+                                           VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+    if (r != VK_SUCCESS) return mpl_vk_fail(r, "vkGetQueryPoolResults");
+    *seconds = (double)(ts[1] - ts[0]) * (double)d->limits.timestampPeriod * 1e-9;
+    return MPL_OK;
+}
+
+static int cmp_seconds(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+mpl_status mpl_vk_read_rate(int device, const uint32_t *spv, size_t spv_bytes, size_t bytes, size_t window, int reps,
+                            double *bytes_per_second) {
+    window -= window % 256; /* a multiple of every minStorageBufferOffsetAlignment, and of 16 */
+    if (!spv || spv_bytes % 4 || window == 0 || bytes < window || reps < 1 || reps > 1000 ||
+        window / 16 > UINT32_MAX)
+        return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "vulkan: read probe: bad SPIR-V, window or reps");
+    mpl_vk_device *d;
+    mpl_status st = mpl_vk_device_open(device, &d);
+    if (st != MPL_OK) return st;
+    if (window > d->limits.maxStorageBufferRange)
+        return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "vulkan: read probe: window over the device's buffer range");
+    mpl_vk_layer *L = calloc(1, sizeof *L);
+    double *t = calloc((size_t)reps, sizeof *t);
+    if (!L || !t) {
+        free(L), free(t);
+        return mpl_set_error(MPL_ERR_OUT_OF_MEMORY, "vulkan: out of memory");
+    }
+    pthread_mutex_init(&L->mu, NULL);
+    L->d = d;
+    vk_buf a = {0};
+    VkPipeline pipe = VK_NULL_HANDLE;
+    st = create_objects(L);
+    if (st == MPL_OK && !L->queries) st = mpl_set_error(MPL_ERR_UNSUPPORTED, "vulkan: the compute queue has no timestamps");
+    if (st == MPL_OK) st = buf_alloc(d, &a, bytes, 0, "allocating the read probe's buffer");
+    if (st == MPL_OK) { /* any non-zero pattern (never time zeros) */
+        st = begin(L);
+        if (st == MPL_OK) {
+            d->fn.CmdFillBuffer(L->cb, a.buf, 0, VK_WHOLE_SIZE, 0x5a3c96e1u);
+            st = submit_wait(L);
+        }
+    }
+    if (st == MPL_OK) {
+        VkShaderModuleCreateInfo mi = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = spv_bytes, .pCode = spv};
+        VkShaderModule mod;
+        VkResult r = d->fn.CreateShaderModule(d->dev, &mi, NULL, &mod);
+        if (r == VK_SUCCESS) {
+            VkComputePipelineCreateInfo ci = {
+                .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+                .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+                          .stage = VK_SHADER_STAGE_COMPUTE_BIT, .module = mod, .pName = "main"},
+                .layout = d->pipeline_layout};
+            r = d->fn.CreateComputePipelines(d->dev, VK_NULL_HANDLE, 1, &ci, NULL, &pipe);
+            d->fn.DestroyShaderModule(d->dev, mod, NULL);
+        }
+        if (r != VK_SUCCESS) st = mpl_vk_fail(r, "creating the read probe's pipeline");
+    }
+    /* windows rotate over the buffer; one warm-up dispatch first (pipeline, first-touch) */
+    const size_t nwin = bytes / window;
+    for (int rep = -1; st == MPL_OK && rep < reps; rep++) {
+        double s = 0;
+        st = probe_once(L, pipe, &a, (VkDeviceSize)((size_t)(rep + 1) % nwin * window), window, &s);
+        if (rep >= 0) t[rep] = s;
+    }
+    if (st == MPL_OK) {
+        qsort(t, (size_t)reps, sizeof *t, cmp_seconds);
+        *bytes_per_second = t[reps / 2] > 0 ? (double)window / t[reps / 2] : 0;
+    }
+    if (pipe) d->fn.DestroyPipeline(d->dev, pipe, NULL);
+    buf_free(d, &a);
+    mpl_vk_layer_destroy(L);
+    free(t);
     return st;
 }

@@ -48,6 +48,23 @@ mpl_status mpl_vk_copy_rate(int device, size_t bytes, double *bytes_per_second) 
     return mpl_set_error(MPL_ERR_NO_HARDWARE, "vulkan: %s", NOT_BUILT);
 }
 
+mpl_status mpl_vk_read_rate(int device, const uint32_t *spv, size_t spv_bytes, size_t bytes, size_t window, int reps,
+                            double *bytes_per_second) {
+    (void)device, (void)spv, (void)spv_bytes, (void)bytes, (void)window, (void)reps, (void)bytes_per_second;
+    return mpl_set_error(MPL_ERR_NO_HARDWARE, "vulkan: %s", NOT_BUILT);
+}
+
+mpl_status mpl_vk_test_gemv_shape(int device, uint32_t wg, uint32_t rows, uint32_t unroll, uint32_t prefetch) {
+    (void)device, (void)wg, (void)rows, (void)unroll, (void)prefetch;
+    return mpl_set_error(MPL_ERR_NO_HARDWARE, "vulkan: %s", NOT_BUILT);
+}
+
+mpl_status mpl_vk_test_gemv_spirv(int device, const uint32_t *spv, size_t spv_bytes, uint32_t wg, uint32_t rows,
+                                  uint32_t unroll, uint32_t prefetch) {
+    (void)device, (void)spv, (void)spv_bytes, (void)wg, (void)rows, (void)unroll, (void)prefetch;
+    return mpl_set_error(MPL_ERR_NO_HARDWARE, "vulkan: %s", NOT_BUILT);
+}
+
 mpl_status mpl_vk_test_validation(mpl_vk_message_fn fn, void *ctx) {
     (void)fn, (void)ctx;
     return mpl_set_error(MPL_ERR_NO_HARDWARE, "vulkan: %s", NOT_BUILT);

@@ -21,6 +21,17 @@ typedef enum mpl_vk_shader {
     MPL_VK_SHADERS = 4
 } mpl_vk_shader;
 
+/* The W4A16 GEMV's default shape (shaders/w4a16_gemv.comp's specialization constants): 64 invocations (two
+ * NVIDIA subgroups, one AMD wave64), 8 output channels per workgroup (each x chunk serves 8 rows; divides the
+ * layout's 64-row padding), 1 chunk per row per step (8 independent 16-byte loads per invocation), no prefetch.
+ * The fastest of the 24 forms swept on the H200 at 70B gate_up and within 6% of the best at 8B
+ * (bench/results/vulkan/h200-v13.md): more loads in flight -- 2 or 4 chunks per step, 16 or 32 rows, the next
+ * step prefetched -- were slower there, not faster. */
+#define MPL_VK_GEMV_WG 64
+#define MPL_VK_GEMV_ROWS 8
+#define MPL_VK_GEMV_UNROLL 1
+#define MPL_VK_GEMV_PREFETCH 0
+
 typedef struct mpl_vk_layer mpl_vk_layer;
 
 /* Uploads l's image to device `device` (one buffer) for activations of type act in `mode`: W4A16 layers run
@@ -37,6 +48,23 @@ void mpl_vk_layer_destroy(mpl_vk_layer *L);
 mpl_status mpl_vk_layer_time(mpl_vk_layer *L, mpl_vk_shader sh, int64_t m, double *seconds);
 /* Benchmarks: the device's copy rate (vkCmdCopyBuffer of `bytes`, read + written bytes per second). */
 mpl_status mpl_vk_copy_rate(int device, size_t bytes, double *bytes_per_second);
+/* Benchmarks: the device's read rate through a compute shader (spv: SPIR-V of bench/vulkan/read_probe.comp, on
+ * the modules' pipeline layout: binding 0 the window read, binding 5 a sink): one dispatch per window of
+ * `window` bytes, the windows rotated over a buffer of `bytes` (cold when it exceeds the last-level cache),
+ * timed like mpl_vk_layer_time; the median of `reps`, bytes read per second. */
+mpl_status mpl_vk_read_rate(int device, const uint32_t *spv, size_t spv_bytes, size_t bytes, size_t window, int reps,
+                            double *bytes_per_second);
+
+/* Test and benchmark hook: re-creates device `device`'s W4A16 GEMV pipeline (shaders/w4a16_gemv.comp) with
+ * wg invocations per workgroup, `rows` output channels per workgroup (a divisor of 64) and `unroll` chunks in
+ * flight per row (1..8), prefetch 1 to issue the next step's loads before this step's math (0: load, then
+ * compute; 2: the rows rolled in a loop two rows ahead, sums in shared memory, unroll 1); 0, 0, 0 restores the default (MPL_VK_GEMV_* above). Layers of the device
+ * use the new shape from their next apply; no apply may run on the device meanwhile. */
+mpl_status mpl_vk_test_gemv_shape(int device, uint32_t wg, uint32_t rows, uint32_t unroll, uint32_t prefetch);
+/* Benchmark hook: the same from other SPIR-V of shaders/w4a16_gemv.comp (spv, e.g. compiled with its shape fixed;
+ * wg, rows and unroll must be that shape: the dispatch uses rows). spv NULL: the embedded shader. */
+mpl_status mpl_vk_test_gemv_spirv(int device, const uint32_t *spv, size_t spv_bytes, uint32_t wg, uint32_t rows,
+                                  uint32_t unroll, uint32_t prefetch);
 
 /*
  * Test hook: before the first Vulkan use in the process, turn on VK_LAYER_KHRONOS_validation with a

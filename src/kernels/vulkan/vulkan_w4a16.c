@@ -5,7 +5,8 @@
  * makes every Vulkan query answer "not built" and the row refuses NOT_BUILT.
  *
  * Paths, in priority order, all on the one packed buffer of docs/layouts/vulkan_w4a16.md:
- *   gemv     m 1..4: the decode GEMV (shaders/w4a16_gemv.comp), subgroup reductions, 16-byte loads
+ *   gemv     m 1..4: the decode GEMV (shaders/w4a16_gemv.comp), subgroup reductions, 16-byte loads, its
+ *            workgroup shape a pipeline's specialization constants (vk_runtime.h's MPL_VK_GEMV_*)
  *   tiled    m >= 5 (the fallback for every m): shared-memory tiled GEMM, 64 x 64 tiles
  * A cooperative-matrix GEMM (VK_KHR_cooperative_matrix; `mplinear info` lists each device's shapes) is not
  * written: it becomes a row before tiled when its shader exists (issue 14).
@@ -54,9 +55,9 @@ static const mpl_path_desc paths[MPL_VULKAN_W4A16_NPATHS] = {
         /* 4 rows of x per workgroup (registers); more rows rerun the workgroups over the weights */
         .m_min = 1, .m_max = 4, .m_limit = MPL_M_ANY,
         .why = "the decode GEMV serves m = 1..4 (one workgroup pass per row of x over the weights); tiled from 5: "
-               "the switch not measured on a GPU. H200 (NVIDIA Vulkan), m = 1, 8192 x 57344: v10 shader 536.7 us, "
-               "v11 ancestors 178.5 us (A) and 126.9 us (D, an m = 1 probe); the tree's version not timed "
-               "(bench/results/vulkan/h200-v11.md)",
+               "the switch not measured on a GPU. H200 (NVIDIA Vulkan), m = 1, uint4b8 g128, v13 default shape: "
+               "8192 x 57344 135.2 us (1.85 TB/s, 43% of the Vulkan read probe, 1.79x cuda_w4a16), 4096 x 28672 "
+               "50.2 us, 4096 x 14336 30.7 us (v10: 536.7 and 189.8 us; bench/results/vulkan/h200-v13.md)",
     },
     [MPL_VULKAN_W4A16_PATH_TILED] = {
         .name = "vulkan_w4a16:tiled",

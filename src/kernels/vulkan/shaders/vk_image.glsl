@@ -2,11 +2,11 @@
 // buffers (docs/layouts/vulkan_w4a16.md), bias, y (f32 [m][n], rounded once on the host) and the push
 // constants. Binding 3, x, is each kernel's own (w4a16_common.glsl: 16-bit rows; w4a8_common.glsl: int8 rows).
 
-layout(std430, binding = 0) readonly buffer QWeight { uvec4 qweight[]; };
-layout(std430, binding = 1) readonly buffer Scales { float scales[]; };
-layout(std430, binding = 2) readonly buffer Zeros { uint zeros[]; };
-layout(std430, binding = 4) readonly buffer Bias { float bias[]; };
-layout(std430, binding = 5) writeonly buffer Y { float y[]; };
+layout(std430, binding = 0) restrict readonly buffer QWeight { uvec4 qweight[]; };
+layout(std430, binding = 1) restrict readonly buffer Scales { float scales[]; };
+layout(std430, binding = 2) restrict readonly buffer Zeros { uint zeros[]; };
+layout(std430, binding = 4) restrict readonly buffer Bias { float bias[]; };
+layout(std430, binding = 5) restrict writeonly buffer Y { float y[]; };
 
 layout(push_constant) uniform Params {
     uint m;          // rows of x in this dispatch
