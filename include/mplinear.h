@@ -124,7 +124,7 @@ typedef enum mpl_mode {
  *   group. Exception, stated per call by
  *   mpl_layer_weight_rounding: CUDA tensor-core paths (cuda_w4a16:skinny-rounded
  *   with bf16 scales, :wg above 32 rows or with groups that split a 64-channel
- *   chunk, :dq) may instead multiply weights rounded once to the activation
+ *   chunk, :wg-streamk always, :dq) may instead multiply weights rounded once to the activation
  *   type, round(w * scale), accumulating in fp32, as cuBLAS-based and
  *   Marlin-style kernels do. CPU kernels always keep the exact contract.
  */

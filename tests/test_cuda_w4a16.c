@@ -286,11 +286,44 @@ static void fake_gpus(int devices, int cc) {
 /* 8-bit layers (g_w8): two 4-bit planes; no skinny-rounded, no wg, dq from m = 65 when k % 64 == 0 */
 static int g_w8;
 
-static const char *expected_default(int64_t m, int64_t k, int cc, mpl_act act, int zp) {
+/*
+ * wg-streamk's default range (cuda_w4a16.c, wg_streamk_m_range), restated: for the m bucket (33..64 with 64-token
+ * tiles, 65..128 and 129..256 with 128), the tiles of 256 rows of N, the 64-channel chunks per tile kc, and on 132
+ * SMs the chunks the busiest SM streams under wg's split-K rule (factor 1 from 0.7 x 132 tiles, 2 from 0.2 x, else
+ * 4, halved while a part would have under 4 chunks; waves of 132, 66, 30 or 15 clusters of 1, 2, 4, 8) against
+ * stream-K's ceil(tiles kc / 132): it runs where that gain is >= 24 chunks with >= 16 tiles, in the first run
+ * of buckets where it holds; never by default with zero points.
+ */
+static long long sk_chunks(int64_t m, int64_t k, int64_t n, int streamk) {
+    const long long bt = m <= 64 ? 64 : 128, tiles = (m + bt - 1) / bt * ((n + 255) / 256), kc = (k + 63) / 64;
+    if (streamk) return (tiles * kc + 131) / 132;
+    int ks = tiles * 10 >= 7 * 132 ? 1 : tiles * 10 >= 2 * 132 ? 2 : 4;
+    while (ks > 1 && kc / ks < 4) ks /= 2;
+    const long long clusters = ks == 1 ? 132 : ks == 2 ? 66 : ks == 4 ? 30 : 15;
+    return (tiles + clusters - 1) / clusters * ((kc + ks - 1) / ks);
+}
+static int sk_bucket_pays(int64_t top, int64_t k, int64_t n) {
+    const long long tiles = (top + (top <= 64 ? 63 : 127)) / (top <= 64 ? 64 : 128) * ((n + 255) / 256);
+    return tiles >= 16 && sk_chunks(top, k, n, 0) - sk_chunks(top, k, n, 1) >= 24;
+}
+static int expected_streamk(int64_t m, int64_t k, int64_t n) {
+    static const int64_t lo[] = {33, 65, 129}, hi[] = {64, 128, 256};
+    int started = 0;
+    for (int i = 0; i < 3; i++) {
+        const int pays = sk_bucket_pays(hi[i], k, n);
+        if (pays) started = 1;
+        if (started && !pays) return 0; /* the run ended before m's bucket */
+        if (m >= lo[i] && m <= hi[i]) return pays;
+    }
+    return 0;
+}
+
+static const char *expected_default(int64_t m, int64_t k, int64_t n, int cc, mpl_act act, int zp) {
     /* skinny-rounded comes first with skinny's range and takes bf16 uint4b8 */
     if (m <= 8 || (m <= 16 && (g_w8 ? 2 * k : k) >= 8192))
         return act == MPL_ACT_BF16 && !zp && !g_w8 ? "cuda_w4a16:skinny-rounded" : "cuda_w4a16:skinny";
     if (g_w8) return m >= 65 && k % 64 == 0 ? "cuda_w4a16:dq" : "cuda_w4a16:tc";
+    if (cc == 90 && !zp && expected_streamk(m, k, n)) return "cuda_w4a16:wg-streamk";
     if (cc == 90 && m >= 33 && m <= 512) return "cuda_w4a16:wg";
     if (m >= 161) return "cuda_w4a16:dq";
     return "cuda_w4a16:tc";
@@ -305,6 +338,7 @@ static double expected_rounding(const char *path, int64_t m, int64_t gs, int64_t
     if (!strcmp(path, "cuda_w4a16:dq")) return u;
     if (!strcmp(path, "cuda_w4a16:skinny-rounded")) return bf16_scales ? u : 0.0;
     if (!strcmp(path, "cuda_w4a16:wg")) return m <= 32 && (gs == -1 || gs == k || gs % 64 == 0) ? 0.0 : u;
+    if (!strcmp(path, "cuda_w4a16:wg-streamk")) return u; /* rounded weights at every m */
     return 0.0;
 }
 
@@ -326,6 +360,7 @@ static void path_table(void **state) {
     } want[] = {
         {"cuda_w4a16:skinny-rounded", 1, 16, 16, 0, 0}, /* bf16 without zero points: before skinny */
         {"cuda_w4a16:skinny", 1, 16, 16, 0, 0},
+        {"cuda_w4a16:wg-streamk", 33, 256, MPL_M_ANY, 90, 90}, /* narrowed per layer (expected_streamk) */
         {"cuda_w4a16:wg", 33, 512, MPL_M_ANY, 90, 90},
         {"cuda_w4a16:dq", 161, MPL_M_ANY, MPL_M_ANY, 0, 0},
         {"cuda_w4a16:tc", 1, MPL_M_ANY, MPL_M_ANY, 0, 0}, /* the fallback: any m, any device the kernel takes */
@@ -368,7 +403,7 @@ static void default_paths(void **state) {
             mpl_config c;
             mpl_config_init(&c, ks[kj], 1024); /* group -1: 8184 (just below skinny's K switch) has no 128-groups */
             for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++) {
-                const char *got = NULL, *want = expected_default(ms[mi], ks[kj], ccs[ci], c.act, c.zero_points);
+                const char *got = NULL, *want = expected_default(ms[mi], ks[kj], 1024, ccs[ci], c.act, c.zero_points);
                 mpl_status st = mpl_choose_path(&c, &o, ms[mi], &got);
                 if (st != MPL_OK || !got || strcmp(got, want))
                     fail_msg("cc %d k %lld m %lld: %s (%s), want %s", ccs[ci], (long long)ks[kj], (long long)ms[mi],
@@ -392,6 +427,44 @@ static void default_paths(void **state) {
             assert_int_equal(mpl_check(&c, &o, "cuda_w4a16:skinny-rounded", &v), MPL_OK);
             assert_int_equal(v.reason, MPL_REASON_ACT_TYPE);
             c.act = MPL_ACT_BF16;
+        }
+    }
+    /* wg-streamk's range on the benchmark's layers (bench/cuda/NOTES.md v13: where the H200 measured it ahead of
+     * wg), and the choice it makes at the ends of the range */
+    static const struct {
+        int64_t k, n, m_min, m_max; /* m_min > m_max: forced only */
+    } sk[] = {
+        {8192, 57344, 33, 256}, {28672, 8192, 33, 128}, {8192, 10240, 33, 256}, {8192, 8192, 33, 128},
+        {14336, 4096, 33, 256}, {4096, 6144, 33, 0},    {4096, 4096, 33, 0},    {4096, 28672, 33, 0},
+    };
+    fake_gpus(1, 90);
+    for (size_t i = 0; i < sizeof sk / sizeof sk[0]; i++) {
+        mpl_config c;
+        mpl_config_init(&c, sk[i].k, sk[i].n);
+        c.group_size = 128;
+        mpl_verdict v;
+        assert_int_equal(mpl_check(&c, &o, "cuda_w4a16:wg-streamk", &v), MPL_OK);
+        assert_int_equal(v.reason, MPL_REASON_OK);
+        if (v.m_min != sk[i].m_min || v.m_max != sk[i].m_max)
+            fail_msg("k %lld n %lld: wg-streamk m %lld..%lld, want %lld..%lld", (long long)sk[i].k, (long long)sk[i].n,
+                     (long long)v.m_min, (long long)v.m_max, (long long)sk[i].m_min, (long long)sk[i].m_max);
+        c.zero_points = 1, c.wtype = MPL_WTYPE_UINT4; /* zero points: forced only */
+        assert_int_equal(mpl_check(&c, &o, "cuda_w4a16:wg-streamk", &v), MPL_OK);
+        assert_int_equal(v.reason, MPL_REASON_OK);
+        if (v.m_min <= v.m_max) fail_msg("k %lld n %lld, zero points: wg-streamk m %lld..%lld, want forced only",
+                                         (long long)sk[i].k, (long long)sk[i].n, (long long)v.m_min, (long long)v.m_max);
+        c.zero_points = 0, c.wtype = MPL_WTYPE_UINT4B8;
+        static const int64_t at[] = {32, 33, 64, 65, 128, 129, 256, 257};
+        for (size_t j = 0; j < sizeof at / sizeof at[0]; j++) {
+            const char *got = NULL, *want = expected_default(at[j], sk[i].k, sk[i].n, 90, c.act, 0);
+            assert_int_equal(mpl_choose_path(&c, &o, at[j], &got), MPL_OK);
+            if (!got || strcmp(got, want))
+                fail_msg("k %lld n %lld m %lld: %s, want %s", (long long)sk[i].k, (long long)sk[i].n, (long long)at[j],
+                         got ? got : "no path", want);
+            if ((at[j] >= sk[i].m_min && at[j] <= sk[i].m_max) != !strcmp(want, "cuda_w4a16:wg-streamk"))
+                fail_msg("k %lld n %lld m %lld: the test's restated rule (%s) disagrees with its table", (long long)sk[i].k,
+                         (long long)sk[i].n, (long long)at[j], want);
+            checked++;
         }
     }
     printf("cuda_w4a16 default paths: %d (cc, k, m) choices as the table says\n", checked);
@@ -566,12 +639,12 @@ typedef struct dcase {
 } dcase;
 
 static const char *fmt_case(const dcase *d, int64_t m, const char *path, int ksplit, char *buf, size_t cap) {
-    snprintf(buf, cap, "k=%lld n=%lld gs=%lld %s%s %s %s scales %s%s m=%lld path=%s ksplit=%d dq_slab=%zu overlap=%d",
+    snprintf(buf, cap, "k=%lld n=%lld gs=%lld %s%s %s %s scales %s%s m=%lld path=%s ksplit=%d dq_slab=%zu overlap=%d wg_blocks=%d",
              (long long)d->k, (long long)d->n, (long long)d->gs,
              g_w8 ? (d->zp ? "uint8 zp" : "uint8b128") : d->zp ? "uint4 zp" : "uint4b8",
              d->act_order ? " act-order" : "", mpl_act_name(d->act), d->data == TU_DATA_EXACT ? "exact" : "random",
              mpl_dtype_name(d->scale_dtype), d->bias ? " bias" : "", (long long)m, path ? path : "default", ksplit,
-             g_tune.dq_slab_bytes, g_tune.dq_overlap);
+             g_tune.dq_slab_bytes, g_tune.dq_overlap, g_tune.wg_blocks);
     return buf;
 }
 
@@ -632,7 +705,7 @@ static int run_case(const dcase *d, int64_t m, uint64_t seed, const char *path, 
         goto done;
     }
     /* the path that runs: the forced one, or the table's default for (m, K, this device) */
-    const char *runs = path ? path : expected_default(m, d->k, g_cc, d->act, d->zp);
+    const char *runs = path ? path : expected_default(m, d->k, d->n, g_cc, d->act, d->zp);
     const char *says = mpl_layer_path(kl, m);
     if (!says || strcmp(says, runs) != 0) {
         fprintf(stderr, "FAIL %s: mpl_layer_path = %s, expected %s%s\n", what, says ? says : "NULL", runs,
@@ -750,7 +823,7 @@ static const int64_t all_m[] = {1, 2, 7, 8, 9, 16, 17, 64, 65, 257, 1024};
  * 8-bit layers have no wg and dq only with k % 64 == 0. */
 static int refused(const dcase *d, const char *path) {
     if (!strcmp(path, "cuda_w4a16:skinny-rounded") && (d->act != MPL_ACT_BF16 || d->zp || g_w8)) return 1;
-    if (g_w8 && !strcmp(path, "cuda_w4a16:wg")) return 1;
+    if (g_w8 && (!strcmp(path, "cuda_w4a16:wg") || !strcmp(path, "cuda_w4a16:wg-streamk"))) return 1;
     if (g_w8 && !strcmp(path, "cuda_w4a16:dq") && d->k % 64 != 0) return 1;
     return 0;
 }
@@ -763,7 +836,7 @@ static int run_ms(const dcase *d, const int64_t *ms, int nm, uint64_t seed, int 
     for (int i = 0; i < nm; i++) {
         uint64_t s = tu_case_seed(seed, (uint64_t)(*cases)++);
         bad += !run_case(d, ms[i], s, NULL, 0);
-        const char *def = expected_default(ms[i], d->k, g_cc, d->act, d->zp);
+        const char *def = expected_default(ms[i], d->k, d->n, g_cc, d->act, d->zp);
         for (int j = 0; j < g_npaths; j++) {
             if (!g_path_runs[j] || ms[i] > g_path_limit[j] || !strcmp(g_path_name[j], def)) continue;
             if (refused(d, g_path_name[j])) continue;
@@ -846,7 +919,19 @@ static int device_matrix_body(void) {
             uint64_t s = tu_case_seed(seed, (uint64_t)cases++);
             bad += !run_forced(edge[i], edge_m[j], s, "cuda_w4a16:tc", 0);
             bad += !run_forced(edge[i], edge_m[j], s, "cuda_w4a16:wg", 0), cases++;
+            bad += !run_forced(edge[i], edge_m[j], s, "cuda_w4a16:wg-streamk", 0), cases++;
         }
+    /* wg-streamk's persistent grid forced to few blocks, so that one call mixes whole tiles (data-parallel
+     * waves), tiles split over 2-3 blocks and blocks with two partial tiles: 26 or 27 tiles of 256 rows of N */
+    const int wg_blocks[] = {1, 3, 7};
+    const int64_t wgb_m[] = {17, 65, 200};
+    for (size_t i = 0; i < 2; i++)
+        for (int j = 0; j < 3; j++)
+            for (int b = 0; b < 3; b++) {
+                g_tune.wg_blocks = wg_blocks[b];
+                bad += !run_forced(&wide[i], wgb_m[j], tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
+                g_tune.wg_blocks = 0;
+            }
     /* dq path: several slabs (16 KiB slabs: 8..32 rows here), with and without the overlap, on layers
      * that cover f16/bf16, zero points, act-order, f32/bf16 scales, bias, group -1 and uneven N */
     const dcase dqc[] = {

@@ -7,7 +7,7 @@
  * weights), timed with CUDA events; per-call time = median over replays / L. Activations are
  * one buffer (hot, as in inference). Our kernel runs through mpl_layer_apply_device.
  *
- *   bench_cuda_w4a16 [--m 1,16,64] [--shapes name,...] [--reps n] [--crossover] [--sweep [--sets LABEL]]
+ *   bench_cuda_w4a16 [--m 1,16,64] [--shapes name,...] [--reps n] [--crossover] [--sweep [--sets LABEL|LABEL,LABEL,...]]
  *                    [--act f16|bf16] [--md file]
  *
  * Table: per shape and M, cuBLAS bf16 and ours in us, speedup, the path that ran (mpl_layer_path), and for
@@ -236,6 +236,7 @@ typedef struct {
 static const sweep_set sweep_sets[] = {
     {"default", NULL, 0, 1, 1 << 30, 0},
     {"wg", "cuda_w4a16:wg", 0, 1, 1 << 30, 0},
+    {"wg-streamk", "cuda_w4a16:wg-streamk", 0, 1, 1 << 30, 0},
     {"wg ksplit1", "cuda_w4a16:wg", 1, 33, 512, 0},
     {"wg ksplit2", "cuda_w4a16:wg", 2, 1, 512, 0},
     {"wg ksplit4", "cuda_w4a16:wg", 4, 1, 512, 0},
@@ -251,12 +252,25 @@ static const sweep_set sweep_sets[] = {
 };
 #define NSWEEP ((int)(sizeof sweep_sets / sizeof sweep_sets[0]))
 /* the paths the sets force, one set of layers each (index 0: the default choice) */
-static const char *const sweep_paths[] = {NULL,           "cuda_w4a16:wg", "cuda_w4a16:skinny", "cuda_w4a16:skinny-rounded",
-                                          "cuda_w4a16:tc", "cuda_w4a16:dq"};
+static const char *const sweep_paths[] = {NULL,           "cuda_w4a16:wg", "cuda_w4a16:wg-streamk", "cuda_w4a16:skinny",
+                                          "cuda_w4a16:skinny-rounded", "cuda_w4a16:tc", "cuda_w4a16:dq"};
 #define NSWEEP_PATHS ((int)(sizeof sweep_paths / sizeof sweep_paths[0]))
 static int sweep_path_index(const char *path) {
     for (int i = 1; i < NSWEEP_PATHS; i++)
         if (path && !strcmp(path, sweep_paths[i])) return i;
+    return 0;
+}
+/* --sets S: the sets whose label contains S, or with a comma in S, those whose label is one of its items */
+static int set_selected(const char *label, const char *sets) {
+    if (!sets || !strcmp(label, "default")) return 1;
+    if (!strchr(sets, ',')) return strstr(label, sets) != NULL;
+    const size_t n = strlen(label);
+    for (const char *p = sets; *p;) {
+        const char *e = strchr(p, ',');
+        const size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && !strncmp(p, label, n)) return 1;
+        p = e ? e + 1 : p + len;
+    }
     return 0;
 }
 static mpl_cuda_w4a16_tuning g_tuning; /* what the sweep's applies read (mpl_cuda_w4a16_tuning_override) */
@@ -349,7 +363,7 @@ static int shape_selected(const char *list, const char *name) {
 int main(int argc, char **argv) {
     int64_t ms[16] = {1, 16, 64, 256, 1024, 4096};
     int nm = 6, crossover = 0, sweep = 0;
-    const char *sets = NULL; /* --sweep --sets LABEL: the sets whose label contains LABEL (and default) */
+    const char *sets = NULL; /* --sweep --sets LABEL: the sets whose label contains LABEL, or LABEL,LABEL,...: those (and default) */
     const char *only = NULL, *md_path = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--m") && i + 1 < argc)
@@ -435,7 +449,7 @@ int main(int argc, char **argv) {
                 printf("sweep %-12s M=%-5lld %-26s %10.2f us\n", s->name, (long long)m, "cuBLAS bf16", us_b);
                 for (int v = 0; v < NSWEEP; v++) {
                     if (m < sweep_sets[v].m_lo || m > sweep_sets[v].m_hi) continue;
-                    if (sets && !strstr(sweep_sets[v].label, sets) && strcmp(sweep_sets[v].label, "default")) continue;
+                    if (!set_selected(sweep_sets[v].label, sets)) continue;
                     const int pi = sweep_path_index(sweep_sets[v].path);
                     if (!tried[pi]) lsets[pi] = make_layers(&ck, &cfg, sweep_paths[pi], &rsets[pi]), tried[pi] = 1;
                     if (!lsets[pi]) continue;

@@ -57,7 +57,8 @@ SHAPES = [  # (name, K, N)
     ("L3-8B qkv", 4096, 6144),
     ("L3-8B gate_up", 4096, 28672),
 ]
-MS = [1, 16, 64, 256, 1024, 4096]
+# HUMMING_PEER_MS (mplinear's copy): a comma-separated subset of M to time (default: all six)
+MS = [int(v) for v in os.environ.get("HUMMING_PEER_MS", "1,16,64,256,1024,4096").split(",")]
 G = 128
 REPS = 7
 SPIN_CYCLES = 20_000_000  # about 10 ms at 2 GHz

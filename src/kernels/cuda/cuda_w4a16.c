@@ -9,6 +9,7 @@
  *   skinny-rounded  m 1..16 (1..8 when K < 8192), bf16 activations without zero points: the skinny kernel
  *           with weights rounded once to bf16 when the scales are bf16 (else exact sums, scaled by 2^-6)
  *   skinny  the same range: f16 activations and zero points; streaming GEMV-like, mma.sync, exact group sums
+ *   wg-streamk  m 33..256 where it pays (K, N), cc 9.0 only: wg's kernel on a persistent stream-K grid, rounded weights
  *   wg      m 33..512, cc 9.0 only        wgmma tiles, exact group sums only for m <= 32 (else rounded weights)
  *   dq      m >= 161 (>= 513 on cc 9.0)   slabs dequantized to 16-bit weights + cuBLAS: rounded weights
  *   tc      any m (the fallback)           mma.sync tiles, exact group sums
@@ -32,7 +33,7 @@
 
 /* ---------- the path table ---------- */
 
-enum { PATH_SKINNY_ROUNDED, PATH_SKINNY, PATH_WG, PATH_DQ, PATH_TC, NPATHS };
+enum { PATH_SKINNY_ROUNDED, PATH_SKINNY, PATH_WG_SK, PATH_WG, PATH_DQ, PATH_TC, NPATHS };
 
 
 /* skinny-rounded rounds each weight once to bf16 (round(w * s), the issue-12 contract): bf16 activations and
@@ -70,6 +71,47 @@ static mpl_reason wg_can_implement(const mpl_config *c, const mpl_platform *p, c
                           "separately (tc and dq keep one rounding)",
                           mpl_wtype_name(c->wtype));
     return MPL_REASON_OK;
+}
+
+/*
+ * wg-streamk's default range: the m buckets (token tile 64: m 33..64; 128: 65..128 and 129..256) where the split-K
+ * form's busiest SM streams at least MPL_CUDA_W4A16_WG_SK_MIN_GAIN more 64-channel chunks than stream-K's
+ * (mpl_cuda_w4a16_wg_chunks_per_sm), the first run of such buckets; empty when none. The platform carries no SM
+ * count: the rule takes the H200's 132. Stream-K costs a fixed ~6-10 us (partial-tile stores, the last block's sums,
+ * the counters) and a chunk ~0.6 us at token tile 64 (~1 us at 128): it pays from ~16-24 chunks. H200 v13, bf16,
+ * forced wg -> forced wg-streamk, us (chunks per SM); f16 agrees cell for cell (bench/cuda/NOTES.md v13):
+ *   m = 64:  70B down 121.3 -> 77.4 (224 / 109), 70B o 41.3 -> 35.3 (64 / 32), 70B qkv 41.7 -> 40.1 (64 / 39),
+ *            70B gate_up 143.3 -> 136.0 (256 / 218), 8B down 38.0 -> 34.4 (56 / 28); kept on wg: 8B qkv 17.8 -> 23.5
+ *            (16 / 12), 8B o 16.9 -> 19.7 (16 / 8), 8B gate_up 41.2 -> 47.2 (64 / 55)
+ *   m = 128: 70B down 161.5 -> 109.6, 70B o 54.8 -> 50.1, 70B gate_up 227.2 -> 209.4, 8B down 51.4 -> 50.8,
+ *            70B qkv 55.1 -> 56.1 (the one cell the rule gets wrong, by 1.9%)
+ *   m = 256: 70B gate_up 449.8 -> 383.9 (512 / 435), 70B qkv 112.1 -> 84.3 (128 / 78), 8B down 87.6 -> 67.9
+ *            (112 / 55); kept on wg: 70B down 197.6 -> 209.5 (224 / 218), 70B o 58.0 -> 70.5 (64 / 63),
+ *            8B gate_up 112.3 -> 113.8 (128 / 109), 8B qkv 32.6 -> 41.4, 8B o 32.2 -> 36.8
+ */
+#define MPL_CUDA_W4A16_WG_SK_MIN_GAIN 24
+/* and at least 16 tiles (at most ~8 parts per tile on 132 SMs: the last block reads every part), the fewest measured
+ * (8B down m = 64, 16 tiles); narrower layers (N <= 2048 at m <= 128) are not measured and keep wg */
+#define MPL_CUDA_W4A16_WG_SK_MIN_TILES 16
+static void wg_streamk_m_range(const mpl_config *c, const mpl_platform *p, int64_t *m_min, int64_t *m_max) {
+    (void)p;
+    static const int64_t lo[] = {33, 65, 129}, hi[] = {64, 128, 256};
+    int64_t a = 1, b = 0; /* empty */
+    /* zero points: forced only. Not measured, and their stream-K kernels spill (16-byte stack frame, 12-24 bytes of
+     * spill stores, ptxas -v: bench/results/v13/ptxas_wg.txt; the uint4b8 ones do not). */
+    for (int i = 0; i < 3 && !c->zero_points; i++) {
+        const int64_t bt = hi[i] <= 64 ? 64 : 128, tiles = (hi[i] + bt - 1) / bt * ((c->n + 255) / 256);
+        const bool pays = tiles >= MPL_CUDA_W4A16_WG_SK_MIN_TILES &&
+                          mpl_cuda_w4a16_wg_chunks_per_sm(hi[i], c->k, c->n, 132, 0) -
+                                  mpl_cuda_w4a16_wg_chunks_per_sm(hi[i], c->k, c->n, 132, 1) >=
+                              MPL_CUDA_W4A16_WG_SK_MIN_GAIN;
+        if (pays && b < a) a = lo[i], b = hi[i];
+        else if (pays && b == lo[i] - 1) b = hi[i];
+        else if (!pays && b >= a) break;
+    }
+    if (a < *m_min) a = *m_min;
+    if (b > *m_max) b = *m_max;
+    *m_min = a, *m_max = b;
 }
 
 /* dq dequantizes both planes of an 8-bit layer in one pass: the high plane must start on a 64-channel chunk. */
@@ -114,6 +156,18 @@ static const mpl_path_desc paths[NPATHS] = {
                "154.5 us, 70B down 80.3 at 70-72% of read BW)",
         .m_range = skinny_m_range,
     },
+    [PATH_WG_SK] = {
+        .name = "cuda_w4a16:wg-streamk",
+        .requires = "compute capability 9.0 (sm_90a wgmma) and the driver's tensor-map encoder",
+        .min_cc = 90, .max_cc = 90,
+        .m_min = 33, .m_max = 256, .m_limit = MPL_M_ANY,
+        .m_range = wg_streamk_m_range,
+        .why = "H200 v13 (bf16, same run as forced wg): 70B down m = 64 77.4 vs 121.3 us, m = 128 109.6 vs 161.5; "
+               "70B gate_up m = 64 136.0 vs 143.3, m = 256 383.9 vs 449.8; 70B qkv m = 256 84.3 vs 112.1; 8B down "
+               "m = 256 67.9 vs 87.6; loses where the rule keeps wg: 70B o m = 256 70.5 vs 58.0, 8B qkv m = 64 23.5 "
+               "vs 17.8, 8B gate_up m = 256 113.8 vs 112.3",
+        .can_implement = wg_can_implement,
+    },
     [PATH_WG] = {
         .name = "cuda_w4a16:wg",
         .requires = "compute capability 9.0 (sm_90a wgmma) and the driver's tensor-map encoder",
@@ -150,6 +204,7 @@ typedef enum { WEIGHTS_EXACT, WEIGHTS_ROUNDED, WEIGHTS_ROUNDED_UNLESS_WG_EXACT }
 static const path_weights path_rounding[NPATHS] = {
     [PATH_SKINNY_ROUNDED] = WEIGHTS_ROUNDED, /* where it runs the rounded form: weight_rounding */
     [PATH_SKINNY] = WEIGHTS_EXACT,
+    [PATH_WG_SK] = WEIGHTS_ROUNDED, /* its kernels are the rounded forms only */
     [PATH_WG] = WEIGHTS_ROUNDED_UNLESS_WG_EXACT,
     [PATH_DQ] = WEIGHTS_ROUNDED,
     [PATH_TC] = WEIGHTS_EXACT,
@@ -162,6 +217,7 @@ const mpl_cuda_w4a16_tuning mpl_cuda_w4a16_tuning_default = {
     .skinny_nw = 0,
     .dq_slab_bytes = 0,
     .dq_overlap = 1, /* measured v5: the overlap buys 2-10% on the dq path */
+    .wg_blocks = 0,
 };
 static const mpl_cuda_w4a16_tuning *_Atomic g_tuning;
 
@@ -313,7 +369,7 @@ static mpl_status pack_on_device(const mpl_config *c, const mpl_canonical *w, in
     if (e != cudaSuccess) return cuda_fail(e, device, "creating the scratch memory pool");
     /* The wg map only for a layer that may run wg (path_ready reports a failed encode). */
     p->wg_state = -1;
-    if ((enabled >> PATH_WG & 1u) && p->cc == 90)
+    if (((enabled >> PATH_WG | enabled >> PATH_WG_SK) & 1u) && p->cc == 90)
         p->wg_state = mpl_cuda_w4a16_wg_weight_map(p->qweight, (int)p->meta.k_pad, (int)p->meta.n_pad, p->wg_map);
     return MPL_OK;
 }
@@ -347,16 +403,16 @@ static mpl_status pack(const mpl_config *c, const mpl_canonical *w, const mpl_pl
 
 static mpl_reason path_ready(const void *pp, int path, char *msg, size_t cap) {
     const packed_layer *p = pp;
-    if (path != PATH_WG || p->wg_state == 0) return MPL_REASON_OK;
+    if ((path != PATH_WG && path != PATH_WG_SK) || p->wg_state == 0) return MPL_REASON_OK;
     if (p->wg_state < 0)
         return mpl_refuse(msg, cap, MPL_REASON_DEVICE,
-                          "cuda_w4a16:wg: device %d (compute capability %d.%d) got no weight tensor map at pack: wg "
+                          "%s: device %d (compute capability %d.%d) got no weight tensor map at pack: wg "
                           "runs on 9.0 only",
-                          p->device, p->cc / 10, p->cc % 10);
+                          paths[path].name, p->device, p->cc / 10, p->cc % 10);
     return mpl_refuse(msg, cap, MPL_REASON_DEVICE,
-                      "cuda_w4a16:wg: the driver could not encode the weights' tensor map (%s): wg copies each "
+                      "%s: the driver could not encode the weights' tensor map (%s): wg copies each "
                       "64-channel chunk of 256 rows as one 2D tensor copy through it",
-                      cudaGetErrorName((cudaError_t)p->wg_state));
+                      paths[path].name, cudaGetErrorName((cudaError_t)p->wg_state));
 }
 
 static size_t workspace_size(const void *pp, int64_t m, int threads, int path) {
@@ -594,13 +650,14 @@ static mpl_status run_dq(const packed_layer *p, const mpl_cuda_w4a16_tuning *t, 
 
 /* ---------- the other paths, and apply ---------- */
 
-static mpl_status run_wg(const packed_layer *p, const mpl_cuda_w4a16_args *a, cudaStream_t stream) {
+static mpl_status run_wg(const packed_layer *p, const mpl_cuda_w4a16_args *a, int streamk, cudaStream_t stream) {
     void *xt = NULL;
-    cudaError_t ce = cudaMallocFromPoolAsync(&xt, mpl_cuda_w4a16_wg_scratch_bytes(a), p->pool, stream);
+    cudaError_t ce = cudaMallocFromPoolAsync(&xt, mpl_cuda_w4a16_wg_scratch_bytes(a, streamk), p->pool, stream);
     if (ce != cudaSuccess) return cuda_fail(ce, p->device, "allocating wg x-tile scratch");
-    int le = mpl_cuda_w4a16_launch_wg(a, xt, stream);
+    int le = mpl_cuda_w4a16_launch_wg(a, streamk, xt, stream);
     ce = cudaFreeAsync(xt, stream);
-    if (le) return cuda_fail((cudaError_t)le, p->device, "launching the cuda_w4a16:wg kernels");
+    if (le) return cuda_fail((cudaError_t)le, p->device, streamk ? "launching the cuda_w4a16:wg-streamk kernels"
+                                                                 : "launching the cuda_w4a16:wg kernels");
     if (ce != cudaSuccess) return cuda_fail(ce, p->device, "freeing wg x-tile scratch");
     return MPL_OK;
 }
@@ -633,6 +690,7 @@ static mpl_status run_path(const packed_layer *p, int path, int m, const void *x
         .skinny_nw = t->skinny_nw,
         .wg_map = p->wg_state == 0 ? p->wg_map : NULL,
         .planes_k = p->meta.planes == 2 ? (int)p->meta.k_in : 0,
+        .wg_blocks = t->wg_blocks,
     };
     int e;
     switch (path) {
@@ -642,7 +700,8 @@ static mpl_status run_path(const packed_layer *p, int path, int m, const void *x
     case PATH_SKINNY:
         e = mpl_cuda_w4a16_launch_skinny(&a, stream);
         return e ? cuda_fail((cudaError_t)e, p->device, "launching the cuda_w4a16:skinny kernel") : MPL_OK;
-    case PATH_WG: return run_wg(p, &a, stream);
+    case PATH_WG_SK: return run_wg(p, &a, 1, stream);
+    case PATH_WG: return run_wg(p, &a, 0, stream);
     case PATH_DQ: return run_dq(p, t, &a, stream);
     case PATH_TC:
         e = mpl_cuda_w4a16_launch_tc(&a, stream);
@@ -700,9 +759,9 @@ static mpl_status apply(const void *pp, const mpl_apply_args *a) {
                              (long long)row->m_limit);
     if (a->m > (int64_t)0x7fffffff)
         return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "cuda_w4a16: m = %lld: must be below 2^31", (long long)a->m);
-    if (a->path == PATH_WG && p->wg_state != 0) {
+    if ((a->path == PATH_WG || a->path == PATH_WG_SK) && p->wg_state != 0) {
         char msg[256];
-        path_ready(p, PATH_WG, msg, sizeof msg);
+        path_ready(p, a->path, msg, sizeof msg);
         return mpl_set_error(MPL_ERR_UNSUPPORTED, "%s", msg);
     }
     if (a->device_pointers && (((uintptr_t)a->x & 15) || ((uintptr_t)a->y & 15) || ((uintptr_t)a->bias & 1)))

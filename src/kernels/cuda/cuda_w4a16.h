@@ -12,7 +12,7 @@
 #include <stddef.h>
 
 typedef struct mpl_cuda_w4a16_tuning {
-    /* Split-K factor of the skinny, tc and wg paths (blocks along K reducing through a cluster, sm_90):
+    /* Split-K factor of the skinny, tc and wg paths (blocks along K reducing through a cluster, sm_90; not wg-streamk):
      * 0 = each launcher's measured rule; 1..8 forced (clamped to what K allows; 1 below sm_90). */
     int ksplit;
     /* Skinny row tiles per warp: 0 = by layer width (w4a16_skinny.cu), 2 or 4 forced. */
@@ -22,9 +22,11 @@ typedef struct mpl_cuda_w4a16_tuning {
     /* dq: 1 = dequantize slab s + 1 on a side stream while cuBLAS multiplies slab s (two slab buffers),
      * 0 = one buffer, in order on the caller's stream. */
     int dq_overlap;
+    /* wg-streamk: blocks of its persistent grid; 0 = the launcher's rule (one per SM, fewer for small layers). */
+    int wg_blocks;
 } mpl_cuda_w4a16_tuning;
 
-/* What applies use without an override: {ksplit 0, skinny_nw 0, dq_slab_bytes 0, dq_overlap 1}. */
+/* What applies use without an override: {ksplit 0, skinny_nw 0, dq_slab_bytes 0, dq_overlap 1, wg_blocks 0}. */
 extern const mpl_cuda_w4a16_tuning mpl_cuda_w4a16_tuning_default;
 
 /* Test and benchmark hook: every apply from now on reads *t (NULL restores the defaults). *t must stay

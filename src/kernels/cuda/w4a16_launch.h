@@ -53,6 +53,7 @@ typedef struct mpl_cuda_w4a16_args {
      * field keeps the struct, every kernel's by-value parameter, at the 136 bytes all kernels were measured
      * with: at 128 bytes NVVM lowers the parameter differently, bench/cuda/NOTES.md v8.) */
     int planes_k;
+    int wg_blocks;             /* wg-streamk: persistent blocks, 0 = the launcher's rule (w4a16_wg.cu, wg_plan) */
 } mpl_cuda_w4a16_args;
 
 /* gs16 of a layer with one group over K: never reached by a k16 step (K <= 2^24 = 2^20 steps), and a
@@ -78,14 +79,40 @@ int mpl_cuda_w4a16_launch_skinny(const mpl_cuda_w4a16_args *a, void *stream);
 int mpl_cuda_w4a16_launch_skinny_rounded(const mpl_cuda_w4a16_args *a, void *stream);
 
 /* Warpgroup (wgmma, sm_90a) tiled path: any m, compute capability 9.0 only (else
- * cudaErrorNoKernelImageForDevice). xt: device scratch of mpl_cuda_w4a16_wg_scratch_bytes(a) bytes (x
- * rearranged into shared-memory tile images), 256-byte aligned, free again once the kernels ran. */
-size_t mpl_cuda_w4a16_wg_scratch_bytes(const mpl_cuda_w4a16_args *a);
+ * cudaErrorNoKernelImageForDevice). streamk 0: the split-K form (path wg: a block per tile and K range, split-K
+ * through a cluster); 1: the persistent stream-K form (path wg-streamk: one block per SM, a tile's K range
+ * split over blocks, partial tiles summed in K order by the tile's last block). xt: device scratch of
+ * mpl_cuda_w4a16_wg_scratch_bytes(a, streamk) bytes (x rearranged into shared-memory tile images; stream-K:
+ * also the partial tiles and arrival counters), 256-byte aligned, not shared with a concurrent call, free again
+ * once the kernels ran. */
+size_t mpl_cuda_w4a16_wg_scratch_bytes(const mpl_cuda_w4a16_args *a, int streamk);
 /* The wg path's weight tensor map over a layer's packed qweight, written to map (MPL_CUDA_W4A16_WG_MAP_BYTES, any
  * alignment); 0 or a cudaError_t (e.g. no driver entry point). Once per layer (cuda_w4a16.c: pack). */
 #define MPL_CUDA_W4A16_WG_MAP_BYTES 128
 int mpl_cuda_w4a16_wg_weight_map(const uint32_t *qweight, int k_pad, int n_pad, void *map);
-int mpl_cuda_w4a16_launch_wg(const mpl_cuda_w4a16_args *a, void *xt, void *stream);
+int mpl_cuda_w4a16_launch_wg(const mpl_cuda_w4a16_args *a, int streamk, void *xt, void *stream);
+
+/* The split-K form's factor by tiles (256 rows of N x the token tile) and SMs (w4a16_wg.cu, wg_launch, has the
+ * measurements): 1 from 0.7 x the SMs, 2 from 0.2 x, else 4. */
+static inline int mpl_cuda_w4a16_wg_ksplit_rule(long long tiles, int sms) {
+    return tiles * 10 >= 7LL * sms ? 1 : tiles * 10 >= 2LL * sms ? 2 : 4;
+}
+/*
+ * 64-channel chunks the busiest SM streams in an m-row call of a k x n layer (m >= 33: token tile 64, or 128 from
+ * m = 65), split-K form (streamk 0: tiles x ksplit blocks in waves of the clusters that are resident at once,
+ * one ~200 KB block per SM: sms / ksplit for 1 and 2, 30 of 4 and 15 of 8 on 132 SMs, H200 v12) or stream-K
+ * (1: every SM the same share). The stream-K path's default range is where the first exceeds the second by
+ * MPL_CUDA_W4A16_WG_SK_MIN_GAIN (cuda_w4a16.c, wg_streamk_m_range).
+ */
+static inline long long mpl_cuda_w4a16_wg_chunks_per_sm(long long m, long long k, long long n, int sms, int streamk) {
+    const long long bt = m <= 64 ? 64 : 128, tiles = (m + bt - 1) / bt * ((n + 255) / 256), kc = (k + 63) / 64;
+    if (streamk) return (tiles * kc + sms - 1) / sms;
+    int ks = mpl_cuda_w4a16_wg_ksplit_rule(tiles, sms);
+    while (ks > 1 && kc / ks < 4) ks /= 2;
+    const long long resident = ks <= 2 ? sms / ks : (long long)sms * 30 / 132 / (ks / 4);
+    const long long waves = (tiles + (resident > 0 ? resident : 1) - 1) / (resident > 0 ? resident : 1);
+    return waves * ((kc + ks - 1) / ks);
+}
 
 /* Tensor-core (mma.sync) tiled path: any m; one instantiation per activation type (parallel builds). */
 int mpl_cuda_w4a16_launch_tc_f16(const mpl_cuda_w4a16_args *a, void *stream);

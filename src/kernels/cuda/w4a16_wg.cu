@@ -31,7 +31,16 @@
  *    activations meet f16 scales (SPLIT: s = hi + lo, hi = bf16(s), lo exact in bf16, so
  *    fma(v, hi, v * lo) rounds the exact product once), else through fp32.
  *  - wgmma groups are committed per chunk and waited one chunk behind, so the fragments of two
- *    chunks are live; split-K (a cluster along K) and the epilogue are the tc path's.
+ *    chunks are live.
+ *  - Two forms of one kernel template (SK): the split-K form (path wg) runs a block per tile and K range,
+ *    split-K through a cluster and the tc path's epilogue; the stream-K form (path wg-streamk, rounded
+ *    weights, BT 64 / 128) runs a persistent grid of G <= SMs blocks (wg_plan): whole tiles in data-parallel
+ *    waves first (block b takes tiles b, b + G, ...), then the chunks of the remaining tiles split evenly over
+ *    the G blocks. A block runs its units (tile, chunk range: wg_unit) back to back through one ring (the
+ *    producer runs ahead into the next unit) in ONE chunk loop. A unit that covers a tile's whole K writes y
+ *    from the accumulators; a partial one stores its fp32 tile to scratch, and the tile's last block to
+ *    arrive (an atomic counter per tile, zeroed by w4a16_xtile) sums all parts in the order of K
+ *    (deterministic: the same bits whichever block arrives last) and writes y.
  */
 #include <atomic>
 #include <cstring>
@@ -76,6 +85,8 @@ struct WgShape {
     static constexpr int STAGE = (B_BYTES + W_BYTES + 2 * S_BYTES + Z_BYTES + 1023) / 1024 * 1024;
     static constexpr int LD = R + 4; /* fp32 epilogue tile row (conflict-free fragment writes) */
     static constexpr int C_BYTES = BT * LD * 4;
+    /* stream-K: a partial tile in scratch, per consumer thread its MW x BT / 2 accumulators as float4 runs */
+    static constexpr int PART = WG_NWG * 128 * WG_MW * BT / 2;
     /* 1024 alignment slack + 1024 for the mbarriers + the ring (the epilogue tile reuses it) */
     static constexpr int SMEM = 2048 + (STAGES * STAGE > C_BYTES ? STAGES * STAGE : C_BYTES);
     static_assert(BT % 8 == 0 && STAGES >= 2 && STAGES <= 64, "tile");
@@ -143,13 +154,41 @@ __device__ __forceinline__ void split_f16_scale(uint32_t h, uint32_t &hi2, uint3
     lo2 = lb * 0x10001u;
 }
 
-template <class A, bool ZP, bool FOLD, int SC, int BT, int STAGES>
+/* The persistent schedule of the stream-K form (file comment; the host's plan, wg_plan, as the kernel reads it). */
+struct WgSched {
+    int G;              /* blocks */
+    int dp_tiles;       /* tiles [0, dp_tiles): whole, block b takes b, b + G, ... */
+    long long sk_iters; /* chunks of tiles [dp_tiles, tiles); block b takes [b sk_iters / G, (b + 1) sk_iters / G) */
+    float *ws;          /* partial tiles: slot 0 (a block's first stream-K unit) and 1 (its last) per block */
+    int *cnt;           /* arrivals per stream-K tile, zero at launch */
+};
+
+/* Unit u of this block: (tile, chunks [c0, c1), slot), slot -1 for a whole tile; false past the last. A function
+ * of u alone (and the kernel parameters), so that the consumers' one chunk loop carries only u and its chunk range
+ * and recomputes the rest at the unit's end (bench/cuda/NOTES.md v13). */
+__device__ __forceinline__ bool wg_unit(const WgSched &s, int kc, int u, int &tile, int &c0, int &c1, int &slot) {
+    const int b = (int)blockIdx.x, ndp = b < s.dp_tiles ? (s.dp_tiles - b + s.G - 1) / s.G : 0;
+    if (u < ndp) {
+        tile = b + u * s.G, c0 = 0, c1 = kc, slot = -1;
+        return true;
+    }
+    const long long first = (long long)b * s.sk_iters / s.G, end = (long long)(b + 1) * s.sk_iters / s.G;
+    const long long t = first / kc + (u - ndp);
+    const long long lo = u == ndp ? first : t * kc, hi = min(end, (t + 1) * kc);
+    if (lo >= hi) return false;
+    tile = s.dp_tiles + (int)t, c0 = (int)(lo - t * kc), c1 = (int)(hi - t * kc);
+    slot = c0 == 0 && c1 == kc ? -1 : lo == first ? 0 : 1;
+    return true;
+}
+
+template <class A, bool ZP, bool FOLD, int SC, int BT, int STAGES, bool SK>
 __global__ void __launch_bounds__(WgRegs::THREADS, 1)
     w4a16_wg(const mpl_cuda_w4a16_args a, const __grid_constant__ CUtensorMap wmap, const unsigned char *__restrict__ xt,
-             int tiles_m, int tiles_n, int nslot) {
+             int tiles_m, int tiles_n, int nslot, const WgSched sk) {
     using Sh = WgShape<BT, STAGES>;
     using Rg = WgRegs;
     constexpr int R = Sh::R, MW = WG_MW;
+    static_assert(!(SK && FOLD), "the stream-K form runs rounded weights only");
     extern __shared__ unsigned char smem_raw[];
     const uint32_t raw = smem_addr(smem_raw), base = (raw + 1023u) & ~1023u;
     unsigned char *smem = smem_raw + (base - raw) + 1024; /* the ring; mbarriers just below */
@@ -158,6 +197,7 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
     auto empty_bar = [&](int s) { return base + 8u * (uint32_t)(STAGES + s); };
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2;
 
+    /* split-K form: one tile (blockIdx.x) and one K range (blockIdx.y of gridDim.y) per block */
     const int tile = blockIdx.x;
     const int2 mn = raster_tile(tile, tiles_m, tiles_n);
     const int mt = mn.x, m0 = mt * BT, n0 = mn.y * R;
@@ -165,6 +205,7 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
     const int KC = a.k_pad >> MPL_CUDA_W4A16_KC_SHIFT;
     const int S = gridDim.y, split = blockIdx.y;
     const int c_begin = (int)((long long)KC * split / S), c_end = (int)((long long)KC * (split + 1) / S);
+    volatile int *arrived = reinterpret_cast<volatile int *>(smem - 512); /* SK: in the mbarriers' KB, past 2 x 64 */
 
     if (tid == 0) {
         for (int s = 0; s < STAGES; s++) {
@@ -181,33 +222,46 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
 #pragma unroll
         for (int e = 0; e < BT / 2; e++) acc[s][e] = 0.0f;
 
-    float *sc = reinterpret_cast<float *>(smem); /* epilogue tile, over the ring */
+    float *sc = reinterpret_cast<float *>(smem); /* split-K form: epilogue tile, over the ring */
     if (warp >= Rg::CONSUMERS / 32) {
         /* ---- producer ---- */
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(Rg::PRODUCER));
         if (warp == Rg::CONSUMERS / 32 && lane == 0) {
-            const unsigned char *xsrc = xt + (size_t)mt * KC * Sh::B_BYTES;
             const uint32_t bytes =
                 Sh::B_BYTES + Sh::W_BYTES + nslot * R * 2 * (a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32 ? 2 : 1) + (ZP ? nslot * R : 0);
             int s = 0, use = 0;
-            for (int c = c_begin; c < c_end; c++) {
-                if (use > 0) mbar_wait(empty_bar(s), (uint32_t)(use - 1) & 1u);
-                const uint32_t st = ring + (uint32_t)(s * Sh::STAGE), fb = full_bar(s);
-                mbar_expect_tx(fb, bytes);
-                bulk_g2s(st, xsrc + (size_t)c * Sh::B_BYTES, Sh::B_BYTES, fb);
-                tensor_g2s(st + Sh::B_BYTES, &wmap, c * 128, n0 / 16, fb); /* R/16 tiles x 512 bytes */
-                const uint32_t ss = st + Sh::B_BYTES + Sh::W_BYTES;
-                for (int q = 0; q < nslot; q++) {
-                    size_t at = (size_t)group_of_step(c * 4 + q, a.inv_gs16) * a.n_pad + n0;
-                    bulk_g2s(ss + q * R * 2, a.scales + at, R * 2, fb);
-                    if (a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32) bulk_g2s(ss + Sh::S_BYTES + q * R * 2, a.scales_lo + at, R * 2, fb);
-                    if (ZP) bulk_g2s(ss + 2 * Sh::S_BYTES + q * R, a.zeros + at, R, fb);
+            auto produce = [&](int pmt, int pn0, int cb, int ce) {
+                const unsigned char *xsrc = xt + (size_t)pmt * KC * Sh::B_BYTES;
+                for (int c = cb; c < ce; c++) {
+                    if (use > 0) mbar_wait(empty_bar(s), (uint32_t)(use - 1) & 1u);
+                    const uint32_t st = ring + (uint32_t)(s * Sh::STAGE), fb = full_bar(s);
+                    mbar_expect_tx(fb, bytes);
+                    bulk_g2s(st, xsrc + (size_t)c * Sh::B_BYTES, Sh::B_BYTES, fb);
+                    tensor_g2s(st + Sh::B_BYTES, &wmap, c * 128, pn0 / 16, fb); /* R/16 tiles x 512 bytes */
+                    const uint32_t ss = st + Sh::B_BYTES + Sh::W_BYTES;
+                    for (int q = 0; q < nslot; q++) {
+                        size_t at = (size_t)group_of_step(c * 4 + q, a.inv_gs16) * a.n_pad + pn0;
+                        bulk_g2s(ss + q * R * 2, a.scales + at, R * 2, fb);
+                        if (a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32) bulk_g2s(ss + Sh::S_BYTES + q * R * 2, a.scales_lo + at, R * 2, fb);
+                        if (ZP) bulk_g2s(ss + 2 * Sh::S_BYTES + q * R, a.zeros + at, R, fb);
+                    }
+                    if (++s == STAGES) s = 0, use++;
                 }
-                if (++s == STAGES) s = 0, use++;
+            };
+            if constexpr (SK) {
+                int ut, u0, u1, uslot;
+                for (int u = 0; wg_unit(sk, KC, u, ut, u0, u1, uslot); u++) {
+                    const int2 umn = raster_tile(ut, tiles_m, tiles_n);
+                    produce(umn.x, umn.y * R, u0, u1); /* runs ahead into the next unit */
+                }
+            } else {
+                produce(mt, n0, c_begin, c_end);
             }
         }
-        __syncwarp();
-        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Rg::ENTRY));
+        if constexpr (!SK) {
+            __syncwarp();
+            asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Rg::ENTRY));
+        }
     } else {
         /* ---- consumers ---- */
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Rg::CONSUMER));
@@ -243,7 +297,8 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
 #pragma unroll
                 for (int e = 0; e < 4; e++) af[0][s][j][e] = af[1][s][j][e] = 0u;
         int stage = 0, use = 0, prev_stage = 0;
-        auto chunk = [&](int c, uint32_t (&cur)[MW][4][4], uint32_t (&prev)[MW][4][4]) {
+        /* chunk c of a run that started at chunk cb (its first chunk frees no stage) */
+        auto chunk = [&](int c, int cb, uint32_t (&cur)[MW][4][4], uint32_t (&prev)[MW][4][4]) {
             mbar_wait(full_bar(stage), (uint32_t)use & 1u);
             const unsigned char *st = smem + stage * Sh::STAGE;
             const unsigned char *sw = st + Sh::B_BYTES, *ss = sw + Sh::W_BYTES;
@@ -296,7 +351,7 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
             }
             const uint64_t d0 = desc_sw128(ring + (uint32_t)(stage * Sh::STAGE));
             const int grp = FOLD ? group_of_chunk(c) : 0;
-            const int first = FOLD && (c == c_begin || group_of_chunk(c - 1) != grp); /* starts a group's sums */
+            const int first = FOLD && (c == cb || group_of_chunk(c - 1) != grp); /* starts a group's sums */
             wg_fence();
             if constexpr (!FOLD) {
 #pragma unroll
@@ -326,7 +381,7 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
                 for (int j = 0; j < 4; j++)
 #pragma unroll
                     for (int e = 0; e < 4; e++) keep(prev[s][j][e]);
-            if (c > c_begin) {
+            if (c > cb) {
                 /* chunk c-1 ended its group: fold that group's sums (its stage is still held) */
                 if (FOLD && first) {
                     if (group_of_chunk(c - 1) & 1) fold(accg1, prev_stage);
@@ -338,37 +393,149 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
             prev_stage = stage;
             if (++stage == STAGES) stage = 0, use++;
         };
-        int c = c_begin;
-        for (; c + 1 < c_end; c += 2) {
-            chunk(c, af[0], af[1]);
-            chunk(c + 1, af[1], af[0]);
-        }
-        if (c < c_end) chunk(c, af[0], af[1]);
-        wg_wait<0>();
-        if (FOLD && c_end > c_begin) {
-            if (group_of_chunk(c_end - 1) & 1) fold(accg1, prev_stage);
-            else fold(accg0, prev_stage);
-        }
-#pragma unroll
-        for (int s = 0; s < MW; s++)
-#pragma unroll
-            for (int e = 0; e < BT / 2; e++) keep(acc[s][e]);
-        /* every consumer is done with the ring (all bulk copies landed: each chunk was waited for) */
-        asm volatile("bar.sync 1, %0;" ::"n"(Rg::CONSUMERS) : "memory");
-        /* Accumulator (s, e) of lane (g, t): row of N (wgi MW + s) 64 + 16 wq + g + 8 ((e % 4) / 2),
-         * token 8 (e / 4) + 2 t + (e % 2). */
-        const int t = lane & 3;
-#pragma unroll
-        for (int s = 0; s < MW; s++)
-#pragma unroll
-            for (int e = 0; e < BT / 2; e++) {
-                int nl = (wgi * MW + s) * 64 + 16 * wq + g + 8 * ((e & 3) >> 1), ml = 8 * (e >> 2) + 2 * t + (e & 1);
-                sc[ml * Sh::LD + nl] = acc[s][e];
+        /* chunks [cb, ce) into acc, every wgmma complete on return */
+        auto run = [&](int cb, int ce) {
+            int c = cb;
+            for (; c + 1 < ce; c += 2) {
+                chunk(c, cb, af[0], af[1]);
+                chunk(c + 1, cb, af[1], af[0]);
             }
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(Rg::ENTRY));
+            if (c < ce) chunk(c, cb, af[0], af[1]);
+            wg_wait<0>();
+        };
+        if constexpr (!SK) {
+            run(c_begin, c_end);
+            if (FOLD && c_end > c_begin) {
+                if (group_of_chunk(c_end - 1) & 1) fold(accg1, prev_stage);
+                else fold(accg0, prev_stage);
+            }
+#pragma unroll
+            for (int s = 0; s < MW; s++)
+#pragma unroll
+                for (int e = 0; e < BT / 2; e++) keep(acc[s][e]);
+            /* every consumer is done with the ring (all bulk copies landed: each chunk was waited for) */
+            asm volatile("bar.sync 1, %0;" ::"n"(Rg::CONSUMERS) : "memory");
+            /* Accumulator (s, e) of lane (g, t): row of N (wgi MW + s) 64 + 16 wq + g + 8 ((e % 4) / 2),
+             * token 8 (e / 4) + 2 t + (e % 2). */
+            const int t = lane & 3;
+#pragma unroll
+            for (int s = 0; s < MW; s++)
+#pragma unroll
+                for (int e = 0; e < BT / 2; e++) {
+                    int nl = (wgi * MW + s) * 64 + 16 * wq + g + 8 * ((e & 3) >> 1), ml = 8 * (e >> 2) + 2 * t + (e & 1);
+                    sc[ml * Sh::LD + nl] = acc[s][e];
+                }
+            asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(Rg::ENTRY));
+        } else {
+            /* One chunk loop over all of the block's units (a loop of units around run() made ptxas serialize the
+             * wgmmas at BT 128 for lack of registers, C7512: bench/cuda/NOTES.md v13); a unit's end is handled
+             * where its last chunk is, then the next unit starts on af[0] again. Live across the loop: u, its chunk
+             * range and c; the rest of the unit is recomputed from u (wg_unit). */
+            int ut, u0, u1, uslot, u = 0;
+            /* the unit's end: its partial tile to scratch (and the sums if this block is the tile's last), or y */
+            auto unit_end = [&]() {
+                wg_wait<0>();
+                /* the unit's last stage is free (its wgmmas are done): the producer may be ahead */
+                __syncwarp();
+                if (lane == 0) mbar_arrive(empty_bar(prev_stage));
+#pragma unroll
+                for (int s = 0; s < MW; s++)
+#pragma unroll
+                    for (int e = 0; e < BT / 2; e++) keep(acc[s][e]);
+                wg_unit(sk, KC, u, ut, u0, u1, uslot);
+                bool write = true;
+                if (uslot >= 0) {
+                    /* a partial tile: store it; the tile's last block to arrive sums them all in K order */
+                    const int ti = ut - sk.dp_tiles;
+                    float4 *mine = reinterpret_cast<float4 *>(sk.ws + (size_t)(blockIdx.x * 2 + uslot) * Sh::PART);
+#pragma unroll
+                    for (int s = 0; s < MW; s++)
+#pragma unroll
+                        for (int q = 0; q < BT / 8; q++)
+                            __stcg(mine + (s * (BT / 8) + q) * Rg::CONSUMERS + tid,
+                                   make_float4(acc[s][4 * q], acc[s][4 * q + 1], acc[s][4 * q + 2], acc[s][4 * q + 3]));
+                    __threadfence();
+                    asm volatile("bar.sync 1, %0;" ::"n"(Rg::CONSUMERS) : "memory");
+                    if (tid == 0) *arrived = atomicAdd(sk.cnt + ti, 1);
+                    asm volatile("bar.sync 1, %0;" ::"n"(Rg::CONSUMERS) : "memory");
+                    /* the blocks holding the tile's first and last chunk (block of chunk i: ((i + 1) G - 1) / sk_iters) */
+                    const long long t0 = (long long)ti * KC, t1 = t0 + KC - 1;
+                    const int b_lo = (int)(((t0 + 1) * sk.G - 1) / sk.sk_iters), b_hi = (int)(((t1 + 1) * sk.G - 1) / sk.sk_iters);
+                    write = *arrived == b_hi - b_lo; /* else not the last: another block writes y */
+                    if (write) {
+                        __threadfence();
+                        /* b_lo's part is its last unit (slot 1) unless its range starts at the tile; the others' is their first */
+                        const int lo_slot = (long long)b_lo * sk.sk_iters / sk.G < t0 ? 1 : 0;
+                        /* QB float4 loads in flight per part: all of a 64-row sub-tile's at BT <= 64, half at 128 */
+                        constexpr int QB = BT / 8 < 8 ? BT / 8 : 8;
+#pragma unroll
+                        for (int s = 0; s < MW; s++)
+#pragma unroll
+                            for (int q0 = 0; q0 < BT / 8; q0 += QB)
+                                for (int b = b_lo; b <= b_hi; b++) {
+                                    const float4 *part =
+                                        reinterpret_cast<const float4 *>(sk.ws + (size_t)(b * 2 + (b == b_lo ? lo_slot : 0)) * Sh::PART) + tid;
+                                    float4 v[QB];
+#pragma unroll
+                                    for (int q = 0; q < QB; q++) v[q] = __ldcg(part + (s * (BT / 8) + q0 + q) * Rg::CONSUMERS);
+#pragma unroll
+                                    for (int q = 0; q < QB; q++) {
+                                        float *d = &acc[s][4 * (q0 + q)];
+                                        if (b == b_lo) d[0] = v[q].x, d[1] = v[q].y, d[2] = v[q].z, d[3] = v[q].w;
+                                        else d[0] += v[q].x, d[1] += v[q].y, d[2] += v[q].z, d[3] += v[q].w;
+                                    }
+                                }
+                    }
+                }
+                if (write) {
+                    /* y from the accumulators: (s, e) of lane (g, t) is row of N (wgi MW + s) 64 + 16 wq + g + 8 ((e % 4) / 2),
+                     * token 8 (e / 4) + 2 t + (e % 2) */
+                    const int2 umn = raster_tile(ut, tiles_m, tiles_n);
+                    const int um0 = umn.x * BT, un0 = umn.y * R, t = lane & 3;
+#pragma unroll
+                    for (int s = 0; s < MW; s++)
+#pragma unroll
+                        for (int h = 0; h < 2; h++) {
+                            const int n = un0 + (wgi * MW + s) * 64 + 16 * wq + g + 8 * h;
+                            if (n >= a.n) continue;
+                            const float bv = bias_value<A>(a.bias, n);
+                            uint16_t *yn = (uint16_t *)a.y + n;
+#pragma unroll
+                            for (int e = 0; e < BT / 2; e++) {
+                                if (((e & 3) >> 1) != h) continue;
+                                const int mrow = um0 + 8 * (e >> 2) + 2 * t + (e & 1);
+                                if (mrow < a.m) yn[(size_t)mrow * a.n] = A::from_float(acc[s][e] + bv);
+                            }
+                        }
+                }
+#pragma unroll
+                for (int s = 0; s < MW; s++)
+#pragma unroll
+                    for (int e = 0; e < BT / 2; e++) acc[s][e] = 0.0f;
+                return wg_unit(sk, KC, ++u, ut, u0, u1, uslot);
+            };
+            if (wg_unit(sk, KC, u, ut, u0, u1, uslot)) { /* every block has a unit (wg_plan: G <= chunks) */
+                int c = u0;
+                for (;;) {
+                    chunk(c, u0, af[0], af[1]);
+                    if (++c == u1) {
+                        if (!unit_end()) break;
+                        c = u0;
+                        continue;
+                    }
+                    chunk(c, u0, af[1], af[0]);
+                    if (++c == u1) {
+                        if (!unit_end()) break;
+                        c = u0;
+                    }
+                }
+            }
+        }
     }
-    __syncthreads();
-    tile_store<A, R, Sh::LD, Rg::THREADS>(a, sc, BT, m0, n0, S, split, tid);
+    if constexpr (!SK) {
+        __syncthreads();
+        tile_store<A, R, Sh::LD, Rg::THREADS>(a, sc, BT, m0, n0, S, split, tid);
+    }
 }
 
 /*
@@ -378,7 +545,9 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
  * step p / 8, i.e. channels 16 (p / 8) + 2 sigma(p % 8) + (0, 1), sigma = (0 2 4 6 1 3 5 7).
  */
 __global__ void w4a16_xtile(const uint32_t *__restrict__ x, uint4 *__restrict__ xt, int m, int k, int kc, int bt,
-                          long long units) {
+                          long long units, int *cnt, int ncnt) {
+    /* the stream-K arrival counters of the wg kernel that follows on the stream (none in the split-K form) */
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < ncnt; i += gridDim.x * blockDim.x) cnt[i] = 0;
     for (long long u = blockIdx.x * (long long)blockDim.x + threadIdx.x; u < units; u += (long long)gridDim.x * blockDim.x) {
         long long tile = u / (bt * 8);
         int in = (int)(u - tile * (bt * 8)), r = in >> 3, lu = (in & 7) ^ (r & 7);
@@ -394,20 +563,69 @@ __global__ void w4a16_xtile(const uint32_t *__restrict__ x, uint4 *__restrict__ 
     }
 }
 
-/* Token tile by M (bench/cuda/NOTES.md, v6). */
-static inline int wg_bt(int m) { return m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : 128; }
+/* Token tile by M (bench/cuda/NOTES.md, v6); the stream-K form runs rounded weights only, 64 tokens and up (its
+ * kernels are instantiated for BT 64 and 128 alone: a forced call with m <= 32 pads x to 64 tokens). */
+static inline int wg_bt(int m, int sk) {
+    const int bt = m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : 128;
+    return sk && bt < 64 ? 64 : bt;
+}
 
-template <class A, bool ZP, bool FOLD, int SC, int BT, int STAGES>
-static cudaError_t wg_launch(const mpl_cuda_w4a16_args *a, const CUtensorMap *wmap, const void *xt, cudaStream_t stream) {
+/*
+ * The stream-K form's schedule, computed the same way for the scratch size and the launch. G = one block per
+ * SM (a->wg_blocks when forced), fewer when the blocks would get under WG_MIN_CHUNKS chunks each (a partial
+ * tile costs an fp32 tile store and, for the last block, a read of every part). Whole tiles in data-parallel
+ * waves while at least one more full wave remains for stream-K (so stream-K spreads between 1 and 2 tiles'
+ * chunks over every block), all of them when the tiles fill whole waves.
+ */
+constexpr int WG_MIN_CHUNKS = 8;
+struct WgPlan {
+    int bt, tiles_m, tiles_n, kc, G, dp_tiles;
+    long long sk_iters;
+    size_t xt_bytes, ws_bytes, cnt_bytes;
+};
+static WgPlan wg_plan(const mpl_cuda_w4a16_args *a, int sk) {
+    WgPlan p;
+    p.bt = wg_bt(a->m, sk);
+    p.tiles_m = (a->m - 1) / p.bt + 1; /* m >= 1 */
+    p.tiles_n = (a->n + WG_NWG * WG_MW * 64 - 1) / (WG_NWG * WG_MW * 64);
+    p.kc = a->k_pad / MPL_CUDA_W4A16_KC;
+    p.xt_bytes = ((size_t)p.tiles_m * p.kc * p.bt * 128 + 255) / 256 * 256;
+    p.G = 0, p.dp_tiles = 0, p.sk_iters = 0, p.ws_bytes = 0, p.cnt_bytes = 0;
+    if (!sk) return p;
+    const long long tiles = (long long)p.tiles_m * p.tiles_n, total = tiles * p.kc;
+    long long G = a->sms > 0 ? a->sms : 132;
+    if (a->wg_blocks > 0) G = a->wg_blocks;
+    else if (G > (total + WG_MIN_CHUNKS - 1) / WG_MIN_CHUNKS) G = (total + WG_MIN_CHUNKS - 1) / WG_MIN_CHUNKS;
+    if (G > total) G = total;
+    if (G < 1) G = 1;
+    p.G = (int)G;
+    const long long dp = tiles < G ? 0 : tiles % G == 0 ? tiles : (tiles / G - 1) * G;
+    p.dp_tiles = (int)dp;
+    p.sk_iters = (tiles - dp) * p.kc;
+    p.ws_bytes = p.sk_iters ? (size_t)p.G * 2 * (size_t)(WG_NWG * 128 * WG_MW * p.bt / 2) * 4 : 0;
+    p.cnt_bytes = ((size_t)(tiles - dp) * 4 + 255) / 256 * 256;
+    return p;
+}
+
+template <class A, bool ZP, bool FOLD, int SC, int BT, int STAGES, bool SK>
+static cudaError_t wg_launch(const mpl_cuda_w4a16_args *a, const CUtensorMap *wmap, const void *xt, const WgPlan &p,
+                             cudaStream_t stream) {
     using Sh = WgShape<BT, STAGES>;
     static_assert(Sh::R == 256, "the weight tensor map's box is 16 tiles");
-    auto kern = w4a16_wg<A, ZP, FOLD, SC, BT, STAGES>;
+    auto kern = w4a16_wg<A, ZP, FOLD, SC, BT, STAGES, SK>;
     static KernelSetup setup;
     cudaError_t e = setup_kernel(kern, a->device, WgRegs::THREADS, Sh::SMEM, setup, nullptr);
     if (e != cudaSuccess) return e;
-    int tiles_m = (a->m - 1) / BT + 1, tiles_n = (a->n + Sh::R - 1) / Sh::R; /* m >= 1 */
+    const int tiles_m = p.tiles_m, tiles_n = p.tiles_n, kc = p.kc;
     if ((long long)tiles_m * tiles_n > 0x7fffffffLL) return cudaErrorInvalidConfiguration; /* grid x limit */
-    int tiles = tiles_m * tiles_n, kc = a->k_pad / MPL_CUDA_W4A16_KC;
+    const int tiles = tiles_m * tiles_n, nslot = a->gs16 % 4 == 0 ? 1 : 4;
+    if constexpr (SK) {
+        unsigned char *scr = (unsigned char *)xt;
+        const WgSched sk = {p.G, p.dp_tiles, p.sk_iters, (float *)(scr + p.xt_bytes), (int *)(scr + p.xt_bytes + p.ws_bytes)};
+        kern<<<(unsigned)p.G, WgRegs::THREADS, Sh::SMEM, stream>>>(*a, *wmap, (const unsigned char *)xt, tiles_m, tiles_n,
+                                                                   nslot, sk);
+        return cudaGetLastError();
+    }
     /* Split-K (a cluster along K), powers of two only (a cluster of 5 ran at half speed: clusters must fit a
      * GPC; bench/cuda/NOTES.md v6), by tiles per SM (one block per SM): 1 from 0.7 x the SMs, 2 from 0.2 x, else 4.
      * Measured (NOTES.md v10, every factor forced, bf16): the old rule's 2 up to 1024 tiles lost to 1 in 10 of 11
@@ -415,19 +633,17 @@ static cudaError_t wg_launch(const mpl_cuda_w4a16_args *a, const CUtensorMap *wm
      * vs 157.2; 70B o m = 512: 107.1 vs 120.6; the exception 70B gate_up m = 256, 448 tiles: 439.5 vs 411.7);
      * 2 is best at 32-64 tiles (70B o m = 128: 54.6 vs 67.8 with 4), 4 at 24 (8B qkv m = 64: 18.1 vs 24.0 with 2).
      * A wave-quantization model (waves(k) / k) picked 8 on 8B qkv m = 256 (83.4 vs 33.0 us): the cluster
-     * reduction costs more than the waves it saves. */
+     * reduction costs more than the waves it saves. (The same rule, as chunks per SM, sets the stream-K path's
+     * range: mpl_cuda_w4a16_wg_chunks_per_sm.) */
     int ksplit = a->ksplit;
-    if (ksplit <= 0) {
-        const double sms = a->sms > 0 ? a->sms : 132;
-        ksplit = tiles >= 0.7 * sms ? 1 : tiles >= 0.2 * sms ? 2 : 4;
-    }
+    if (ksplit <= 0) ksplit = mpl_cuda_w4a16_wg_ksplit_rule(tiles, a->sms > 0 ? a->sms : 132);
     while (ksplit > 1 && kc / ksplit < 4) ksplit /= 2;
     if (ksplit > 8) ksplit = 8;
     if (ksplit > kc) ksplit = kc;
     if (ksplit < 1) ksplit = 1;
-    int nslot = a->gs16 % 4 == 0 ? 1 : 4;
+    const WgSched none = {0, 0, 0, nullptr, nullptr};
     return launch_ksplit(kern, (unsigned)tiles, ksplit, WgRegs::THREADS, Sh::SMEM, stream, *a, *wmap,
-                         (const unsigned char *)xt, tiles_m, tiles_n, nslot);
+                         (const unsigned char *)xt, tiles_m, tiles_n, nslot, none);
 }
 
 /*
@@ -437,38 +653,48 @@ static cudaError_t wg_launch(const mpl_cuda_w4a16_args *a, const CUtensorMap *wm
  * latency. v6 design values (bench/cuda/NOTES.md), not swept one by one.
  */
 template <class A, bool ZP, bool FOLD, int SC>
-static cudaError_t wg_dispatch_bt(const mpl_cuda_w4a16_args *a, const CUtensorMap *wmap, const void *xt, cudaStream_t s) {
-    switch (wg_bt(a->m)) {
-    case 16: return wg_launch<A, ZP, FOLD, SC, 16, 12>(a, wmap, xt, s);
-    case 32: return wg_launch<A, ZP, FOLD, SC, 32, 10>(a, wmap, xt, s);
-    case 64: return wg_launch<A, ZP, false, SC, 64, 8>(a, wmap, xt, s);
-    default: return wg_launch<A, ZP, false, SC, 128, 5>(a, wmap, xt, s);
+static cudaError_t wg_dispatch_bt(const mpl_cuda_w4a16_args *a, const CUtensorMap *wmap, const void *xt, const WgPlan &p,
+                                  int sk, cudaStream_t s) {
+    if (sk) {
+        if constexpr (!FOLD) {
+            if (p.bt == 64) return wg_launch<A, ZP, false, SC, 64, 8, true>(a, wmap, xt, p, s);
+            return wg_launch<A, ZP, false, SC, 128, 5, true>(a, wmap, xt, p, s);
+        }
+        return cudaErrorInvalidValue; /* wg_dispatch_zp never asks for FOLD with sk */
+    }
+    switch (p.bt) {
+    case 16: return wg_launch<A, ZP, FOLD, SC, 16, 12, false>(a, wmap, xt, p, s);
+    case 32: return wg_launch<A, ZP, FOLD, SC, 32, 10, false>(a, wmap, xt, p, s);
+    case 64: return wg_launch<A, ZP, false, SC, 64, 8, false>(a, wmap, xt, p, s);
+    default: return wg_launch<A, ZP, false, SC, 128, 5, false>(a, wmap, xt, p, s);
     }
 }
 
-/* The dequantization form: FOLD (exact group sums) where mpl_cuda_w4a16_wg_exact holds, else rounded weights
- * with the cheapest exact-product form for the scale format (S16, SPLIT, F32: file comment). */
+/* The dequantization form: FOLD (exact group sums) where mpl_cuda_w4a16_wg_exact holds (split-K form only),
+ * else rounded weights with the cheapest exact-product form for the scale format (S16, SPLIT, F32: file comment). */
 template <class A, bool ZP>
-static cudaError_t wg_dispatch_zp(const mpl_cuda_w4a16_args *a, const CUtensorMap *wmap, const void *xt, cudaStream_t s) {
+static cudaError_t wg_dispatch_zp(const mpl_cuda_w4a16_args *a, const CUtensorMap *wmap, const void *xt, const WgPlan &p,
+                                  int sk, cudaStream_t s) {
     const int own = A::id == MPL_CUDA_W4A16_ACT_F16 ? MPL_CUDA_W4A16_SCALE_F16 : MPL_CUDA_W4A16_SCALE_BF16;
-    if (mpl_cuda_w4a16_wg_exact(a->m, a->gs16)) return wg_dispatch_bt<A, ZP, true, SC_F32>(a, wmap, xt, s);
-    if (a->scale_fmt == own) return wg_dispatch_bt<A, ZP, false, SC_S16>(a, wmap, xt, s);
+    if (!sk && mpl_cuda_w4a16_wg_exact(a->m, a->gs16)) return wg_dispatch_bt<A, ZP, true, SC_F32>(a, wmap, xt, p, sk, s);
+    if (a->scale_fmt == own) return wg_dispatch_bt<A, ZP, false, SC_S16>(a, wmap, xt, p, sk, s);
     if constexpr (A::id == MPL_CUDA_W4A16_ACT_BF16) /* bf16 activations, f16 scales: the common GPTQ / AWQ case for bf16 models */
-        if (a->scale_fmt == MPL_CUDA_W4A16_SCALE_F16) return wg_dispatch_bt<A, ZP, false, SC_SPLIT>(a, wmap, xt, s);
-    return wg_dispatch_bt<A, ZP, false, SC_F32>(a, wmap, xt, s);
+        if (a->scale_fmt == MPL_CUDA_W4A16_SCALE_F16) return wg_dispatch_bt<A, ZP, false, SC_SPLIT>(a, wmap, xt, p, sk, s);
+    return wg_dispatch_bt<A, ZP, false, SC_F32>(a, wmap, xt, p, sk, s);
 }
 
 template <class A>
-static cudaError_t wg_dispatch(const mpl_cuda_w4a16_args *a, const CUtensorMap *wmap, const void *xt, cudaStream_t s) {
-    return a->zeros ? wg_dispatch_zp<A, true>(a, wmap, xt, s) : wg_dispatch_zp<A, false>(a, wmap, xt, s);
+static cudaError_t wg_dispatch(const mpl_cuda_w4a16_args *a, const CUtensorMap *wmap, const void *xt, const WgPlan &p, int sk,
+                               cudaStream_t s) {
+    return a->zeros ? wg_dispatch_zp<A, true>(a, wmap, xt, p, sk, s) : wg_dispatch_zp<A, false>(a, wmap, xt, p, sk, s);
 }
 
 } // namespace cuda_w4a16
 
-extern "C" size_t mpl_cuda_w4a16_wg_scratch_bytes(const mpl_cuda_w4a16_args *a) {
-    int bt = cuda_w4a16::wg_bt(a->m);
-    size_t tiles_m = ((size_t)a->m + (size_t)bt - 1) / (size_t)bt;
-    return tiles_m * (size_t)(a->k_pad / MPL_CUDA_W4A16_KC) * (size_t)bt * 128;
+/* x tiles | stream-K partial tiles | arrival counters: wg_plan */
+extern "C" size_t mpl_cuda_w4a16_wg_scratch_bytes(const mpl_cuda_w4a16_args *a, int streamk) {
+    const cuda_w4a16::WgPlan p = cuda_w4a16::wg_plan(a, streamk);
+    return p.xt_bytes + p.ws_bytes + p.cnt_bytes;
 }
 
 /* The weight tensor map: a 2D array of 32-bit words, dim 0 = KC * 128 words (one row of 16-row
@@ -499,19 +725,22 @@ extern "C" int mpl_cuda_w4a16_wg_weight_map(const uint32_t *qweight, int k_pad, 
     return 0;
 }
 
-extern "C" int mpl_cuda_w4a16_launch_wg(const mpl_cuda_w4a16_args *a, void *xt, void *stream) {
+extern "C" int mpl_cuda_w4a16_launch_wg(const mpl_cuda_w4a16_args *a, int streamk, void *xt, void *stream) {
     if (a->cc != 90) return (int)cudaErrorNoKernelImageForDevice; /* sm_90a code only */
     if (!a->wg_map) return (int)cudaErrorNotSupported;
     cudaStream_t s = (cudaStream_t)stream;
     CUtensorMap wmap;
     memcpy(&wmap, a->wg_map, sizeof wmap);
-    int bt = cuda_w4a16::wg_bt(a->m), kc = a->k_pad / MPL_CUDA_W4A16_KC;
-    long long units = (long long)((a->m - 1) / bt + 1) * kc * bt * 8;
+    const cuda_w4a16::WgPlan p = cuda_w4a16::wg_plan(a, streamk);
+    long long units = (long long)p.tiles_m * p.kc * p.bt * 8;
     long long blocks = (units + 255) / 256;
     if (blocks > 4096) blocks = 4096; /* grid-stride beyond ~31 blocks per SM: a copy pass gains nothing more */
-    cuda_w4a16::w4a16_xtile<<<(unsigned)blocks, 256, 0, s>>>((const uint32_t *)a->x, (uint4 *)xt, a->m, a->k, kc, bt, units);
+    int *cnt = (int *)((unsigned char *)xt + p.xt_bytes + p.ws_bytes);
+    const int ncnt = streamk ? (int)((long long)p.tiles_m * p.tiles_n - p.dp_tiles) : 0;
+    cuda_w4a16::w4a16_xtile<<<(unsigned)blocks, 256, 0, s>>>((const uint32_t *)a->x, (uint4 *)xt, a->m, a->k, p.kc, p.bt,
+                                                           units, cnt, ncnt);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return (int)e;
-    return (int)(a->act == MPL_CUDA_W4A16_ACT_F16 ? cuda_w4a16::wg_dispatch<cuda_w4a16::ActF16>(a, &wmap, xt, s)
-                                                  : cuda_w4a16::wg_dispatch<cuda_w4a16::ActBF16>(a, &wmap, xt, s));
+    return (int)(a->act == MPL_CUDA_W4A16_ACT_F16 ? cuda_w4a16::wg_dispatch<cuda_w4a16::ActF16>(a, &wmap, xt, p, streamk, s)
+                                                  : cuda_w4a16::wg_dispatch<cuda_w4a16::ActBF16>(a, &wmap, xt, p, streamk, s));
 }
