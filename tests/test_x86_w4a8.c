@@ -464,6 +464,25 @@ static void extreme_codes(void **state) {
 }
 
 /*
+ * Decode over threads claiming stretches of ~256 KiB of panels (m <= 4, threads > 1): K = 8192 (64 KiB
+ * per 4-bit panel: 4 panels a claim; 8-bit: 2), N = 200 (13 panels, the last one short), m = 1..4,
+ * 2 and 3 threads, every width's layout with and without zero points.
+ */
+static void decode_claims(void **state) {
+    (void)state;
+    if (!nrunnable) skip();
+    int failures = 0, cases = 0;
+    const mpl_wtype wts[] = {U4B8, U4, U8B128, U2};
+    for (int wi = 0; wi < 4; wi++)
+        for (int64_t m = 1; m <= 4; m++) {
+            shape s = {8192, 200, 128, wts[wi], m & 1 ? MPL_ACT_BF16 : MPL_ACT_F32, 0, 0};
+            failures += run_all(&s, m, ROWS_PLAIN, (int)(m & 1), 2 + (int)(m & 1), 900 + (uint64_t)(wi * 4 + m), &cases);
+        }
+    printf("# decode claims: %d cases, %d failures\n", cases, failures);
+    assert_int_equal(failures, 0);
+}
+
+/*
  * One 8-bit group at the int32 bound: K = 65536, group -1, 127 * 255 * 65536 = 2122383360 < 2^31
  * (config validation's limit), with all-top codes and zero points 0 (isum = +2122383360 against
  * q = +127) and all-zero codes with zero points 255 (isum = -2122383360): the int32 sums and the
@@ -769,6 +788,7 @@ int main(void) {
         cmocka_unit_test(layout_round_trip),      cmocka_unit_test(chooser),    cmocka_unit_test(paths_by_cpu),
         cmocka_unit_test(edge_matrix),            cmocka_unit_test(odd_shapes), cmocka_unit_test(special_rows),
         cmocka_unit_test(group_sizes_types_acts), cmocka_unit_test(extreme_codes), cmocka_unit_test(int32_bound),
+        cmocka_unit_test(decode_claims),
         cmocka_unit_test(accuracy_vs_w4a16),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
