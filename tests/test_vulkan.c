@@ -55,7 +55,7 @@ static int reset(void **state) {
     unsetenv("MPL_DISABLED_KERNELS");
     mpl_platform_override(NULL);
     mpl_vk_test_scratch_max(0);
-    if (g_devices > 0) mpl_vk_test_gemv_shape(0, 0, 0, 0, 0); /* the default GEMV shape (a failed gemv_shapes) */
+    if (g_devices > 0) mpl_vk_test_gemv_shape(0, 0, 0, 0, 0, 0); /* the default GEMV shape (a failed gemv_shapes) */
     return 0;
 }
 
@@ -531,13 +531,17 @@ static void gemv_cases(void **state) {
 }
 
 /* The GEMV's other shapes (shaders/w4a16_gemv.comp's specialization constants: invocations, rows per workgroup,
- * chunks per row per step, prefetch; mpl_vk_test_gemv_shape): every shape bench/vulkan/h200_bins.sh sweeps on the H200, so
+ * chunks per row per step, prefetch, row blocks per workgroup; mpl_vk_test_gemv_shape): every shape bench/vulkan/h200_bins.sh sweeps on the H200, so
  * that whichever is made the default has run this matrix. m = 1 and 3 (a partial pass of the 4-row x loop);
  * the default shape runs the full matrix in gemv_cases. */
-static const unsigned g_gemv_shapes[][4] = {
-    {64, 8, 1, 0}, {64, 8, 2, 0}, {32, 8, 1, 1}, {128, 8, 1, 1}, {64, 4, 2, 1}, {64, 4, 1, 1}, {64, 16, 1, 1},
-    {32, 8, 2, 1}, {64, 8, 4, 0}, {128, 4, 2, 0}, {256, 1, 4, 1}, {64, 32, 1, 0}, {64, 8, 1, 2}, {32, 8, 1, 2},
-    {128, 8, 1, 2}, {64, 16, 1, 2}, {64, 1, 1, 2}, {128, 16, 1, 2},
+static const unsigned g_gemv_shapes[][5] = {
+    {64, 8, 1, 0, 1},   {64, 8, 2, 0, 1},   {32, 8, 1, 1, 1},   {128, 8, 1, 1, 1},  {64, 4, 2, 1, 1},
+    {64, 4, 1, 1, 1},   {64, 16, 1, 1, 1},  {32, 8, 2, 1, 1},   {64, 8, 4, 0, 1},   {128, 4, 2, 0, 1},
+    {256, 1, 4, 1, 1},  {64, 32, 1, 0, 1},  {64, 8, 1, 2, 1},   {32, 8, 1, 2, 1},   {128, 8, 1, 2, 1},
+    {64, 16, 1, 2, 1},  {64, 1, 1, 2, 1},   {128, 16, 1, 2, 1}, {32, 8, 1, 0, 1},   {128, 8, 1, 0, 1},
+    {64, 4, 1, 0, 1},   {128, 4, 1, 0, 1},  {32, 4, 1, 0, 1},   {256, 4, 1, 0, 1},  {64, 2, 1, 0, 1},
+    {32, 16, 1, 0, 1},  {64, 8, 1, 0, 2},   {64, 8, 1, 0, 4},   {64, 8, 1, 0, 16},  {32, 8, 1, 0, 4},
+    {128, 8, 1, 0, 4},  {64, 4, 1, 0, 4},   {64, 8, 1, 2, 4},   {32, 8, 1, 0, 3},   {64, 16, 1, 0, 1},
 };
 
 static void gemv_shapes(void **state) {
@@ -548,17 +552,23 @@ static void gemv_shapes(void **state) {
     }
     static const int64_t ms[] = {1, 3};
     /* a shape the layout cannot serve is refused with a reason, and the pipeline is left as it was */
-    assert_int_equal(mpl_vk_test_gemv_shape(0, 64, 3, 2, 0), MPL_ERR_INVALID_ARGUMENT);
-    assert_int_equal(mpl_vk_test_gemv_shape(0, 64, 8, 9, 0), MPL_ERR_INVALID_ARGUMENT);
-    assert_int_equal(mpl_vk_test_gemv_shape(0, 64, 8, 1, 3), MPL_ERR_INVALID_ARGUMENT);
-    assert_int_equal(mpl_vk_test_gemv_shape(0, 64, 8, 2, 2), MPL_ERR_INVALID_ARGUMENT);
+    assert_int_equal(mpl_vk_test_gemv_shape(0, 64, 3, 2, 0, 1), MPL_ERR_INVALID_ARGUMENT);
+    assert_int_equal(mpl_vk_test_gemv_shape(0, 64, 8, 9, 0, 1), MPL_ERR_INVALID_ARGUMENT);
+    assert_int_equal(mpl_vk_test_gemv_shape(0, 64, 8, 1, 3, 1), MPL_ERR_INVALID_ARGUMENT);
+    assert_int_equal(mpl_vk_test_gemv_shape(0, 64, 8, 2, 2, 1), MPL_ERR_INVALID_ARGUMENT);
     for (size_t i = 0; i < sizeof g_gemv_shapes / sizeof g_gemv_shapes[0]; i++) {
         const unsigned *sh = g_gemv_shapes[i];
-        assert_int_equal(mpl_vk_test_gemv_shape(0, sh[0], sh[1], sh[2], sh[3]), MPL_OK);
-        fprintf(stderr, "GEMV shape %u:%u:%u:%u\n", sh[0], sh[1], sh[2], sh[3]);
+        assert_int_equal(mpl_vk_test_gemv_shape(0, sh[0], sh[1], sh[2], sh[3], sh[4]), MPL_OK);
+        fprintf(stderr, "GEMV shape %u:%u:%u:%u:%u\n", sh[0], sh[1], sh[2], sh[3], sh[4]);
+        if (i == 0) { /* the driver's statistics, where it has VK_KHR_pipeline_executable_properties */
+            char stats[2048];
+            mpl_status st = mpl_vk_test_gemv_stats(0, stats, sizeof stats);
+            assert_true(st == MPL_OK || st == MPL_ERR_UNSUPPORTED);
+            fprintf(stderr, "GEMV pipeline statistics: %s\n", st == MPL_OK ? stats : mpl_last_error());
+        }
         run_matrix("vulkan_w4a16:gemv", ms, 2);
     }
-    assert_int_equal(mpl_vk_test_gemv_shape(0, 0, 0, 0, 0), MPL_OK);
+    assert_int_equal(mpl_vk_test_gemv_shape(0, 0, 0, 0, 0, 0), MPL_OK);
     assert_int_equal(g_messages, 0);
 }
 

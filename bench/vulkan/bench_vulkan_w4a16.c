@@ -7,12 +7,13 @@
  * --probe the read rate of a compute shader (read_probe.comp: 8 independent 16-byte loads per invocation) over
  * windows of the packed weights' size rotated over 1 GiB, timed the same way (one dispatch between
  * timestamps), plus the same probe over a 64 KiB window (the fixed cost of one timed dispatch).
- * --shapes WG:ROWS:UNROLL[:PREFETCH],... times the GEMV path once per shape of shaders/w4a16_gemv.comp
+ * --shapes WG:ROWS:UNROLL[:PREFETCH[:BLOCKS]],... times the GEMV path once per shape of shaders/w4a16_gemv.comp
  * (invocations per workgroup, output channels per workgroup, chunks per row per step, next step's loads issued
- * first; mpl_vk_test_gemv_shape; 0:0:0 the default), the weights
- * packed once; the default shape otherwise.
+ * first, row blocks per workgroup; mpl_vk_test_gemv_shape; 0:0:0 the default), the weights packed once, with
+ * the driver's statistics of each pipeline (mpl_vk_test_gemv_stats: registers etc. where the driver has
+ * VK_KHR_pipeline_executable_properties); the default shape otherwise.
  *   bench_vulkan_w4a16 --path gemv|tiled --m M --k K --n N [--group G] [--copies C] [--reps R] [--device I]
- *                      [--shapes WG:ROWS:UNROLL[:PREFETCH],...] [--probe 1] [--fixed 1]
+ *                      [--shapes WG:ROWS:UNROLL[:PREFETCH[:BLOCKS]],...] [--probe 1] [--fixed 1]
  * --fixed 1 also times the GEMV compiled with its shape fixed at build time (bench/vulkan/CMakeLists.txt's list).
  */
 #include <stdio.h>
@@ -139,24 +140,25 @@ int main(int argc, char **argv) {
 #endif
     const char *sp = shapes;
     for (int fi = 0; ((sp && *sp) || fi < nfixed) && !rc;) {
-        unsigned wg = 0, rows = 0, unroll = 0, prefetch = 0;
+        unsigned wg = 0, rows = 0, unroll = 0, prefetch = 0, blocks = 1;
         const char *form = "";
         if (sp && *sp) {
-            if (sscanf(sp, "%u:%u:%u:%u", &wg, &rows, &unroll, &prefetch) < 3) {
+            if (sscanf(sp, "%u:%u:%u:%u:%u", &wg, &rows, &unroll, &prefetch, &blocks) < 3) {
                 fprintf(stderr, "bad --shapes entry %s\n", sp);
                 return 2;
             }
             const char *next = strchr(sp, ',');
             sp = next ? next + 1 : NULL;
-            if (path == MPL_VULKAN_W4A16_PATH_GEMV && mpl_vk_test_gemv_shape(device, wg, rows, unroll, prefetch) != MPL_OK) {
-                fprintf(stderr, "shape %u:%u:%u:%u: %s\n", wg, rows, unroll, prefetch, mpl_last_error());
+            if (path == MPL_VULKAN_W4A16_PATH_GEMV &&
+                mpl_vk_test_gemv_shape(device, wg, rows, unroll, prefetch, blocks) != MPL_OK) {
+                fprintf(stderr, "shape %u:%u:%u:%u:%u: %s\n", wg, rows, unroll, prefetch, blocks, mpl_last_error());
                 continue;
             }
         } else {
 #ifdef BENCH_VK_FIXED
             const bench_fixed *f = &bench_vk_fixed[fi];
             wg = f->wg, rows = f->rows, unroll = f->unroll, prefetch = f->prefetch, form = " fixed";
-            if (mpl_vk_test_gemv_spirv(device, f->spv, *f->bytes, wg, rows, unroll, prefetch) != MPL_OK) {
+            if (mpl_vk_test_gemv_spirv(device, f->spv, *f->bytes, wg, rows, unroll, prefetch, 1) != MPL_OK) {
                 fprintf(stderr, "fixed shape %u:%u:%u: %s\n", wg, rows, unroll, mpl_last_error());
                 fi++;
                 continue;
@@ -164,6 +166,9 @@ int main(int argc, char **argv) {
 #endif
             fi++;
         }
+        char stats[2048] = "";
+        if (path == MPL_VULKAN_W4A16_PATH_GEMV && mpl_vk_test_gemv_stats(device, stats, sizeof stats) != MPL_OK)
+            snprintf(stats, sizeof stats, "(%s)", mpl_last_error());
         for (int i = 0; i < copies; i++) /* warm-up: pipelines, scratch */
             if (mpl_vulkan_w4a16_time(layers[i], path, m, &t[0]) != MPL_OK) {
                 fprintf(stderr, "time: %s\n", mpl_last_error());
@@ -176,16 +181,18 @@ int main(int argc, char **argv) {
             }
         qsort(t, (size_t)reps, sizeof *t, cmp_double);
         const double med = t[reps / 2], wrate = (double)wbytes / med;
-        char shape[48] = "";
+        char shape[64] = "";
         if (path == MPL_VULKAN_W4A16_PATH_GEMV)
-            snprintf(shape, sizeof shape, " [%u:%u:%u:%u%s]", wg ? wg : MPL_VK_GEMV_WG, rows ? rows : MPL_VK_GEMV_ROWS,
-                     unroll ? unroll : MPL_VK_GEMV_UNROLL, wg ? prefetch : MPL_VK_GEMV_PREFETCH, form);
+            snprintf(shape, sizeof shape, " [%u:%u:%u:%u:%u%s]", wg ? wg : MPL_VK_GEMV_WG, rows ? rows : MPL_VK_GEMV_ROWS,
+                     unroll ? unroll : MPL_VK_GEMV_UNROLL, wg ? prefetch : MPL_VK_GEMV_PREFETCH,
+                     wg ? (blocks ? blocks : 1) : MPL_VK_GEMV_BLOCKS, form);
         printf("%-20s%-18s m %5lld k %6lld n %6lld  %9.1f us  %7.1f GB/s weights  %8.1f GFLOP/s  copy %7.1f GB/s  "
                "read %7.1f GB/s (%.0f%%)  (%d copies, %.0f MB each, %d reps, min %.1f us, max %.1f us, %s)\n",
                path == MPL_VULKAN_W4A16_PATH_GEMV ? "vulkan_w4a16:gemv" : "vulkan_w4a16:tiled", shape, (long long)m,
                (long long)k, (long long)n, med * 1e6, wrate * 1e-9, 2.0 * (double)m * (double)k * (double)n / med * 1e-9,
                copy_rate * 1e-9, read_rate * 1e-9, read_rate > 0 ? 100.0 * wrate / read_rate : 0.0, copies,
                (double)wbytes / 1e6, reps, t[0] * 1e6, t[reps - 1] * 1e6, info.name);
+        if (stats[0]) printf("  pipeline statistics%s: %s\n", shape, stats);
         fflush(stdout);
     }
     for (int i = 0; i < copies; i++) mpl_kernel_vulkan_w4a16.destroy(layers[i]);

@@ -33,6 +33,7 @@ typedef struct phys {
     uint32_t queue_family;
     VkPhysicalDeviceLimits limits;
     int timestamps;
+    int pipeline_stats; /* VK_KHR_pipeline_executable_properties and its pipelineExecutableInfo feature */
 } phys;
 
 static struct {
@@ -181,6 +182,13 @@ static void describe(phys *d) {
             if (cm[i].AType == 0 && cm[i].BType == 0 && cm[i].CType == 1 && cm[i].scope == 3) d->caps |= MPL_VK_CAP_COOPMAT;
         }
         if (!nc) snprintf(in->coopmat, sizeof in->coopmat, "extension present, no shapes reported");
+    }
+    if (e && has_extension(e, ne, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
+        VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR pe = {
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+        VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &pe};
+        feats2(d->pd, &f2);
+        d->pipeline_stats = pe.pipelineExecutableInfo == VK_TRUE;
     }
     free(e);
 
@@ -413,18 +421,20 @@ static mpl_status load_fns(mpl_vk_device *d) {
     return MPL_OK;
 }
 
-/* One compute pipeline of the shared layout; spec: the GEMV's four specialization constants (ids 0..3:
- * invocations, rows, chunks in flight, prefetch) or NULL. */
+/* One compute pipeline of the shared layout; spec: the GEMV's five specialization constants (ids 0..4:
+ * invocations, rows, chunks in flight, prefetch, row blocks per workgroup) or NULL; flags: e.g. capture the
+ * driver's statistics (mpl_vk_test_gemv_stats). */
 static VkResult make_pipeline(const mpl_vk_device *d, const uint32_t *code, size_t bytes, const uint32_t *spec,
-                              VkPipeline *out) {
+                              VkPipelineCreateFlags flags, VkPipeline *out) {
     VkShaderModuleCreateInfo mi = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = bytes, .pCode = code};
     VkShaderModule mod;
     VkResult r = d->fn.CreateShaderModule(d->dev, &mi, NULL, &mod);
     if (r != VK_SUCCESS) return r;
-    const VkSpecializationMapEntry map[4] = {{0, 0, 4}, {1, 4, 4}, {2, 8, 4}, {3, 12, 4}};
-    const VkSpecializationInfo si = {.mapEntryCount = 4, .pMapEntries = map, .dataSize = 16, .pData = spec};
+    const VkSpecializationMapEntry map[5] = {{0, 0, 4}, {1, 4, 4}, {2, 8, 4}, {3, 12, 4}, {4, 16, 4}};
+    const VkSpecializationInfo si = {.mapEntryCount = 5, .pMapEntries = map, .dataSize = 20, .pData = spec};
     VkComputePipelineCreateInfo ci = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .flags = flags,
         .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
                   .stage = VK_SHADER_STAGE_COMPUTE_BIT,
                   .module = mod,
@@ -462,42 +472,99 @@ static mpl_status make_pipelines(mpl_vk_device *d) {
         [MPL_VK_SHADER_GEMV] = mpl_vk_spv_w4a16_gemv_bytes, [MPL_VK_SHADER_TILED] = mpl_vk_spv_w4a16_tiled_bytes,
         [MPL_VK_SHADER_W4A8_GEMV] = mpl_vk_spv_w4a8_gemv_bytes, [MPL_VK_SHADER_W4A8_TILED] = mpl_vk_spv_w4a8_tiled_bytes};
     d->gemv_wg = MPL_VK_GEMV_WG, d->gemv_rows = MPL_VK_GEMV_ROWS, d->gemv_unroll = MPL_VK_GEMV_UNROLL;
-    d->gemv_prefetch = MPL_VK_GEMV_PREFETCH;
+    d->gemv_prefetch = MPL_VK_GEMV_PREFETCH, d->gemv_blocks = MPL_VK_GEMV_BLOCKS;
     for (int s = 0; s < MPL_VK_SHADERS; s++) {
-        const uint32_t spec[4] = {d->gemv_wg, d->gemv_rows, d->gemv_unroll, d->gemv_prefetch};
-        r = make_pipeline(d, code[s], bytes[s], s == MPL_VK_SHADER_GEMV ? spec : NULL, &d->pipelines[s]);
+        const uint32_t spec[5] = {d->gemv_wg, d->gemv_rows, d->gemv_unroll, d->gemv_prefetch, d->gemv_blocks};
+        r = make_pipeline(d, code[s], bytes[s], s == MPL_VK_SHADER_GEMV ? spec : NULL, 0, &d->pipelines[s]);
         if (r != VK_SUCCESS) return mpl_vk_fail(r, "vkCreateComputePipelines");
     }
     return MPL_OK;
 }
 
-mpl_status mpl_vk_test_gemv_shape(int device, uint32_t wg, uint32_t rows, uint32_t unroll, uint32_t prefetch) {
-    return mpl_vk_test_gemv_spirv(device, NULL, 0, wg, rows, unroll, prefetch);
+mpl_status mpl_vk_test_gemv_shape(int device, uint32_t wg, uint32_t rows, uint32_t unroll, uint32_t prefetch,
+                                  uint32_t blocks) {
+    return mpl_vk_test_gemv_spirv(device, NULL, 0, wg, rows, unroll, prefetch, blocks);
 }
 
 mpl_status mpl_vk_test_gemv_spirv(int device, const uint32_t *spv, size_t spv_bytes, uint32_t wg, uint32_t rows,
-                                  uint32_t unroll, uint32_t prefetch) {
+                                  uint32_t unroll, uint32_t prefetch, uint32_t blocks) {
     mpl_vk_device *d;
     mpl_status st = mpl_vk_device_open(device, &d);
     if (st != MPL_OK) return st;
     if (wg == 0 && rows == 0 && unroll == 0)
-        wg = MPL_VK_GEMV_WG, rows = MPL_VK_GEMV_ROWS, unroll = MPL_VK_GEMV_UNROLL, prefetch = MPL_VK_GEMV_PREFETCH;
+        wg = MPL_VK_GEMV_WG, rows = MPL_VK_GEMV_ROWS, unroll = MPL_VK_GEMV_UNROLL, prefetch = MPL_VK_GEMV_PREFETCH,
+        blocks = MPL_VK_GEMV_BLOCKS;
+    if (blocks == 0) blocks = 1;
     /* rows divides the layout's 64-row padding (no workgroup reads past n_pad) */
     if (rows < 1 || rows > MPL_VULKAN_W4A16_NP || MPL_VULKAN_W4A16_NP % rows != 0 || unroll < 1 || unroll > 8 || prefetch > 2 || (prefetch == 2 && unroll != 1) || wg < 1 ||
-        wg > d->limits.maxComputeWorkGroupSize[0] || wg > d->limits.maxComputeWorkGroupInvocations ||
+        blocks > 1024 || wg > d->limits.maxComputeWorkGroupSize[0] || wg > d->limits.maxComputeWorkGroupInvocations ||
         (uint64_t)wg * rows * 4 * (prefetch == 2 ? 2 : 1) > d->limits.maxComputeSharedMemorySize)
         return mpl_set_error(MPL_ERR_INVALID_ARGUMENT,
-                             "vulkan: GEMV shape %u invocations x %u rows x %u chunks, prefetch %u: rows must divide %d, "
-                             "chunks 1..8, prefetch 0, 1 or 2 (2: chunks 1), the workgroup within the device's limits",
-                             wg, rows, unroll, prefetch, MPL_VULKAN_W4A16_NP);
-    const uint32_t spec[4] = {wg, rows, unroll, prefetch};
+                             "vulkan: GEMV shape %u invocations x %u rows x %u chunks, prefetch %u, %u row blocks: rows "
+                             "must divide %d, chunks 1..8, prefetch 0, 1 or 2 (2: chunks 1), blocks 0..1024, the "
+                             "workgroup within the device's limits",
+                             wg, rows, unroll, prefetch, blocks, MPL_VULKAN_W4A16_NP);
+    const uint32_t spec[5] = {wg, rows, unroll, prefetch, blocks};
+    const VkPipelineCreateFlags flags = d->pipeline_stats ? VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR : 0;
     VkPipeline p;
-    VkResult r = spv ? make_pipeline(d, spv, spv_bytes, spec, &p)
-                     : make_pipeline(d, mpl_vk_spv_w4a16_gemv, mpl_vk_spv_w4a16_gemv_bytes, spec, &p);
+    VkResult r = spv ? make_pipeline(d, spv, spv_bytes, spec, flags, &p)
+                     : make_pipeline(d, mpl_vk_spv_w4a16_gemv, mpl_vk_spv_w4a16_gemv_bytes, spec, flags, &p);
     if (r != VK_SUCCESS) return mpl_vk_fail(r, "vkCreateComputePipelines");
     d->fn.DestroyPipeline(d->dev, d->pipelines[MPL_VK_SHADER_GEMV], NULL);
     d->pipelines[MPL_VK_SHADER_GEMV] = p;
-    d->gemv_wg = wg, d->gemv_rows = rows, d->gemv_unroll = unroll, d->gemv_prefetch = prefetch;
+    d->gemv_wg = wg, d->gemv_rows = rows, d->gemv_unroll = unroll, d->gemv_prefetch = prefetch, d->gemv_blocks = blocks;
+    d->gemv_captured = flags != 0;
+    return MPL_OK;
+}
+
+mpl_status mpl_vk_test_gemv_stats(int device, char *buf, size_t size) {
+    if (!buf || size == 0) return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "vulkan: no buffer for the statistics");
+    buf[0] = 0;
+    mpl_vk_device *d;
+    mpl_status st = mpl_vk_device_open(device, &d);
+    if (st != MPL_OK) return st;
+    if (!d->gemv_captured || !d->fn.GetPipelineExecutablePropertiesKHR || !d->fn.GetPipelineExecutableStatisticsKHR)
+        return mpl_set_error(MPL_ERR_UNSUPPORTED,
+                             "vulkan: no pipeline statistics (the driver lacks VK_KHR_pipeline_executable_properties, "
+                             "or the GEMV pipeline is not one mpl_vk_test_gemv_shape made)");
+    const VkPipelineInfoKHR pi = {.sType = VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR, .pipeline = d->pipelines[MPL_VK_SHADER_GEMV]};
+    VkPipelineExecutablePropertiesKHR ex[4];
+    uint32_t nex = 4;
+    for (uint32_t i = 0; i < 4; i++) ex[i] = (VkPipelineExecutablePropertiesKHR){.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_PROPERTIES_KHR};
+    VkResult r = d->fn.GetPipelineExecutablePropertiesKHR(d->dev, &pi, &nex, ex);
+    if (r < 0) return mpl_vk_fail(r, "vkGetPipelineExecutablePropertiesKHR");
+    size_t used = 0;
+    for (uint32_t e = 0; e < nex; e++) {
+        VkPipelineExecutableStatisticKHR sv[32];
+        uint32_t ns = 32;
+        for (uint32_t i = 0; i < 32; i++) sv[i] = (VkPipelineExecutableStatisticKHR){.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR};
+        const VkPipelineExecutableInfoKHR ei = {.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR,
+                                                .pipeline = pi.pipeline, .executableIndex = e};
+        r = d->fn.GetPipelineExecutableStatisticsKHR(d->dev, &ei, &ns, sv);
+        if (r < 0) return mpl_vk_fail(r, "vkGetPipelineExecutableStatisticsKHR");
+        int w = snprintf(buf + used, size - used, "%s%s (subgroup %u):", e ? "; " : "", ex[e].name, ex[e].subgroupSize);
+        if (w < 0 || (size_t)w >= size - used) return MPL_OK;
+        used += (size_t)w;
+        for (uint32_t i = 0; i < ns; i++) {
+            const VkPipelineExecutableStatisticValueKHR v = sv[i].value;
+            switch (sv[i].format) {
+            case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR:
+                w = snprintf(buf + used, size - used, " %s=%s", sv[i].name, v.b32 ? "true" : "false");
+                break;
+            case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR:
+                w = snprintf(buf + used, size - used, " %s=%lld", sv[i].name, (long long)v.i64);
+                break;
+            case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR:
+                w = snprintf(buf + used, size - used, " %s=%llu", sv[i].name, (unsigned long long)v.u64);
+                break;
+            default:
+                w = snprintf(buf + used, size - used, " %s=%g", sv[i].name, v.f64);
+                break;
+            }
+            if (w < 0 || (size_t)w >= size - used) return MPL_OK;
+            used += (size_t)w;
+        }
+    }
     return MPL_OK;
 }
 
@@ -515,13 +582,31 @@ static mpl_status open_device(int i, mpl_vk_device **out) {
                                   .queueFamilyIndex = p->queue_family,
                                   .queueCount = 1,
                                   .pQueuePriorities = &prio};
-    VkDeviceCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .queueCreateInfoCount = 1, .pQueueCreateInfos = &qi};
+    /* VK_KHR_pipeline_executable_properties where the driver has it: the benchmark and tests read the GEMV
+     * pipeline's statistics (registers, ...) through mpl_vk_test_gemv_stats */
+    VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR pe = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
+        .pipelineExecutableInfo = VK_TRUE};
+    const char *dext[1] = {VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME};
+    VkDeviceCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+                             .pNext = p->pipeline_stats ? &pe : NULL,
+                             .queueCreateInfoCount = 1,
+                             .pQueueCreateInfos = &qi,
+                             .enabledExtensionCount = p->pipeline_stats ? 1u : 0u,
+                             .ppEnabledExtensionNames = dext};
     VkResult r = G.CreateDevice(p->pd, &ci, NULL, &d->dev);
     if (r != VK_SUCCESS) {
         free(d);
         return mpl_vk_fail(r, "vkCreateDevice");
     }
     mpl_status st = load_fns(d);
+    if (st == MPL_OK && p->pipeline_stats) {
+        d->fn.GetPipelineExecutablePropertiesKHR = (PFN_vkGetPipelineExecutablePropertiesKHR)G.GetDeviceProcAddr(
+            d->dev, "vkGetPipelineExecutablePropertiesKHR");
+        d->fn.GetPipelineExecutableStatisticsKHR = (PFN_vkGetPipelineExecutableStatisticsKHR)G.GetDeviceProcAddr(
+            d->dev, "vkGetPipelineExecutableStatisticsKHR");
+        d->pipeline_stats = d->fn.GetPipelineExecutablePropertiesKHR && d->fn.GetPipelineExecutableStatisticsKHR;
+    }
     if (st == MPL_OK) st = make_pipelines(d);
     if (st != MPL_OK) {
         /* the device is leaked rather than torn down half-built; the call fails (as cuda_w4a16's blas_init) */

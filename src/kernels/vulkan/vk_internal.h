@@ -33,6 +33,8 @@ typedef struct mpl_vk_fns {
     PFN_vkCreateDescriptorSetLayout CreateDescriptorSetLayout;
     PFN_vkCreatePipelineLayout CreatePipelineLayout;
     PFN_vkCreateComputePipelines CreateComputePipelines;
+    PFN_vkGetPipelineExecutablePropertiesKHR GetPipelineExecutablePropertiesKHR; /* NULL without the extension */
+    PFN_vkGetPipelineExecutableStatisticsKHR GetPipelineExecutableStatisticsKHR;
     PFN_vkDestroyPipeline DestroyPipeline;
     PFN_vkCreateDescriptorPool CreateDescriptorPool;
     PFN_vkDestroyDescriptorPool DestroyDescriptorPool;
@@ -76,7 +78,9 @@ typedef struct mpl_vk_device {
     VkDescriptorSetLayout set_layout;
     VkPipelineLayout pipeline_layout;
     VkPipeline pipelines[MPL_VK_SHADERS];
-    uint32_t gemv_wg, gemv_rows, gemv_unroll, gemv_prefetch; /* the W4A16 GEMV pipeline's shape (default: vk_runtime.h's MPL_VK_GEMV_*) */
+    uint32_t gemv_wg, gemv_rows, gemv_unroll, gemv_prefetch, gemv_blocks; /* the W4A16 GEMV pipeline's shape (default: vk_runtime.h's MPL_VK_GEMV_*) */
+    int pipeline_stats; /* VK_KHR_pipeline_executable_properties enabled */
+    int gemv_captured;  /* the GEMV pipeline was created capturing its statistics */
 } mpl_vk_device;
 
 /* The SPIR-V of the shaders, embedded at build time (cmake/mpl_embed_spirv.cmake writes them). */

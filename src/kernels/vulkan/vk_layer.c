@@ -181,13 +181,16 @@ static void record_dispatch(mpl_vk_layer *L, mpl_vk_shader sh, int64_t m, int bi
     const int gemv = sh == MPL_VK_SHADER_GEMV || sh == MPL_VK_SHADER_W4A8_GEMV;
     const int64_t rows = sh == MPL_VK_SHADER_GEMV ? (int64_t)d->gemv_rows : gemv ? W4A8_GEMV_ROWS : TILE_N;
     const int64_t mtile = gemv ? GEMV_MB : TILE_M;
-    const int64_t nwg = L->n_pad / rows, mwg = (m + mtile - 1) / mtile;
+    /* the W4A16 GEMV's workgroups each run gemv_blocks consecutive blocks of rows (the last one's past n_pad
+     * are skipped in the shader) */
+    const int64_t blocks = sh == MPL_VK_SHADER_GEMV && d->gemv_blocks > 1 ? (int64_t)d->gemv_blocks : 1;
+    const int64_t nblk = L->n_pad / rows, nwg = (nblk + blocks - 1) / blocks, mwg = (m + mtile - 1) / mtile;
     const int64_t xmax = d->limits.maxComputeWorkGroupCount[0];
     for (int64_t w0 = 0; w0 < nwg; w0 += xmax) {
         const int64_t cnt = nwg - w0 < xmax ? nwg - w0 : xmax;
         uint32_t pc[9] = {(uint32_t)m, (uint32_t)L->n, (uint32_t)(L->k_pad / 32), (uint32_t)L->groups,
                           (uint32_t)L->group_size, (uint32_t)L->zstride, L->flags | (bias ? FLAG_BIAS : 0u),
-                          (uint32_t)(w0 * rows), 0};
+                          (uint32_t)(w0 * blocks * rows), 0};
         d->fn.CmdPushConstants(L->cb, d->pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof pc, pc);
         if (gemv)
             d->fn.CmdDispatch(L->cb, (uint32_t)cnt, 1, (uint32_t)mwg);

@@ -54,14 +54,21 @@ mpl_status mpl_vk_read_rate(int device, const uint32_t *spv, size_t spv_bytes, s
     return mpl_set_error(MPL_ERR_NO_HARDWARE, "vulkan: %s", NOT_BUILT);
 }
 
-mpl_status mpl_vk_test_gemv_shape(int device, uint32_t wg, uint32_t rows, uint32_t unroll, uint32_t prefetch) {
-    (void)device, (void)wg, (void)rows, (void)unroll, (void)prefetch;
+mpl_status mpl_vk_test_gemv_shape(int device, uint32_t wg, uint32_t rows, uint32_t unroll, uint32_t prefetch,
+                                  uint32_t blocks) {
+    (void)device, (void)wg, (void)rows, (void)unroll, (void)prefetch, (void)blocks;
     return mpl_set_error(MPL_ERR_NO_HARDWARE, "vulkan: %s", NOT_BUILT);
 }
 
 mpl_status mpl_vk_test_gemv_spirv(int device, const uint32_t *spv, size_t spv_bytes, uint32_t wg, uint32_t rows,
-                                  uint32_t unroll, uint32_t prefetch) {
-    (void)device, (void)spv, (void)spv_bytes, (void)wg, (void)rows, (void)unroll, (void)prefetch;
+                                  uint32_t unroll, uint32_t prefetch, uint32_t blocks) {
+    (void)device, (void)spv, (void)spv_bytes, (void)wg, (void)rows, (void)unroll, (void)prefetch, (void)blocks;
+    return mpl_set_error(MPL_ERR_NO_HARDWARE, "vulkan: %s", NOT_BUILT);
+}
+
+mpl_status mpl_vk_test_gemv_stats(int device, char *buf, size_t size) {
+    (void)device;
+    if (buf && size) buf[0] = 0;
     return mpl_set_error(MPL_ERR_NO_HARDWARE, "vulkan: %s", NOT_BUILT);
 }
 

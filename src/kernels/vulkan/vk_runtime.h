@@ -31,6 +31,7 @@ typedef enum mpl_vk_shader {
 #define MPL_VK_GEMV_ROWS 8
 #define MPL_VK_GEMV_UNROLL 1
 #define MPL_VK_GEMV_PREFETCH 0
+#define MPL_VK_GEMV_BLOCKS 1 /* row blocks per workgroup */
 
 typedef struct mpl_vk_layer mpl_vk_layer;
 
@@ -58,13 +59,19 @@ mpl_status mpl_vk_read_rate(int device, const uint32_t *spv, size_t spv_bytes, s
 /* Test and benchmark hook: re-creates device `device`'s W4A16 GEMV pipeline (shaders/w4a16_gemv.comp) with
  * wg invocations per workgroup, `rows` output channels per workgroup (a divisor of 64) and `unroll` chunks in
  * flight per row (1..8), prefetch 1 to issue the next step's loads before this step's math (0: load, then
- * compute; 2: the rows rolled in a loop two rows ahead, sums in shared memory, unroll 1); 0, 0, 0 restores the default (MPL_VK_GEMV_* above). Layers of the device
+ * compute; 2: the rows rolled in a loop two rows ahead, sums in shared memory, unroll 1), `blocks` consecutive
+ * blocks of `rows` rows per workgroup (0 or 1: one; more: fewer, longer-lived workgroups); 0, 0, 0 restores the default (MPL_VK_GEMV_* above). Layers of the device
  * use the new shape from their next apply; no apply may run on the device meanwhile. */
-mpl_status mpl_vk_test_gemv_shape(int device, uint32_t wg, uint32_t rows, uint32_t unroll, uint32_t prefetch);
+mpl_status mpl_vk_test_gemv_shape(int device, uint32_t wg, uint32_t rows, uint32_t unroll, uint32_t prefetch,
+                                  uint32_t blocks);
 /* Benchmark hook: the same from other SPIR-V of shaders/w4a16_gemv.comp (spv, e.g. compiled with its shape fixed;
  * wg, rows and unroll must be that shape: the dispatch uses rows). spv NULL: the embedded shader. */
 mpl_status mpl_vk_test_gemv_spirv(int device, const uint32_t *spv, size_t spv_bytes, uint32_t wg, uint32_t rows,
-                                  uint32_t unroll, uint32_t prefetch);
+                                  uint32_t unroll, uint32_t prefetch, uint32_t blocks);
+/* Benchmark hook: the driver's statistics of the GEMV pipeline the last mpl_vk_test_gemv_shape / _spirv made
+ * (VK_KHR_pipeline_executable_properties: on NVIDIA registers per invocation and more), as one line of
+ * "name=value" pairs per executable into buf; MPL_ERR_UNSUPPORTED where the driver has no such statistics. */
+mpl_status mpl_vk_test_gemv_stats(int device, char *buf, size_t size);
 
 /*
  * Test hook: before the first Vulkan use in the process, turn on VK_LAYER_KHRONOS_validation with a

@@ -32,7 +32,7 @@
 // (bench_vulkan_w4a16 --fixed, where glslc unrolls), so NVIDIA's driver does unroll them.
 #extension GL_EXT_control_flow_attributes : require
 
-// The shape is three specialization constants (vk_instance.c sets them; mpl_vk_test_gemv_shape re-creates
+// The shape is five specialization constants (vk_instance.c sets them; mpl_vk_test_gemv_shape re-creates
 // the pipeline with others for the benchmark's sweep and the tests). The defaults here are only the SPIR-V's.
 #ifdef GEMV_FIXED_WG
 // bench/vulkan/CMakeLists.txt compiles this file again with the shape fixed at compile time (glslc -D), so that
@@ -42,6 +42,7 @@ const uint WG = GEMV_FIXED_WG;
 const uint ROWS = GEMV_FIXED_ROWS;
 const uint UNROLL = GEMV_FIXED_UNROLL;
 const uint PREFETCH = GEMV_FIXED_PREFETCH;
+const uint BLOCKS = 1;
 #else
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 64;    // invocations per workgroup
@@ -51,6 +52,9 @@ layout(constant_id = 2) const uint UNROLL = 2; // chunks per row per invocation 
 // the rows are a loop (not unrolled: a small loop body) over one chunk, two rows' loads ahead, the row sums in
 // shared memory (UNROLL must be 1)
 layout(constant_id = 3) const uint PREFETCH = 0;
+// row blocks per workgroup (v14): each workgroup runs BLOCKS consecutive blocks of ROWS rows, one after another
+// (fewer, longer-lived workgroups); 1: one block
+layout(constant_id = 4) const uint BLOCKS = 1;
 #endif
 // up to 4 rows of x per workgroup (one pass each over the weights); more rows run more workgroups (grid z);
 // vk_layer.c's GEMV_MB
@@ -130,9 +134,9 @@ vec2 chunk_halves(uvec4 w, vec4 xv[8], uint row, uint c, bool has_zeros, bool on
     return vec2(ha, hb);
 }
 
-void main() {
+// One block of ROWS output channels from row0 (workgroup-uniform).
+void run_block(const uint row0) {
     const uint tid = gl_LocalInvocationID.x;
-    const uint row0 = pc.n_base + gl_WorkGroupID.x * ROWS;
     const uint mrow0 = gl_WorkGroupID.z * MB;
     const uint mcount = min(MB, pc.m - mrow0);
     const bool has_zeros = (pc.flags & FLAG_ZEROS) != 0u;
@@ -248,5 +252,16 @@ void main() {
             }
             barrier(); // partial is reused by the next row of x
         }
+    }
+}
+
+void main() {
+    // BLOCKS consecutive blocks of ROWS rows per workgroup (vk_layer.c dispatches n_pad / ROWS / BLOCKS
+    // workgroups, rounded up; blocks past n_pad = n rounded up to 64 are skipped: uniform control flow)
+    const uint n_pad = (pc.n + 63u) & ~63u;
+    [[dont_unroll]] for (uint b = 0u; b < BLOCKS; b++) {
+        const uint row0 = pc.n_base + (gl_WorkGroupID.x * BLOCKS + b) * ROWS;
+        if (row0 >= n_pad) break;
+        run_block(row0);
     }
 }
