@@ -151,6 +151,20 @@ static void copy(const mpl_vk_device *d, VkCommandBuffer cb, const vk_buf *src, 
 }
 
 /* Points the descriptor set at the weights and at x, bias, y (device-local). */
+
+/* Points the layer's descriptor set's six storage-buffer bindings at bi[0..5]. */
+static void write_set(mpl_vk_layer *L, const VkDescriptorBufferInfo bi[6]) {
+    VkWriteDescriptorSet w[6];
+    for (uint32_t i = 0; i < 6; i++)
+        w[i] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                                      .dstSet = L->set,
+                                      .dstBinding = i,
+                                      .descriptorCount = 1,
+                                      .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                      .pBufferInfo = &bi[i]};
+    L->d->fn.UpdateDescriptorSets(L->d->dev, 6, w, 0, NULL);
+}
+
 static void bind_set(mpl_vk_layer *L, const vk_buf *x, const vk_buf *y) {
     VkDescriptorBufferInfo bi[6] = {
         {L->weights.buf, L->qweight_off, L->qweight_bytes},
@@ -161,15 +175,7 @@ static void bind_set(mpl_vk_layer *L, const vk_buf *x, const vk_buf *y) {
         {L->b_dev.buf, 0, L->b_dev.bytes},
         {y->buf, 0, y->bytes},
     };
-    VkWriteDescriptorSet w[6];
-    for (uint32_t i = 0; i < 6; i++)
-        w[i] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
-                                      .dstSet = L->set,
-                                      .dstBinding = i,
-                                      .descriptorCount = 1,
-                                      .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                                      .pBufferInfo = &bi[i]};
-    L->d->fn.UpdateDescriptorSets(L->d->dev, 6, w, 0, NULL);
+    write_set(L, bi);
 }
 
 /* Records one path's dispatches for rows [0, m) of the bound buffers (m <= the grid limits, chunk_rows). */
@@ -544,16 +550,8 @@ mpl_status mpl_vk_copy_rate(int device, size_t bytes, double *bytes_per_second) 
 static mpl_status probe_once(mpl_vk_layer *L, VkPipeline pipe, const vk_buf *a, VkDeviceSize off, VkDeviceSize window,
                              double *seconds) {
     const mpl_vk_device *d = L->d;
-    VkDescriptorBufferInfo bi = {a->buf, off, window};
-    VkWriteDescriptorSet w[6];
-    for (uint32_t i = 0; i < 6; i++)
-        w[i] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
-                                      .dstSet = L->set,
-                                      .dstBinding = i,
-                                      .descriptorCount = 1,
-                                      .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                                      .pBufferInfo = &bi};
-    d->fn.UpdateDescriptorSets(d->dev, 6, w, 0, NULL);
+    const VkDescriptorBufferInfo one = {a->buf, off, window}, bi[6] = {one, one, one, one, one, one};
+    write_set(L, bi);
     mpl_status st = begin(L);
     if (st != MPL_OK) return st;
     /* the probe's grid: one 16-byte load per invocation per 2048-load block of 256 invocations x 8 */
