@@ -641,12 +641,14 @@ static void default_paths(void **state) {
     expect_switch(amx, intel, MPL_ACT_BF16, dec, 1, "x86_avx512_w4a16:prefill-amx");
     expect_switch(amx, intel, MPL_ACT_F16, dec, 8, f32);
     /* AMD (and unknown vendors) with AVX512-BF16: the vdpbf16ps decode at every m for bf16 4-bit; the f32
-     * decode, then the vdpbf16ps prefill, for the other widths */
+     * vdpbf16ps decode to m = 8, then the vdpbf16ps prefill, for 8-bit; the f32 decode, then that prefill, for 2-/3-bit */
     const char *dbf = "x86_avx512_w4a16:decode-bf16", *pbf = "x86_avx512_w4a16:prefill-bf16";
     expect_every_m(zen4, amd, MPL_WTYPE_UINT4B8, MPL_ACT_BF16, dbf, pbf);
     expect_every_m(zen4, amd, MPL_WTYPE_UINT4, MPL_ACT_BF16, dbf, pbf);
     expect_every_m(zen4, amd, MPL_WTYPE_INT4, MPL_ACT_BF16, dbf, pbf);
-    expect_switch_w(zen4, amd, MPL_WTYPE_UINT8B128, MPL_ACT_BF16, dec, 4, pbf);
+    expect_switch_w(zen4, amd, MPL_WTYPE_UINT8B128, MPL_ACT_BF16, dbf, 8, pbf);
+    expect_switch_w(zen4, amd, MPL_WTYPE_UINT8, MPL_ACT_BF16, dbf, 8, pbf);
+    expect_switch_w(zen4, amd, MPL_WTYPE_UINT3B4, MPL_ACT_BF16, dec, 4, pbf);
     expect_switch(zen4, amd, MPL_ACT_F32, dec, 8, f32);
     expect_every_m(zen4, MPL_CPU_VENDOR_OTHER, MPL_WTYPE_UINT4B8, MPL_ACT_BF16, dbf, pbf);
     expect_switch(icl, intel, MPL_ACT_BF16, dec, 8, f32);

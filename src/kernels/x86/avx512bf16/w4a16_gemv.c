@@ -1,6 +1,6 @@
 /*
  * w4a16_gemv.c -- the vdpbf16ps decode path of x86_avx512_w4a16 (avx512bf16 level; bf16 activations,
- * 4-bit layouts): streams each 64-channel block once per call, like the f32 decode
+ * 4- and 8-bit layouts; the 8-bit tile, tile8, is below the 4-bit one): streams each 64-channel block once per call, like the f32 decode
  * (avx512/w4a16_gemv.c), but dequantizes straight into bf16 pairs for vdpbf16ps instead of f32
  * vectors for FMA.
  *
@@ -115,6 +115,95 @@ XW_INLINE void tile(const mpl_x86_w4a16_kernel *kn, const uint16_t *xb, const in
 }
 #undef A
 
+/*
+ * 8-bit (docs/layouts/x86_w4a16.md "Other widths"): half h of a chunk, widened to words, is already the
+ * pair row of inputs (j0 + 2h, j0 + 2h + 1), one word per stored byte. A byte is more than vpermw's 5-bit
+ * index, so each weight goes in as two exact parts w = 16 * hi + lo: lo = w & 15 (the word's bits 0-3:
+ * vpermw on the word itself through a table repeating 0..15) and hi = w >> 4 (arithmetic: -16..15, or
+ * stored >> 4 - 8 without zero points) through a table of 16 * hi, both exact in bf16 and their products
+ * with bf16 x exact in fp32 (mplinear.h: "a product as two exact parts"). Per 32 weights at one row: 1
+ * widening load, 1 shift (and 1 subtract with zero points), 2 vpermw, 2 vdpbf16ps: the 4-bit chunk's cost
+ * per byte, where the f32 decode spends 2 conversions, 2 subtracts and 2 FMAs per 16 weights.
+ */
+XW_INLINE __m512i bf16_words(__m512 lo, __m512 hi) { /* words 0-15 from lo, 16-31 from hi (exact values) */
+    const __m256i a = _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(lo), 16));
+    const __m256i b = _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(hi), 16));
+    return _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1);
+}
+XW_INLINE __m512 iota16(float base, float step) {
+    return _mm512_fmadd_ps(_mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_ps(step),
+                           _mm512_set1_ps(base));
+}
+
+#define A(r, i, v) (((r) * NBLK + (i)) * 4 + (v))
+XW_INLINE void tile8(const mpl_x86_w4a16_kernel *kn, const uint16_t *xb, const int MR, const int NBLK, const bool ZP,
+                     int64_t b, int64_t k0, int64_t k1, float *c, int64_t ldc) {
+    const mpl_x86_w4a16_layout *l = &kn->l;
+    const int64_t kp = kn->kp, gs = l->group_size;
+    const size_t pf = XB_GEMV_PF_TOTAL / NBLK;
+    /* lo: index bits 0-4 = (w & 15) + 16 (bit 4 of w): entries 0..15 twice. hi: without zero points
+     * stored >> 4 = 0..15 -> 16 (i - 8); with them the 5-bit two's complement of w >> 4 -> 16 * that. */
+    const __m512i lut_lo = bf16_words(iota16(0, 1), iota16(0, 1));
+    const __m512i lut_hi = ZP ? bf16_words(iota16(0, 16), iota16(-256, 16)) : bf16_words(iota16(-128, 16), iota16(0, 0));
+    xw_tile_zero(c, ldc, MR, NBLK);
+    for (int64_t g = k0 / gs; g * gs < k1; g++) {
+        int64_t ks = k0 > g * gs ? k0 : g * gs, ke = k1 < (g + 1) * gs ? k1 : (g + 1) * gs;
+        const uint8_t *grp[4], *wp[4];
+        __m512 acc[16];
+        __m512i zw[16];
+        xw_tile_group(l, b, g, ks, l->step_bytes, pf, NBLK, grp, wp);
+#pragma GCC unroll 4
+        for (int i = 0; i < NBLK; i++) {
+#pragma GCC unroll 4
+            for (int v = 0; v < 4; v++) {
+                zw[4 * i + v] = _mm512_setzero_si512();
+                if (ZP) { /* the channel's zero point in both words of its pair */
+                    const __m512i z = _mm512_cvtepu8_epi32(
+                        _mm_load_si128((const __m128i *)(grp[i] + l->scale_bytes + 16 * (size_t)v)));
+                    zw[4 * i + v] = _mm512_or_si512(z, _mm512_slli_epi32(z, 16));
+                }
+            }
+#pragma GCC unroll 4
+            for (int r = 0; r < MR; r++)
+#pragma GCC unroll 4
+                for (int v = 0; v < 4; v++) acc[A(r, i, v)] = _mm512_setzero_ps();
+        }
+        for (int64_t k = ks; k < ke; k += 4) {
+#pragma GCC unroll 4
+            for (int i = 0; i < NBLK; i++) {
+#pragma GCC unroll 4
+                for (int o = 0; o < 256; o += 64) _mm_prefetch((const char *)wp[i] + pf + o, _MM_HINT_T0);
+#pragma GCC unroll 4
+                for (int v = 0; v < 4; v++)
+#pragma GCC unroll 2
+                    for (int h = 0; h < 2; h++) {
+                        __m512i w = _mm512_cvtepu8_epi16(_mm256_load_si256((const __m256i *)(wp[i] + 64 * v + 32 * h)));
+                        __m512i hi;
+                        if (ZP) {
+                            w = _mm512_sub_epi16(w, zw[4 * i + v]);
+                            hi = _mm512_srai_epi16(w, 4);
+                        } else {
+                            hi = _mm512_srli_epi16(w, 4);
+                        }
+                        const __m512bh wh = (__m512bh)_mm512_permutexvar_epi16(hi, lut_hi);
+                        const __m512bh wl = (__m512bh)_mm512_permutexvar_epi16(w, lut_lo);
+#pragma GCC unroll 4
+                        for (int r = 0; r < MR; r++) {
+                            const uint16_t *xp = xb + r * kp + k + 2 * h;
+                            acc[A(r, i, v)] = MR >= 3 ? dp_mem(dp_mem(acc[A(r, i, v)], wh, xp), wl, xp)
+                                                      : _mm512_dpbf16_ps(_mm512_dpbf16_ps(acc[A(r, i, v)], wh,
+                                                                                          bcast_pair(xp)),
+                                                                         wl, bcast_pair(xp));
+                        }
+                    }
+                wp[i] += 256;
+            }
+        }
+        xw_tile_fold(l, grp, acc, c, ldc, MR, NBLK);
+    }
+}
+#undef A
+
 XW_INLINE void gemv_zp(const mpl_x86_w4a16_kernel *kn, const uint16_t *xb, int64_t m, bool ZP, int64_t b, int64_t nb,
                        int64_t k0, int64_t k1, float *c) {
 #define TILE(xr, MR, NBLK, bb, cc, ldc) tile(kn, xr, MR, NBLK, ZP, bb, k0, k1, cc, ldc)
@@ -122,10 +211,21 @@ XW_INLINE void gemv_zp(const mpl_x86_w4a16_kernel *kn, const uint16_t *xb, int64
 #undef TILE
 }
 
+XW_INLINE void gemv8_zp(const mpl_x86_w4a16_kernel *kn, const uint16_t *xb, int64_t m, bool ZP, int64_t b, int64_t nb,
+                        int64_t k0, int64_t k1, float *c) {
+#define TILE(xr, MR, NBLK, bb, cc, ldc) tile8(kn, xr, MR, NBLK, ZP, bb, k0, k1, cc, ldc)
+    XW_GEMV_TILES(TILE, xb, kn->kp, m, b, nb, c);
+#undef TILE
+}
+
 void mpl_x86_w4a16_gemv_avx512bf16(const mpl_x86_w4a16_kernel *kn, const void *xs, int64_t m, int64_t b, int64_t nb,
                                    int64_t k0, int64_t k1, float *c) {
-    /* 4-bit layouts only (the path's can_implement) */
-    if (kn->l.zero_points)
+    /* 4- and 8-bit layouts only (the path's can_implement) */
+    if (kn->l.bits == 8 && kn->l.zero_points)
+        gemv8_zp(kn, xs, m, true, b, nb, k0, k1, c);
+    else if (kn->l.bits == 8)
+        gemv8_zp(kn, xs, m, false, b, nb, k0, k1, c);
+    else if (kn->l.zero_points)
         gemv_zp(kn, xs, m, true, b, nb, k0, k1, c);
     else
         gemv_zp(kn, xs, m, false, b, nb, k0, k1, c);
