@@ -6,7 +6,8 @@
  * against the float64 oracle and the reference kernel: M in {1, 2, 7, 8, 9, 16, 17, 64, 65, 257, 1024} and
  * the tile edges of each path, odd N (odd multiples of 8), K tails (K not a multiple of 64), every group
  * size, zero points, act-order, f16 and bf16, bias, the dq path with one slab or several (with and without
- * the side-stream overlap) and forced split-K (tuning through mpl_cuda_w4a16_tuning_override).
+ * the side-stream overlap) and forced split-K (tuning through mpl_cuda_w4a16_tuning_override); every weight
+ * width: 4-bit, 8-bit (two planes), and uint2b2 / uint2, uint3b4 / uint3 and int4 (stored as 4-bit codes).
  * Each case: mpl_layer_path names the path that runs (forced, or the table's default for m) and
  * mpl_layer_weight_rounding matches it; the host-pointer path twice (bit-identical: determinism), guard
  * bytes around the output, and the device-pointer path into a poisoned buffer with a poisoned tail (every
@@ -48,7 +49,7 @@ static int reset(void **state) {
 
 static void random_canonical(mpl_canonical *w, const mpl_config *c, tu_rng *r, int scale_kind) {
     assert_int_equal(mpl_canonical_alloc(w, c), MPL_OK);
-    const int levels = w->wtype == MPL_WTYPE_UINT8B128 || w->wtype == MPL_WTYPE_UINT8 ? 256 : 16;
+    const int levels = 1 << mpl_wtype_bits(w->wtype); /* every code of the width, the extremes included */
     for (int64_t i = 0; i < w->n * w->k; i++) w->codes[i] = (uint8_t)tu_rng_below(r, (uint64_t)levels);
     for (int64_t i = 0; i < w->n * w->groups; i++) {
         double v = tu_rng_uniform(r, -0.1, 0.1);
@@ -72,14 +73,21 @@ static void layout_round_trip(void **state) {
         int zp, act_order, scale_kind;
         mpl_act act;
         int w8;
+        mpl_wtype narrow; /* 0: 4-bit (uint4b8, or uint4 with zp); else this 2-, 3- or 4-bit type */
     } cases[] = {
-        {64, 16, -1, 0, 0, 0, MPL_ACT_F16, 0},    {200, 24, -1, 1, 0, 2, MPL_ACT_BF16, 0},
-        {960, 72, 32, 1, 0, 1, MPL_ACT_F16, 0},   {768, 200, 64, 0, 1, 0, MPL_ACT_BF16, 0},
-        {1408, 264, 128, 1, 1, 2, MPL_ACT_F16, 0}, {480, 8, 48, 0, 0, 1, MPL_ACT_BF16, 0},
+        {64, 16, -1, 0, 0, 0, MPL_ACT_F16, 0, 0},    {200, 24, -1, 1, 0, 2, MPL_ACT_BF16, 0, 0},
+        {960, 72, 32, 1, 0, 1, MPL_ACT_F16, 0, 0},   {768, 200, 64, 0, 1, 0, MPL_ACT_BF16, 0, 0},
+        {1408, 264, 128, 1, 1, 2, MPL_ACT_F16, 0, 0}, {480, 8, 48, 0, 0, 1, MPL_ACT_BF16, 0, 0},
         /* 8-bit: two planes */
-        {64, 16, -1, 0, 0, 0, MPL_ACT_F16, 1},    {208, 24, -1, 1, 0, 2, MPL_ACT_BF16, 1},
-        {960, 72, 32, 1, 0, 1, MPL_ACT_F16, 1},   {768, 200, 64, 0, 1, 0, MPL_ACT_BF16, 1},
-        {1408, 264, 128, 1, 1, 2, MPL_ACT_F16, 1},
+        {64, 16, -1, 0, 0, 0, MPL_ACT_F16, 1, 0},    {208, 24, -1, 1, 0, 2, MPL_ACT_BF16, 1, 0},
+        {960, 72, 32, 1, 0, 1, MPL_ACT_F16, 1, 0},   {768, 200, 64, 0, 1, 0, MPL_ACT_BF16, 1, 0},
+        {1408, 264, 128, 1, 1, 2, MPL_ACT_F16, 1, 0},
+        /* 2-, 3-bit and int4 as 4-bit codes: (code ^ x) + a, back exactly */
+        {64, 16, -1, 0, 0, 0, MPL_ACT_F16, 0, MPL_WTYPE_INT4},       {768, 200, 64, 0, 1, 0, MPL_ACT_BF16, 0, MPL_WTYPE_INT4},
+        {64, 16, -1, 0, 0, 0, MPL_ACT_F16, 0, MPL_WTYPE_UINT2B2},    {960, 72, 32, 1, 0, 1, MPL_ACT_F16, 0, MPL_WTYPE_UINT2},
+        {768, 200, 64, 0, 1, 2, MPL_ACT_BF16, 0, MPL_WTYPE_UINT2B2}, {1408, 264, 128, 1, 1, 2, MPL_ACT_F16, 0, MPL_WTYPE_UINT2},
+        {96, 16, -1, 0, 0, 0, MPL_ACT_BF16, 0, MPL_WTYPE_UINT3B4},   {960, 72, 32, 1, 0, 1, MPL_ACT_F16, 0, MPL_WTYPE_UINT3},
+        {768, 200, 64, 0, 1, 0, MPL_ACT_BF16, 0, MPL_WTYPE_UINT3B4}, {1408, 264, 128, 1, 1, 2, MPL_ACT_F16, 0, MPL_WTYPE_UINT3},
     };
     tu_rng r;
     tu_rng_init(&r, tu_seed(0xc0da));
@@ -89,8 +97,10 @@ static void layout_round_trip(void **state) {
         c.group_size = cases[ci].gs;
         c.act = cases[ci].act;
         c.zero_points = cases[ci].zp;
-        c.wtype = cases[ci].w8 ? (c.zero_points ? MPL_WTYPE_UINT8 : MPL_WTYPE_UINT8B128)
-                               : c.zero_points ? MPL_WTYPE_UINT4 : MPL_WTYPE_UINT4B8;
+        c.wtype = cases[ci].narrow ? cases[ci].narrow
+                  : cases[ci].w8   ? (c.zero_points ? MPL_WTYPE_UINT8 : MPL_WTYPE_UINT8B128)
+                  : c.zero_points  ? MPL_WTYPE_UINT4
+                                   : MPL_WTYPE_UINT4B8;
         c.act_order = cases[ci].act_order;
         mpl_canonical w, back;
         random_canonical(&w, &c, &r, cases[ci].scale_kind);
@@ -219,9 +229,6 @@ static void refusals(void **state) {
         const char *says;
     } cases[] = {
         {MPL_WTYPE_UINT4B8, MPL_ACT_BF16, 64, 64, -1, 0, MPL_MODE_W4A8, MPL_REASON_MODE, "W4A8"},
-        {MPL_WTYPE_INT4, MPL_ACT_BF16, 64, 64, -1, 0, MPL_MODE_W4A16, MPL_REASON_WEIGHT_TYPE, "int4"},
-        {MPL_WTYPE_UINT2B2, MPL_ACT_BF16, 64, 64, -1, 0, MPL_MODE_W4A16, MPL_REASON_WEIGHT_TYPE, "uint2b2"},
-        {MPL_WTYPE_UINT3, MPL_ACT_F16, 64, 64, -1, 1, MPL_MODE_W4A16, MPL_REASON_WEIGHT_TYPE, "uint3"},
         {MPL_WTYPE_UINT8B128, MPL_ACT_BF16, 40, 64, -1, 0, MPL_MODE_W4A16, MPL_REASON_SHAPE, "multiple of 16"},
         {MPL_WTYPE_UINT4B8, MPL_ACT_F32, 64, 64, -1, 0, MPL_MODE_W4A16, MPL_REASON_ACT_TYPE, "f32"},
         {MPL_WTYPE_UINT4B8, MPL_ACT_F16, 64, 60, -1, 0, MPL_MODE_W4A16, MPL_REASON_SHAPE, "n = 60"},
@@ -244,6 +251,18 @@ static void refusals(void **state) {
                     mpl_reason_name(cases[i].want), cases[i].says);
         assert_int_equal(r, cases[i].want);
         assert_non_null(strstr(msg, cases[i].says));
+    }
+    /* Every weight type is taken (2-, 3-bit and int4 as 4-bit codes, 8-bit as two planes): none falls to ref */
+    for (int t = MPL_WTYPE_UINT4B8; t <= MPL_WTYPE_UINT3; t++) {
+        mpl_config c;
+        mpl_config_init(&c, 128, 64);
+        c.wtype = (mpl_wtype)t;
+        c.zero_points = mpl_wtype_zero_points(c.wtype);
+        c.group_size = 32;
+        assert_int_equal(mpl_config_validate(&c), MPL_OK);
+        char msg[256];
+        mpl_reason r = mpl_kernel_cuda_w4a16.can_implement(&c, mpl_platform_current(), msg, sizeof msg);
+        if (r != MPL_REASON_OK) fail_msg("weight type %s refused: %s", mpl_wtype_name(c.wtype), msg);
     }
     /* An accepted config is refused only for want of a device (the chooser's compute-capability check). */
     mpl_platform_info pi;
@@ -285,6 +304,9 @@ static void fake_gpus(int devices, int cc) {
 /* The path the table picks by default for m rows, stated independently of src/ (cuda_w4a16.c's rows). */
 /* 8-bit layers (g_w8): two 4-bit planes; no skinny-rounded, no wg, dq from m = 65 when k % 64 == 0 */
 static int g_w8;
+/* the weight types of the non-8-bit device cases (the 2-, 3-bit and int4 rounds set them): packed as 4-bit codes,
+ * they take the 4-bit paths and ranges (skinny-rounded: the symmetric ones) */
+static mpl_wtype g_sym = MPL_WTYPE_UINT4B8, g_asym = MPL_WTYPE_UINT4;
 
 /*
  * wg-streamk's default range (cuda_w4a16.c, wg_streamk_m_range), restated: for the m bucket (33..64 with 64-token
@@ -641,7 +663,7 @@ typedef struct dcase {
 static const char *fmt_case(const dcase *d, int64_t m, const char *path, int ksplit, char *buf, size_t cap) {
     snprintf(buf, cap, "k=%lld n=%lld gs=%lld %s%s %s %s scales %s%s m=%lld path=%s ksplit=%d dq_slab=%zu overlap=%d wg_blocks=%d",
              (long long)d->k, (long long)d->n, (long long)d->gs,
-             g_w8 ? (d->zp ? "uint8 zp" : "uint8b128") : d->zp ? "uint4 zp" : "uint4b8",
+             g_w8 ? (d->zp ? "uint8 zp" : "uint8b128") : mpl_wtype_name(d->zp ? g_asym : g_sym),
              d->act_order ? " act-order" : "", mpl_act_name(d->act), d->data == TU_DATA_EXACT ? "exact" : "random",
              mpl_dtype_name(d->scale_dtype), d->bias ? " bias" : "", (long long)m, path ? path : "default", ksplit,
              g_tune.dq_slab_bytes, g_tune.dq_overlap, g_tune.wg_blocks);
@@ -667,7 +689,7 @@ static int run_case(const dcase *d, int64_t m, uint64_t seed, const char *path, 
     mpl_config_init(&c, d->k, d->n);
     c.group_size = d->gs;
     c.zero_points = d->zp;
-    c.wtype = g_w8 ? (d->zp ? MPL_WTYPE_UINT8 : MPL_WTYPE_UINT8B128) : d->zp ? MPL_WTYPE_UINT4 : MPL_WTYPE_UINT4B8;
+    c.wtype = g_w8 ? (d->zp ? MPL_WTYPE_UINT8 : MPL_WTYPE_UINT8B128) : d->zp ? g_asym : g_sym;
     c.act_order = d->act_order;
     c.act = d->act;
     tu_weights w;
@@ -968,6 +990,31 @@ static int device_matrix_body(void) {
         g_tune = mpl_cuda_w4a16_tuning_default;
     }
     g_w8 = 0;
+    /* 2- and 3-bit weights (symmetric and with zero points) and int4, as 4-bit codes: every path, default and
+     * forced, both activation types, exact and random data, act-order, group sizes -1 / 32 / 64 / 128, K and N
+     * tails (K not a multiple of 64), bias; dq with several slabs */
+    static const struct {
+        mpl_wtype sym, asym;
+    } narrow[] = {{MPL_WTYPE_UINT2B2, MPL_WTYPE_UINT2}, {MPL_WTYPE_UINT3B4, MPL_WTYPE_UINT3}, {MPL_WTYPE_INT4, MPL_WTYPE_UINT4}};
+    const dcase nc[] = {
+        {512, 264, 128, 0, 0, MPL_ACT_BF16, EX, BF16, G, 1},     {992, 136, -1, 0, 0, MPL_ACT_F16, RN, F16, G, 1},
+        {960, 72, 32, 1, 0, MPL_ACT_BF16, EX, F16, MPL_LAYOUT_CT, 1}, {768, 200, 64, 1, 1, MPL_ACT_F16, RN, F16, G, 0},
+        {1024, 72, 128, 0, 0, MPL_ACT_BF16, RN, BF16, G, 1},     {1024, 40, 128, 1, 1, MPL_ACT_BF16, RN, BF16, G, 1},
+    };
+    const int64_t n_m[] = {1, 9, 16, 17, 33, 65, 257};
+    for (size_t t = 0; t < sizeof narrow / sizeof narrow[0]; t++) {
+        g_sym = narrow[t].sym, g_asym = narrow[t].asym;
+        for (size_t i = 0; i < sizeof nc / sizeof nc[0]; i++) {
+            if (narrow[t].sym == MPL_WTYPE_INT4 && nc[i].zp) continue; /* int4 has no zero-point twin (uint4 ran above) */
+            bad += run_ms(&nc[i], n_m, (int)(sizeof n_m / sizeof n_m[0]), seed, &cases);
+        }
+        g_tune.dq_slab_bytes = (size_t)16 << 10;
+        for (size_t i = 0; i < 4; i++)
+            if (!(narrow[t].sym == MPL_WTYPE_INT4 && nc[i].zp))
+                bad += !run_forced(&nc[i], 65, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:dq", 0), cases++;
+        g_tune = mpl_cuda_w4a16_tuning_default;
+    }
+    g_sym = MPL_WTYPE_UINT4B8, g_asym = MPL_WTYPE_UINT4;
     /* tensor-parallel slices (N, K not multiples of 128), default paths with forced split-K 1 and 3 */
     const dcase tp[] = {
         {1408, 7392, 128, 0, 0, MPL_ACT_BF16, RN, F16, G, 1},

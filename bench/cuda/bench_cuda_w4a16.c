@@ -8,10 +8,11 @@
  * one buffer (hot, as in inference). Our kernel runs through mpl_layer_apply_device.
  *
  *   bench_cuda_w4a16 [--m 1,16,64] [--shapes name,...] [--reps n] [--crossover] [--sweep [--sets LABEL|LABEL,LABEL,...]]
- *                    [--act f16|bf16] [--md file]
+ *                    [--act f16|bf16] [--wtype uint4b8|uint8b128|uint3b4|uint2b2] [--md file]
  *
  * Table: per shape and M, cuBLAS bf16 and ours in us, speedup, the path that ran (mpl_layer_path), and for
- * ours the bytes of an ideal int4 kernel (int4 weights + group-128 f16 scales + x + y) over the time as a
+ * ours the bytes of an ideal kernel at the layer's width (--wtype: 4, 8, 3 or 2-bit weights + group-128 f16
+ * scales + x + y; 2- and 3-bit layers hold 4-bit codes, so they read more than this count) over the time as a
  * share of the copy bandwidth. --crossover times cuda_w4a16:skinny against cuda_w4a16:tc for small M;
  * --sweep every path of the table (forced by name, mpl_options.kernel) and tuning variant (split-K, through
  * mpl_cuda_w4a16_tuning_override) that applies to each M, next to cuBLAS bf16 in the same run.
@@ -194,6 +195,7 @@ static int calls_for(int copies) { return copies * ((8 + copies - 1) / copies); 
 /* R layers of one random uint4b8 group-128 checkpoint on kernel cuda_w4a16, its path forced when path names
  * one ("cuda_w4a16:tc"; NULL: the table's choice by m). NULL when the path cannot run here (reason printed). */
 static mpl_layer **make_layers(const mpl_checkpoint_tensors *ck, const mpl_config *cfg, const char *path, int *copies) {
+    /* the bytes the layer holds (2- and 3-bit layers hold 4-bit codes), so R copies stay over the L2 */
     size_t bytes = (size_t)(cfg->n * cfg->k / (cfg->wtype == MPL_WTYPE_UINT8B128 ? 1 : 2) + cfg->n * (cfg->k / GROUP) * 2);
     int r = copies_for(bytes);
     mpl_layer **l = calloc((size_t)r, sizeof *l);
@@ -275,7 +277,7 @@ static int set_selected(const char *label, const char *sets) {
 }
 static mpl_cuda_w4a16_tuning g_tuning; /* what the sweep's applies read (mpl_cuda_w4a16_tuning_override) */
 
-/* --wtype: uint4b8 (default) or uint8b128: bits per weight */
+/* --wtype: uint4b8 (default), uint8b128, uint3b4 or uint2b2: bits per weight */
 static int g_bits = 4;
 
 /* A random uint4b8 (or uint8b128) group-128 layer written straight into the compressed-tensors layout
@@ -284,7 +286,8 @@ static void make_checkpoint(const shape *s, mpl_config *cfg, mpl_checkpoint_tens
     mpl_config_init(cfg, s->k, s->n);
     cfg->group_size = GROUP;
     cfg->act = g_act;
-    cfg->wtype = g_bits == 8 ? MPL_WTYPE_UINT8B128 : MPL_WTYPE_UINT4B8;
+    cfg->wtype = g_bits == 8 ? MPL_WTYPE_UINT8B128 : g_bits == 3 ? MPL_WTYPE_UINT3B4 : g_bits == 2 ? MPL_WTYPE_UINT2B2
+                                                                                    : MPL_WTYPE_UINT4B8;
     memset(ck, 0, sizeof *ck);
     size_t words = (size_t)(s->n * s->k * g_bits / 32), ng = (size_t)(s->n * (s->k / GROUP));
     uint32_t *w = malloc(words * 4);
@@ -384,11 +387,13 @@ int main(int argc, char **argv) {
             sweep = 1;
         else if (!strcmp(argv[i], "--md") && i + 1 < argc)
             md_path = argv[++i];
-        else if (!strcmp(argv[i], "--wtype") && i + 1 < argc) /* uint4b8 or uint8b128 (random codes) */
-            g_bits = !strcmp(argv[++i], "uint8b128") ? 8 : 4;
+        else if (!strcmp(argv[i], "--wtype") && i + 1 < argc) { /* uint4b8, uint8b128, uint3b4, uint2b2 (random codes) */
+            const char *t = argv[++i];
+            g_bits = !strcmp(t, "uint8b128") ? 8 : !strcmp(t, "uint3b4") ? 3 : !strcmp(t, "uint2b2") ? 2 : 4;
+        }
         else {
             fprintf(stderr, "usage: %s [--m 1,16,...] [--shapes 8B.qkv,...] [--reps n] [--crossover] [--sweep [--sets LABEL]] "
-                    "[--act f16|bf16] [--wtype uint4b8|uint8b128] [--md file]\n",
+                    "[--act f16|bf16] [--wtype uint4b8|uint8b128|uint3b4|uint2b2] [--md file]\n",
                     argv[0]);
             return 2;
         }

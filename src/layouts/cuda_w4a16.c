@@ -48,10 +48,29 @@ typedef struct {
     const mpl_canonical *w;
 } pack_job;
 
+/*
+ * Codes of every 2-, 3- and 4-bit type as the 4-bit code the kernels read (docs/layouts/cuda_w4a16.md, "Widths
+ * below 4 bits, and int4"): the stored nibble is (code ^ x) + a, value = nibble - 8 (no zero points) or nibble -
+ * zero. int4 (two's complement): ^ 8; uint2b2 (code - 2): + 6; uint3b4 (code - 4): + 4; uint2 / uint3 with zero
+ * points are already codes of a uint4 layer. Exact, so every 4-bit path serves them unchanged.
+ */
+typedef struct {
+    uint8_t x, a;
+} code_map;
+static code_map code_map_of(mpl_wtype t) {
+    switch (t) {
+    case MPL_WTYPE_INT4: return (code_map){8, 0};
+    case MPL_WTYPE_UINT2B2: return (code_map){0, 6};
+    case MPL_WTYPE_UINT3B4: return (code_map){0, 4};
+    default: return (code_map){0, 0};
+    }
+}
+
 static void pack_rows(void *ctx, int tid, int nthreads) {
     const pack_job *job = ctx;
     mpl_cuda_w4a16_layout *l = job->l;
     const mpl_canonical *w = job->w;
+    const code_map cm = code_map_of(w->wtype);
     int64_t NT = l->n_pad / MPL_CUDA_W4A16_NT, KC = l->k_pad / MPL_CUDA_W4A16_KC;
     for (int64_t nt = NT * tid / nthreads; nt < NT * (tid + 1) / nthreads; nt++)
         for (int64_t kc = 0; kc < KC; kc++)
@@ -62,7 +81,7 @@ static void pack_rows(void *ctx, int tid, int nthreads) {
                         int64_t n = nt * MPL_CUDA_W4A16_NT + mpl_cuda_w4a16_nibble_row(lane, i);
                         int64_t p = kc * MPL_CUDA_W4A16_KC + 16 * j + mpl_cuda_w4a16_nibble_col(lane, i);
                         uint32_t code = MPL_CUDA_W4A16_PAD_CODE;
-                        if (n < w->n && p < w->k) code = w->codes[n * w->k + (w->perm ? w->perm[p] : p)];
+                        if (n < w->n && p < w->k) code = (uint32_t)((w->codes[n * w->k + (w->perm ? w->perm[p] : p)] ^ cm.x) + cm.a);
                         word |= (code & 15u) << (4 * i);
                     }
                     l->qweight[mpl_cuda_w4a16_word_index(l, nt, kc, lane, j)] = word;
@@ -144,9 +163,9 @@ mpl_status mpl_cuda_w4a16_pack(const mpl_config *c, const mpl_canonical *w, mpl_
 
 static mpl_status pack4(const mpl_config *c, const mpl_canonical *w, mpl_cuda_w4a16_layout *out) {
     memset(out, 0, sizeof *out);
-    if (w->wtype != MPL_WTYPE_UINT4B8 && w->wtype != MPL_WTYPE_UINT4)
+    if (mpl_wtype_bits(w->wtype) > 4)
         return mpl_set_error(MPL_ERR_INVALID_ARGUMENT,
-                             "cuda_w4a16 pack: weight type %s: must be uint4b8, uint4, uint8b128 or uint8",
+                             "cuda_w4a16 pack: weight type %s: must be a 2-, 3-, 4- or 8-bit type",
                              mpl_wtype_name(w->wtype));
     if (w->g_idx && !w->act_order_uniform)
         return mpl_set_error(MPL_ERR_INVALID_ARGUMENT,
@@ -264,6 +283,7 @@ mpl_status mpl_cuda_w4a16_unpack(const mpl_cuda_w4a16_layout *l, int act_order, 
     mpl_status st = mpl_canonical_alloc(out, &c);
     if (st != MPL_OK) return st;
     int64_t KC = l->k_pad / MPL_CUDA_W4A16_KC;
+    const code_map cm = code_map_of(l->wtype);
     for (int64_t nt = 0; nt < l->n_pad / MPL_CUDA_W4A16_NT; nt++)
         for (int64_t kc = 0; kc < KC; kc++)
             for (int lane = 0; lane < 32; lane++)
@@ -274,7 +294,7 @@ mpl_status mpl_cuda_w4a16_unpack(const mpl_cuda_w4a16_layout *l, int act_order, 
                         int64_t p = kc * MPL_CUDA_W4A16_KC + 16 * j + mpl_cuda_w4a16_nibble_col(lane, i);
                         if (n >= l->n || p >= l->k) continue;
                         int64_t kk = l->perm ? l->perm[p] : p;
-                        out->codes[n * l->k + kk] = (uint8_t)((word >> (4 * i)) & 15u);
+                        out->codes[n * l->k + kk] = (uint8_t)((((word >> (4 * i)) & 15u) - cm.a) ^ cm.x);
                     }
                 }
     for (int64_t n = 0; n < l->n; n++)

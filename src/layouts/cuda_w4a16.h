@@ -28,7 +28,7 @@ typedef struct mpl_cuda_w4a16_layout {
     int64_t cfg_group_size;  /* as configured (-1 or a divisor of k) */
     int64_t group_size;      /* effective (k when -1) */
     int64_t groups;
-    mpl_wtype wtype;         /* the layer's: uint4b8, uint4 (zeros), uint8b128 or uint8 (zeros) */
+    mpl_wtype wtype;         /* the layer's (any width; 2-, 3-bit and int4 stored as 4-bit codes, 8-bit as planes) */
     int scale_fmt;           /* mpl_cuda_w4a16_scale_fmt */
     uint32_t *qweight;       /* [n_pad/16][k_pad/64][32 lanes][4 words] */
     uint16_t *scales;        /* [groups][n_pad], rows interleaved (mpl_cuda_w4a16_plane_index) */
@@ -45,7 +45,9 @@ size_t mpl_cuda_w4a16_zeros_bytes(const mpl_cuda_w4a16_layout *l);
 
 /*
  * Packs canonical weights (uint4b8, or uint4 with zero points; act-order resolved with
- * uniform groups; group size -1 or a multiple of 16) into host buffers. The scale plane
+ * uniform groups; group size -1 or a multiple of 16) into host buffers. int4, uint3b4 and uint2b2 are stored
+ * as uint4b8 nibbles ((code ^ 8), code + 4, code + 6), uint3 and uint2 as uint4 nibbles (the same codes and
+ * zeros): exact, read by every 4-bit kernel (docs/layouts/cuda_w4a16.md, "Widths below 4 bits, and int4"). The scale plane
  * takes the first exact encoding of: the activation type's 16-bit type, the other one, f32.
  * 8-bit weights (uint8b128, uint8 with zero points; k a multiple of 16) are packed as a 4-bit layer of
  * 2k packed channels: position j < k holds the low nibble of channel j's code, k + j the high nibble,

@@ -4,6 +4,9 @@
  * device pointers (asynchronous, on the caller's stream) or on host pointers (synchronous copies through a
  * stream-ordered pool), destroy.
  *
+ * Widths: every weight type. 2-, 3-bit and int4 are stored as 4-bit codes (exact; the 4-bit paths and ranges serve
+ * them unchanged: H200 v15 measured them at the 4-bit times, bench/results/h200-widths.md), 8-bit as two 4-bit
+ * planes (its own ranges below; wg and skinny-rounded refuse it).
  * Paths, in priority order (the rows below; an apply of m rows runs the first allowed one whose default
  * range holds m, docs/kernel-contract.md), all on the packed layout of docs/layouts/cuda_w4a16.md:
  *   skinny-rounded  m 1..16 (1..8 when K < 8192), bf16 activations without zero points: the skinny kernel
@@ -36,18 +39,25 @@
 enum { PATH_SKINNY_ROUNDED, PATH_SKINNY, PATH_WG_SK, PATH_WG, PATH_DQ, PATH_TC, NPATHS };
 
 
+/* The types the layout stores as uint4b8 codes without zero points (src/layouts/cuda_w4a16.c, code_map_of). */
+static bool packs_uint4b8(const mpl_config *c) {
+    return c->wtype == MPL_WTYPE_UINT4B8 || c->wtype == MPL_WTYPE_INT4 || c->wtype == MPL_WTYPE_UINT3B4 ||
+           c->wtype == MPL_WTYPE_UINT2B2;
+}
+
 /* skinny-rounded rounds each weight once to bf16 (round(w * s), the issue-12 contract): bf16 activations and
- * uint4b8 only (with zero points, -z s is not exact in bf16 and the form would round twice). */
+ * the types stored as uint4b8 only (with zero points, -z s is not exact in bf16 and the form would round twice). */
 static mpl_reason skinny_rounded_can_implement(const mpl_config *c, const mpl_platform *p, char *msg, size_t cap) {
     (void)p;
     if (c->act != MPL_ACT_BF16)
         return mpl_refuse(msg, cap, MPL_REASON_ACT_TYPE,
                           "activation type %s: cuda_w4a16:skinny-rounded takes bf16 (f16 keeps skinny's offset form)",
                           mpl_act_name(c->act));
-    if (c->zero_points || c->wtype != MPL_WTYPE_UINT4B8)
+    if (c->zero_points || !packs_uint4b8(c))
         return mpl_refuse(msg, cap, MPL_REASON_ZERO_POINTS,
-                          "weight type %s%s: cuda_w4a16:skinny-rounded takes uint4b8 only (-zero * scale is not exact "
-                          "in bf16; 8-bit layers' planes carry zero points)",
+                          "weight type %s%s: cuda_w4a16:skinny-rounded takes the types packed as uint4b8 (uint4b8, int4, "
+                          "uint3b4, uint2b2) only (-zero * scale is not exact in bf16; 8-bit layers' planes carry zero "
+                          "points)",
                           mpl_wtype_name(c->wtype), c->zero_points ? " with zero points" : "");
     return MPL_REASON_OK;
 }
@@ -143,7 +153,9 @@ static const mpl_path_desc paths[NPATHS] = {
         .why = "H200 v9, bf16 x, bf16 scales (rounded form): 70B down m = 1 35.1 vs 40.8 us (88.7% of copy BW), "
                "m = 16 47.1 vs 53.1; 70B gate_up m = 1 74.4 vs 77.0, m = 16 107.0 vs 109.4; 8B gate_up m = 1 24.2 "
                "vs 26.8. f16 scales (exact form): m = 1 75.8 vs 77.0 and 40.1 vs 40.8, m = 16 49.7 vs 53.0 (70B "
-               "down) but 112.3 vs 108.8 (70B gate_up)",
+               "down) but 112.3 vs 108.8 (70B gate_up). uint2b2 / uint3b4 (as uint4b8 nibbles): H200 v15, same call as "
+               "4-bit, m = 1 70B gate_up 75.8 / 75.8 vs 76.1 us, 70B down 39.9 / 39.9 vs 40.3 (38% / 56% and 36% / 53% "
+               "of read BW counted at 2 / 3 bits)",
         .can_implement = skinny_rounded_can_implement,
     },
     [PATH_SKINNY] = {
@@ -153,7 +165,8 @@ static const mpl_path_desc paths[NPATHS] = {
         .why = "f16 activations and zero points (skinny-rounded takes neither); H200 v3: beats tc up to m = 8 on every layer, at m = 9..16 only when K >= 8192 "
                "(70B down m = 16: 51 vs 84 us; K = 4096: tc wins slightly, 8B gate_up 31.7 vs 33.4 us); 8-bit layers: "
                "the same rule on the packed K (2k), not measured for 8-bit at m = 9..16 (H200 v11: 8-bit m = 1 70B gate_up "
-               "154.5 us, 70B down 80.3 at 70-72% of read BW)",
+               "154.5 us, 70B down 80.3 at 70-72% of read BW; v15 153.4 / 79.9); uint2 / uint3 with zero points: the "
+               "4-bit ranges (as uint4 codes, the same bytes and kernel)",
         .m_range = skinny_m_range,
     },
     [PATH_WG_SK] = {
@@ -175,7 +188,8 @@ static const mpl_path_desc paths[NPATHS] = {
         .m_min = 33, .m_max = 512, .m_limit = MPL_M_ANY,
         .why = "H200 v6: beats tc from m = 33 (70B gate_up m = 64: 171 vs 289 us; loses at 32, 157 vs 147 us) and dq "
                "up to m = 512 (70B down m = 256: 188 vs 381 us); ties dq at 1024, loses at 4096 (0.80-0.85x vs "
-               "0.96-0.99x of cuBLAS)",
+               "0.96-0.99x of cuBLAS); 2- and 3-bit layers (4-bit codes) at the 4-bit times, H200 v15 same call: 70B "
+               "down m = 256 213.6 / 189.8 vs 219.3 us, 8B gate_up 116.0 / 122.7 vs 117.1",
         .can_implement = wg_can_implement,
     },
     [PATH_DQ] = {
@@ -186,7 +200,8 @@ static const mpl_path_desc paths[NPATHS] = {
         .m_range = dq_m_range,
         .why = "H200 v5: tc wins at m = 128 (70B gate_up 457 vs 668 us), dq at m = 256 (743 vs 859 us; 8B layers "
                "0.45-0.62x of cuBLAS vs 0.25-0.46x); with wg first (cc 9.0) it serves m >= 513. 8-bit layers "
-               "(no wg): from m = 65 (H200 v11: tc ahead at m = 64 on 2 of 3 layers, dq at 128 on all 3)",
+               "(no wg): from m = 65 (H200 v11: tc ahead at m = 64 on 2 of 3 layers, dq at 128 on all 3); H200 v15 "
+               "m = 4096, 70B gate_up: 8-bit 5843 us, 2-bit 5686, 3-bit 5832 vs 4-bit 5750 / 5939 (two calls)",
     },
     [PATH_TC] = {
         .name = "cuda_w4a16:tc",
@@ -262,11 +277,12 @@ static mpl_reason can_implement(const mpl_config *c, const mpl_platform *p, char
         return mpl_refuse(msg, cap, MPL_REASON_MODE,
                           "mode W4A8: cuda_w4a16 runs W4A16 only (activations used as given, not quantized)");
     const bool w8 = is_w8(c);
-    if (c->wtype != MPL_WTYPE_UINT4B8 && c->wtype != MPL_WTYPE_UINT4 && !w8)
+    /* every width: 2-, 3- and 4-bit types as 4-bit codes, 8-bit as two 4-bit planes (docs/layouts/cuda_w4a16.md) */
+    if (mpl_wtype_width(c->wtype) == 0)
         return mpl_refuse(msg, cap, MPL_REASON_WEIGHT_TYPE,
-                          "weight type %s: cuda_w4a16 takes uint4b8, uint4 (zero points), uint8b128 and uint8 (zero "
-                          "points; as two 4-bit planes); 2- and 3-bit codes have no CUDA kernel yet",
-                          mpl_wtype_name(c->wtype));
+                          "weight type %d: cuda_w4a16 takes uint4b8, uint4, int4, uint3b4, uint3, uint2b2, uint2 (as "
+                          "4-bit codes), uint8b128 and uint8 (as two 4-bit planes)",
+                          (int)c->wtype);
     if (w8 && c->k % 16 != 0)
         return mpl_refuse(msg, cap, MPL_REASON_SHAPE,
                           "k = %lld with 8-bit weights: must be a multiple of 16 (the high-nibble plane starts on a "
