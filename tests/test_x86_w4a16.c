@@ -578,26 +578,38 @@ static const char *chosen_path(const mpl_config *c, int64_t m) {
 
 /* The path mpl_choose_path gives for m = 1..16 and 100 on a faked CPU, against the table in
  * x86_avx512_w4a16.c / x86_avx2_w4a16.c: decode up to `last_decode`, then `prefill`. */
-static void expect_switch_w(uint32_t isa, mpl_cpu_vendor vendor, mpl_wtype wt, mpl_act act, const char *decode,
-                            int64_t last_decode, const char *prefill) {
+/* On a faked CPU, m = 1..20 and 100: `first` for m <= first_last (none when 0), `decode` to last_decode, then
+ * `prefill`; and the paths' default ranges say so. */
+static void expect_switch3(uint32_t isa, mpl_cpu_vendor vendor, mpl_wtype wt, mpl_act act, const char *first,
+                           int64_t first_last, const char *decode, int64_t last_decode, const char *prefill) {
     fake_cpu_of(isa, vendor);
     mpl_config c;
     cfg_set(&c, 4096, 4096, wt, act, 128, 0);
     for (int64_t m = 1; m <= 21; m++) {
         int64_t mm = m == 21 ? 100 : m;
-        const char *want = mm <= last_decode ? decode : prefill, *got = chosen_path(&c, mm);
+        const char *want = mm <= first_last ? first : mm <= last_decode ? decode : prefill, *got = chosen_path(&c, mm);
         if (strcmp(got, want) != 0) {
-            fprintf(stderr, "FAIL isa 0x%x %s m=%lld: path %s, want %s\n", (unsigned)isa, mpl_act_name(act),
-                    (long long)mm, got, want);
+            fprintf(stderr, "FAIL isa 0x%x %s %s m=%lld: path %s, want %s\n", (unsigned)isa, mpl_wtype_name(wt),
+                    mpl_act_name(act), (long long)mm, got, want);
             fail();
         }
     }
     mpl_verdict v;
+    if (first_last) {
+        assert_int_equal(mpl_check(&c, NULL, first, &v), MPL_OK);
+        assert_int_equal(v.m_min, 1);
+        assert_int_equal(v.m_max, first_last);
+    }
     assert_int_equal(mpl_check(&c, NULL, decode, &v), MPL_OK);
-    assert_int_equal(v.m_min, 1);
+    assert_int_equal(v.m_min, first_last + 1);
     assert_int_equal(v.m_max, last_decode);
     assert_int_equal(mpl_check(&c, NULL, prefill, &v), MPL_OK);
     assert_int_equal(v.m_min, last_decode + 1);
+}
+
+static void expect_switch_w(uint32_t isa, mpl_cpu_vendor vendor, mpl_wtype wt, mpl_act act, const char *decode,
+                            int64_t last_decode, const char *prefill) {
+    expect_switch3(isa, vendor, wt, act, NULL, 0, decode, last_decode, prefill);
 }
 
 static void expect_switch(uint32_t isa, mpl_cpu_vendor vendor, mpl_act act, const char *decode, int64_t last_decode,
@@ -641,14 +653,17 @@ static void default_paths(void **state) {
     expect_switch(amx, intel, MPL_ACT_BF16, dec, 1, "x86_avx512_w4a16:prefill-amx");
     expect_switch(amx, intel, MPL_ACT_F16, dec, 8, f32);
     /* AMD (and unknown vendors) with AVX512-BF16: the vdpbf16ps decode at every m for bf16 4-bit; the f32
-     * vdpbf16ps decode to m = 8, then the vdpbf16ps prefill, for 8-bit; the f32 decode, then that prefill, for 2-/3-bit */
+     * vdpbf16ps decode, then the vdpbf16ps prefill, at the other widths (3-bit without zero points: the f32 decode at m = 1) */
     const char *dbf = "x86_avx512_w4a16:decode-bf16", *pbf = "x86_avx512_w4a16:prefill-bf16";
     expect_every_m(zen4, amd, MPL_WTYPE_UINT4B8, MPL_ACT_BF16, dbf, pbf);
     expect_every_m(zen4, amd, MPL_WTYPE_UINT4, MPL_ACT_BF16, dbf, pbf);
     expect_every_m(zen4, amd, MPL_WTYPE_INT4, MPL_ACT_BF16, dbf, pbf);
     expect_switch_w(zen4, amd, MPL_WTYPE_UINT8B128, MPL_ACT_BF16, dbf, 8, pbf);
     expect_switch_w(zen4, amd, MPL_WTYPE_UINT8, MPL_ACT_BF16, dbf, 8, pbf);
-    expect_switch_w(zen4, amd, MPL_WTYPE_UINT3B4, MPL_ACT_BF16, dec, 4, pbf);
+    expect_switch3(zen4, amd, MPL_WTYPE_UINT3B4, MPL_ACT_BF16, dec, 1, dbf, 8, pbf);
+    expect_switch_w(zen4, amd, MPL_WTYPE_UINT3, MPL_ACT_BF16, dbf, 8, pbf);
+    expect_switch_w(zen4, amd, MPL_WTYPE_UINT2B2, MPL_ACT_BF16, dbf, 64, pbf);
+    expect_switch_w(zen4, amd, MPL_WTYPE_UINT2, MPL_ACT_BF16, dbf, 16, pbf);
     expect_switch(zen4, amd, MPL_ACT_F32, dec, 8, f32);
     expect_every_m(zen4, MPL_CPU_VENDOR_OTHER, MPL_WTYPE_UINT4B8, MPL_ACT_BF16, dbf, pbf);
     expect_switch(icl, intel, MPL_ACT_BF16, dec, 8, f32);

@@ -3,7 +3,9 @@
  * 64 FLOP each), vpdpbusd (u8 x s8 quads, 128 int8 ops each) and vfmadd231ps (32 FLOP each), one thread,
  * 12 independent accumulators (enough for these latencies), the best of 5 timed passes. A W4A16 kernel
  * with bf16 activations cannot do better than the vdpbf16ps rate (its exact arithmetic has no faster
- * instruction on AVX-512 without AMX), a W4A8 one than the vpdpbusd rate.
+ * instruction on AVX-512 without AMX), a W4A8 one than the vpdpbusd rate. Then the rates of the decodes'
+ * dequantizing ops (vpermw / vpermd table lookups, vpshufb, vpternlogd, a shift), same method, and pairs of
+ * them (half the chains each) to see which share ports.
  *
  *   cc -O2 -mavx512f -mavx512bw -mavx512vnni -mavx512bf16 bench/x86/isa_peak.c -o isa_peak && ./isa_peak
  */
@@ -38,8 +40,11 @@ static double now(void) {
             (void)keep;                                                                                         \
             if (rate > best) best = rate;                                                                       \
         }                                                                                                       \
-        printf("%-12s %.2f G instructions/s = %.1f G%s/s\n", NAME, best / 1e9, best * (OPS_PER_INSN) / 1e9,     \
-               (OPS_PER_INSN) == 128 ? "OP" : "FLOP");                                                          \
+        if (OPS_PER_INSN)                                                                                       \
+            printf("%-12s %.2f G instructions/s = %.1f G%s/s\n", NAME, best / 1e9, best * (OPS_PER_INSN) / 1e9, \
+                   (OPS_PER_INSN) == 128 ? "OP" : "FLOP");                                                      \
+        else                                                                                                    \
+            printf("%-12s %.2f G instructions/s\n", NAME, best / 1e9);                                          \
     } while (0)
 
 int main(void) {
@@ -55,6 +60,32 @@ int main(void) {
     {
         __m512 w = _mm512_set1_ps(1.0f), x = _mm512_set1_ps(0.0f);
         PEAK("vfmadd231ps", __m512, _mm512_setzero_ps(), _mm512_fmadd_ps(a[i], w, x), 32, _mm512_add_ps(a[0], a[i]));
+    }
+    /* The dequantizing ops of the decodes (zmm, independent chains): what one table lookup or field op costs. */
+    {
+        __m512i w = _mm512_set1_epi16(3), x = _mm512_set1_epi16(1);
+        PEAK("vpermw", __m512i, _mm512_set1_epi16(1), _mm512_permutexvar_epi16(a[i], w), 0, _mm512_add_epi16(a[0], a[i]));
+        PEAK("vpermd", __m512i, _mm512_set1_epi32(1), _mm512_permutexvar_epi32(a[i], w), 0, _mm512_add_epi32(a[0], a[i]));
+        PEAK("vpshufb", __m512i, _mm512_set1_epi8(1), _mm512_shuffle_epi8(w, a[i]), 0, _mm512_add_epi32(a[0], a[i]));
+        PEAK("vpternlogd", __m512i, _mm512_set1_epi32(1), _mm512_ternarylogic_epi32(a[i], w, x, 0xe8), 0,
+             _mm512_add_epi32(a[0], a[i]));
+        PEAK("vpsrlw", __m512i, _mm512_set1_epi16(1), _mm512_srli_epi16(a[i], 1), 0, _mm512_add_epi32(a[0], a[i]));
+    }
+    /* Pairs of them, half the chains each: whether they share execution ports (a decode step issues both). */
+    {
+        __m512i w = _mm512_set1_epi16(3), x = _mm512_set1_epi16(1);
+#define DP(v) _mm512_castps_si512(_mm512_dpbf16_ps(_mm512_castsi512_ps(v), (__m512bh)w, (__m512bh)x))
+        PEAK("vpermw+vdpbf16ps", __m512i, _mm512_set1_epi16(1), (i & 1) ? _mm512_permutexvar_epi16(a[i], w) : DP(a[i]),
+             0, _mm512_add_epi16(a[0], a[i]));
+        PEAK("vpermw+vaddps", __m512i, _mm512_set1_epi16(1),
+             (i & 1) ? _mm512_permutexvar_epi16(a[i], w)
+                     : _mm512_castps_si512(_mm512_add_ps(_mm512_castsi512_ps(a[i]), _mm512_castsi512_ps(x))),
+             0, _mm512_add_epi16(a[0], a[i]));
+        PEAK("vpsrlw+vdpbf16ps", __m512i, _mm512_set1_epi16(1), (i & 1) ? _mm512_srli_epi16(a[i], 1) : DP(a[i]), 0,
+             _mm512_add_epi16(a[0], a[i]));
+        PEAK("vpermw+vpsrlw", __m512i, _mm512_set1_epi16(1),
+             (i & 1) ? _mm512_permutexvar_epi16(a[i], w) : _mm512_srli_epi16(a[i], 1), 0, _mm512_add_epi16(a[0], a[i]));
+#undef DP
     }
     return 0;
 }

@@ -13,8 +13,8 @@
  *     smoothly across the switch.
  *   f32 prefill (f16/f32 activations): decode ahead up to m=8 (hot 1.9 vs 2.2 ms), behind at 16.
  * On AMD with AVX512-BF16 (Zen 4) the vdpbf16ps decode runs 4-bit bf16 at every m (faster than the
- * vdpbf16ps panel prefill at every m swept there: machine_switch below) and 8-bit bf16 to m = 8; the
- * vdpbf16ps prefill stays the AMD default above that and for the other widths. On Intel it measured slower than the f32 prefill (Sapphire
+ * vdpbf16ps panel prefill at every m swept there: machine_switch below) and the other widths to m = 8-64;
+ * the vdpbf16ps prefill is the AMD default above that. On Intel it measured slower than the f32 prefill (Sapphire
  * Rapids, and an Emerald Rapids VM without AMX).
  */
 #include "x86_w4a16_driver.h"
@@ -34,15 +34,10 @@ static mpl_reason amx_can_implement(const mpl_config *c, const mpl_platform *p, 
     return mpl_x86_w4a16_needs_bf16("x86_avx512_w4a16:prefill-amx", c, msg, cap);
 }
 
-/* The vdpbf16ps decode: bf16 activations, the 4- and 8-bit layouts (one vpermw per nibble plane). */
+/* The vdpbf16ps decode: bf16 activations, every width (table lookups into bf16 pairs). */
 static mpl_reason decode_bf16_can_implement(const mpl_config *c, const mpl_platform *p, char *msg, size_t cap) {
     (void)p;
-    mpl_reason r = mpl_x86_w4a16_needs_bf16("x86_avx512_w4a16:decode-bf16", c, msg, cap);
-    if (r != MPL_REASON_OK) return r;
-    if (mpl_wtype_width(c->wtype) != 4 && mpl_wtype_width(c->wtype) != 8)
-        return mpl_refuse(msg, cap, MPL_REASON_WEIGHT_TYPE, "x86_avx512_w4a16:decode-bf16 takes 4- and 8-bit weights only (%s is %d-bit)",
-                          mpl_wtype_name(c->wtype), mpl_wtype_width(c->wtype));
-    return MPL_REASON_OK;
+    return mpl_x86_w4a16_needs_bf16("x86_avx512_w4a16:decode-bf16", c, msg, cap);
 }
 
 static mpl_reason bf16_can_implement(const mpl_config *c, const mpl_platform *p, char *msg, size_t cap) {
@@ -69,63 +64,66 @@ static mpl_reason bf16_can_implement(const mpl_config *c, const mpl_platform *p,
  *   2-bit with zero points: decode to m = 2 at most (machine_switch).
  */
 typedef struct {
-    int64_t decode_max; /* the decode path serves m = 1..decode_max */
+    int64_t decode_max; /* the decode paths serve m = 1..decode_max */
     int prefill;        /* the prefill path from decode_max + 1 (-1: none, the decode serves every m) */
-    int decode;         /* DECODE (f32 FMA) or DECODE_BF16 (vdpbf16ps) */
+    int64_t bf16_from;  /* the vdpbf16ps decode serves m = bf16_from..decode_max, the f32 decode below it (0: never) */
 } switch_point;
 
 static switch_point machine_switch_isa(const mpl_config *c, const mpl_platform *p) {
     const bool bf16 = c->act == MPL_ACT_BF16, amx = (p->isa & MPL_X86_LEVEL_AMX) == MPL_X86_LEVEL_AMX;
     const bool avx512bf16 = (p->isa & MPL_X86_LEVEL_AVX512BF16) == MPL_X86_LEVEL_AVX512BF16;
-    if (amx) return bf16 ? (switch_point){1, PREFILL_AMX, DECODE} : (switch_point){8, PREFILL_F32, DECODE};
+    if (amx) return bf16 ? (switch_point){1, PREFILL_AMX, 0} : (switch_point){8, PREFILL_F32, 0};
     if (p->cpu_vendor == MPL_CPU_VENDOR_INTEL && avx512bf16) {
         switch (mpl_wtype_width(c->wtype)) {
-        case 2: return (switch_point){16, PREFILL_F32, DECODE};
-        case 3: return (switch_point){4, PREFILL_F32, DECODE};
-        case 8: return (switch_point){8, PREFILL_F32, DECODE};
-        default: return (switch_point){12, PREFILL_F32, DECODE};
+        case 2: return (switch_point){16, PREFILL_F32, 0};
+        case 3: return (switch_point){4, PREFILL_F32, 0};
+        case 8: return (switch_point){8, PREFILL_F32, 0};
+        default: return (switch_point){12, PREFILL_F32, 0};
         }
     }
-    /* AMD (and others) with AVX512-BF16: 4-bit bf16 runs the vdpbf16ps decode at every m (no prefill path);
-     * 8-bit the vdpbf16ps decode to m = 8, then the vdpbf16ps prefill (Zen 4 sweep, 4096x14336 uint8b128, 1
-     * thread, cold: m=8 9.94 vs 10.52 ms, m=16 19.12 vs 15.10); 2- and 3-bit switch from the f32 decode to the
-     * vdpbf16ps prefill at 5 (not swept). */
+    /* AMD (and others) with AVX512-BF16, bf16 activations: the vdpbf16ps decode, then the vdpbf16ps prefill
+     * (Zen 4 VM, 4096x14336, 1 thread, mplbench --sweep, cold; the decode-bf16 row's why has the figures):
+     * 4-bit every m; 8-bit to m = 8; 2-bit to 64 (zero points: 16); 3-bit to 8, without zero points from m = 2
+     * (the f32 decode's split-product tables are level or ahead at m = 1). */
     if (bf16 && avx512bf16) {
+        const bool zp = c->zero_points;
         switch (mpl_wtype_width(c->wtype)) {
-        case 4: return (switch_point){MPL_M_ANY, -1, DECODE_BF16};
-        case 8: return (switch_point){8, PREFILL_BF16, DECODE_BF16};
-        default: return (switch_point){4, PREFILL_BF16, DECODE};
+        case 4: return (switch_point){MPL_M_ANY, -1, 1};
+        case 8: return (switch_point){8, PREFILL_BF16, 1};
+        case 2: return (switch_point){zp ? 16 : 64, PREFILL_BF16, 1};
+        default: return (switch_point){8, PREFILL_BF16, zp ? 1 : 2};
         }
     }
-    return (switch_point){8, PREFILL_F32, DECODE};
+    return (switch_point){8, PREFILL_F32, 0};
 }
 
-/* 2-bit with zero points decodes one row per pass (tile_p2z: each further row costs about what the
- * first does), so decode ends at m = 2 on every machine (Intel without AMX, 4096x14336, 1 thread:
- * m = 2 6.42 vs 10.67 ms f32 prefill, m = 3 10.05 vs 9.55). */
+/* 2-bit with zero points decodes one row per pass in the f32 decode (tile_p2z: each further row costs about
+ * what the first does), so that decode ends at m = 2 on every machine (Intel without AMX, 4096x14336, 1
+ * thread: m = 2 6.42 vs 10.67 ms f32 prefill, m = 3 10.05 vs 9.55); the vdpbf16ps decode has no such limit. */
 static switch_point machine_switch(const mpl_config *c, const mpl_platform *p) {
     switch_point sp = machine_switch_isa(c, p);
-    if (c->zero_points && mpl_wtype_width(c->wtype) == 2 && sp.decode_max > 2) sp.decode_max = 2;
+    if (sp.bf16_from != 1 && c->zero_points && mpl_wtype_width(c->wtype) == 2 && sp.decode_max > 2) sp.decode_max = 2;
     return sp;
 }
 
-/* A decode path's default range: m = 1..decode_max where it is the machine's decode, else none
- * (m_min > m_max: chosen only when forced, or when no other path can run the config). */
-static void decode_path_m_range(const mpl_config *c, const mpl_platform *p, int path, int64_t *m_min,
-                                int64_t *m_max) {
+static void decode_m_range(const mpl_config *c, const mpl_platform *p, int64_t *m_min, int64_t *m_max) {
     switch_point sp = machine_switch(c, p);
-    if (sp.decode == path) {
+    if (sp.bf16_from == 1) { /* the vdpbf16ps decode serves every decode m */
+        *m_min = 2;
+        *m_max = 1;
+    } else {
+        *m_max = sp.bf16_from ? sp.bf16_from - 1 : sp.decode_max;
+    }
+}
+static void decode_bf16_m_range(const mpl_config *c, const mpl_platform *p, int64_t *m_min, int64_t *m_max) {
+    switch_point sp = machine_switch(c, p);
+    if (sp.bf16_from) {
+        *m_min = sp.bf16_from;
         *m_max = sp.decode_max;
     } else {
         *m_min = 2;
         *m_max = 1;
     }
-}
-static void decode_m_range(const mpl_config *c, const mpl_platform *p, int64_t *m_min, int64_t *m_max) {
-    decode_path_m_range(c, p, DECODE, m_min, m_max);
-}
-static void decode_bf16_m_range(const mpl_config *c, const mpl_platform *p, int64_t *m_min, int64_t *m_max) {
-    decode_path_m_range(c, p, DECODE_BF16, m_min, m_max);
 }
 
 /* A prefill path's default range: from the switch on where it is the machine's prefill, else none. */
@@ -150,12 +148,12 @@ static void f32_m_range(const mpl_config *c, const mpl_platform *p, int64_t *lo,
 
 static const mpl_path_desc paths[NPATHS] = {
     [DECODE_BF16] = {.name = "x86_avx512_w4a16:decode-bf16",
-                     .requires = "avx512bf16 level; bf16 activations, 4- or 8-bit weights",
+                     .requires = "avx512bf16 level; bf16 activations",
                      .isa = MPL_X86_LEVEL_AVX512BF16 & ~MPL_X86_LEVEL_AVX512,
                      .m_min = 1,
                      .m_max = MPL_M_ANY,
                      .m_limit = MPL_M_ANY,
-                     .why = "default on AMD with AVX512-BF16, every m. Zen 4 (2-vCPU EPYC VM), 4096x14336 bf16, cold (mplbench): m=1 91-100% of read BW at 1 thread vs the f32 decode 53%; --sweep vs the vdpbf16ps prefill, 1 thread: m=16 9.49 vs 12.11 ms, 64 35.84 vs 38.23, 512 287.6 vs 289.6, 2048 1167 vs 1199. 8-bit: m=1..8 (same VM, --sweep --wtype uint8b128/uint8, cold, 1 thread: m=1 within noise of the f32 decode, 2.73-4.54 vs 2.58-4.29 ms; hot 4096x4096 0.727 vs 0.820 ms; m=4 4.42-4.91 vs 5.66-5.91; m=8 9.08-9.48 vs prefill-bf16 9.39-10.18; m=12 13.1-13.9 vs prefill-bf16 11.3-12.5)",
+                     .why = "default on AMD with AVX512-BF16, every m. Zen 4 (2-vCPU EPYC VM), 4096x14336 bf16, cold (mplbench): m=1 91-100% of read BW at 1 thread vs the f32 decode 53%; --sweep vs the vdpbf16ps prefill, 1 thread: m=16 9.49 vs 12.11 ms, 64 35.84 vs 38.23, 512 287.6 vs 289.6, 2048 1167 vs 1199. Other widths, same VM, 4096x14336 1 thread cold --sweep vs the f32 decode / vdpbf16ps prefill: 8-bit m=1..8 (m=1 within noise, 2.73-4.54 vs 2.58-4.29 ms, hot 4096x4096 0.727 vs 0.820; m=4 4.42-4.91 vs 5.66-5.91; m=8 9.08-9.48 vs prefill 9.39-10.18; m=12 prefill ahead); uint2b2 m=1..64 (m=1 1.66 vs 1.58, hot 0.295 vs 0.345; m=4 2.15 vs 3.96; m=64 41.6 vs prefill 44.8); uint2 m=1..16 (m=2 2.24 vs 4.70; m=16 11.6 vs prefill 12.4; m=24 17.9 vs 17.0); uint3 m=1..8 (m=1 2.66 vs 4.32-4.50; m=8 8.11 vs prefill 9.19; m=16 15.6 vs 13.2); uint3b4 m=2..8 (m=1: f32 decode 2.21 vs 2.22, hot 0.562 vs 0.596; m=2 2.64 vs 3.59; m=8 6.67 vs prefill 9.17; m=16 13.4 vs 13.1)",
                      .can_implement = decode_bf16_can_implement,
                      .m_range = decode_bf16_m_range},
     [DECODE] = {.name = "x86_avx512_w4a16:decode",
@@ -165,7 +163,7 @@ static const mpl_path_desc paths[NPATHS] = {
                 .m_limit = MPL_M_ANY,
                 .why = "per machine (cold sweeps, 4096x14336): AMX (SPR): decode ahead of AMX at m=1 only, of f32 "
                        "prefill to m=8; Intel without AMX: to m=12 (4-bit), 16 (2-bit), 8 (8-bit), 4 (3-bit); "
-                       "AMD bf16: none at 4 and 8 bits (decode-bf16), 4 at 2 and 3 bits (not swept); else 8; 2-bit with zero "
+                       "AMD bf16: m=1 for 3-bit without zero points, else none (decode-bf16 serves); else 8; 2-bit with zero "
                        "points at most 2 (one row per pass)",
                 .m_range = decode_m_range},
     [PREFILL_AMX] = {.name = "x86_avx512_w4a16:prefill-amx",
@@ -183,7 +181,7 @@ static const mpl_path_desc paths[NPATHS] = {
                       .m_min = 5,
                       .m_max = MPL_M_ANY,
                       .m_limit = MPL_M_ANY,
-                      .why = "default on AMD for 8-bit from m=9 (decode-bf16's why), 2- and 3-bit from m=5 (not swept; 4-bit: the vdpbf16ps decode is "
+                      .why = "default on AMD past decode-bf16 (its why): 8-bit and 3-bit from m=9, 2-bit from 65 (zero points 17); 4-bit: the vdpbf16ps decode is "
                              "faster at every m on Zen 4); slower than f32 prefill at every m on Intel without AMX (m=64: "
                              "105.8 vs 76.7 ms)",
                       .can_implement = bf16_can_implement,

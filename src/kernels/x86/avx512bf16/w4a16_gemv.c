@@ -1,8 +1,8 @@
 /*
  * w4a16_gemv.c -- the vdpbf16ps decode path of x86_avx512_w4a16 (avx512bf16 level; bf16 activations,
- * 4- and 8-bit layouts; the 8-bit tile, tile8, is below the 4-bit one): streams each 64-channel block once per call, like the f32 decode
- * (avx512/w4a16_gemv.c), but dequantizes straight into bf16 pairs for vdpbf16ps instead of f32
- * vectors for FMA.
+ * every width: the 4-bit tile, then tile_w for 2 and 3 bits and tile8 for 8): streams each 64-channel
+ * block once per call, like the f32 decode (avx512/w4a16_gemv.c), but dequantizes straight into bf16
+ * pairs for vdpbf16ps instead of f32 vectors for FMA.
  *
  * A 32-byte chunk v of a step holds channel 16v + i in bytes 2i (inputs j0 low nibble, j0+2 high)
  * and 2i+1 (j0+1, j0+3) (docs/layouts/x86_w4a16.md). Zero-extended to words (vpmovzxbw), dword i is
@@ -204,6 +204,138 @@ XW_INLINE void tile8(const mpl_x86_w4a16_kernel *kn, const uint16_t *xb, const i
 }
 #undef A
 
+/*
+ * 2- and 3-bit (docs/layouts/x86_w4a16.md "Other widths"): a chunk's fields widened to one dword per channel
+ * (xw_wchunk's first step), then per pair of inputs one table lookup gives the bf16 pair (w[j], w[j+1]) of
+ * 16 channels, the vdpbf16ps operand:
+ *   2-bit, no zero points: bits 0-3 of the dword are (s[j0], s[j0+1]): vpermd through 16 dword pairs; the dword
+ *     shifted right by 4 gives (s[j0+2], s[j0+3]).
+ *   otherwise the dword d is or'ed with d << 16 - f (f = 2 or 3 bits per field), so the low word's bits 0.. hold
+ *     s[j0] and the high word's s[j0+1] (and, shifted right by 2f, s[j0+2] and s[j0+3]); vpermw looks each word
+ *     up, reading its bits 0-4: without zero points through a table periodic in the field (the bits above it do
+ *     not matter); with them the field is masked and the group's zero point or'ed in above it (one vpternlogd),
+ *     index field + z << f, through a table of field - z (2-bit: 16 entries, vpermw; 3-bit: 64, vpermt2w).
+ * Every value is the exact integer stored - zero; products and sums as the 4-bit tile. Per 64 weights at one
+ * row: 2 table lookups, 2 vdpbf16ps and 2-7 field ops (the f32 decode: 4 conversions, 4 subtracts, 4 FMAs and
+ * the field ops, or the 2-/3-bit product tables of avx512/w4a16_gemv_widths.c).
+ */
+XW_INLINE uint16_t bf16_of_int(int v) {
+    const float f = (float)v;
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return (uint16_t)(u >> 16);
+}
+
+#define A(r, i, v) (((r) * NBLK + (i)) * 4 + (v))
+XW_INLINE void tile_w(const mpl_x86_w4a16_kernel *kn, const uint16_t *xb, const int MR, const int NBLK, const int BITS,
+                      const bool ZP, int64_t b, int64_t k0, int64_t k1, float *c, int64_t ldc) {
+    const mpl_x86_w4a16_layout *l = &kn->l;
+    const int64_t kp = kn->kp, gs = l->group_size;
+    const size_t cb = (size_t)BITS * 8, sb = 4 * cb;
+    const size_t pf = XB_GEMV_PF_TOTAL / NBLK;
+    const int F = BITS, fm = (1 << BITS) - 1, bias = 1 << (BITS - 1);
+    /* the tables: t[0..63] words (3-bit with zero points: 64 entries; vpermw uses t[0..31]) */
+    uint16_t t[64] __attribute__((aligned(64)));
+    if (BITS == 2 && !ZP) {
+        for (int i = 0; i < 16; i++) {
+            t[2 * i] = bf16_of_int((i & 3) - bias);
+            t[2 * i + 1] = bf16_of_int((i >> 2) - bias);
+        }
+    } else if (!ZP) {
+        for (int i = 0; i < 32; i++) t[i] = bf16_of_int((i & fm) - bias);
+    } else {
+        for (int i = 0; i < 64; i++) t[i] = bf16_of_int((i & fm) - ((i >> F) & fm));
+    }
+    const __m512i lut0 = _mm512_load_si512((const void *)t), lut1 = _mm512_load_si512((const void *)(t + 32));
+    const __m512i fmask = _mm512_set1_epi32(fm | fm << 16);
+    xw_tile_zero(c, ldc, MR, NBLK);
+    for (int64_t g = k0 / gs; g * gs < k1; g++) {
+        int64_t ks = k0 > g * gs ? k0 : g * gs, ke = k1 < (g + 1) * gs ? k1 : (g + 1) * gs;
+        const uint8_t *grp[4], *wp[4];
+        __m512 acc[16];
+        __m512i zq[16];
+        xw_tile_group(l, b, g, ks, sb, pf, NBLK, grp, wp);
+#pragma GCC unroll 4
+        for (int i = 0; i < NBLK; i++) {
+#pragma GCC unroll 4
+            for (int v = 0; v < 4; v++) {
+                zq[4 * i + v] = _mm512_setzero_si512();
+                if (ZP) { /* z << F in both words of the channel's dword */
+                    const __m512i z = _mm512_cvtepu8_epi32(
+                        _mm_load_si128((const __m128i *)(grp[i] + l->scale_bytes + 16 * (size_t)v)));
+                    zq[4 * i + v] = _mm512_slli_epi32(_mm512_or_si512(z, _mm512_slli_epi32(z, 16)), F);
+                }
+            }
+#pragma GCC unroll 4
+            for (int r = 0; r < MR; r++)
+#pragma GCC unroll 4
+                for (int v = 0; v < 4; v++) acc[A(r, i, v)] = _mm512_setzero_ps();
+        }
+        for (int64_t k = ks; k < ke; k += 4) {
+            __m512bh xa[2], xc[2];
+            if (MR < 3)
+                for (int r = 0; r < MR; r++) {
+                    xa[r & 1] = bcast_pair(xb + r * kp + k);
+                    xc[r & 1] = bcast_pair(xb + r * kp + k + 2);
+                }
+#pragma GCC unroll 4
+            for (int i = 0; i < NBLK; i++) {
+                for (size_t o = 0; o < sb; o += 64) _mm_prefetch((const char *)wp[i] + pf + o, _MM_HINT_T0);
+#pragma GCC unroll 4
+                for (int v = 0; v < 4; v++) {
+                    const uint8_t *ch = wp[i] + cb * (size_t)v;
+                    __m512i d;
+                    if (BITS == 2) {
+                        d = _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)ch));
+                    } else { /* the 12-bit words, as xw_wchunk builds them */
+                        const __m512i sh = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4);
+                        const __m512i lo = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)ch));
+                        const __m128i h = _mm_loadl_epi64((const __m128i *)(ch + 16));
+                        const __m512i hi = _mm512_srlv_epi32(_mm512_cvtepu8_epi32(_mm_unpacklo_epi64(h, h)), sh);
+                        d = _mm512_or_si512(lo, _mm512_slli_epi32(hi, 8));
+                    }
+                    __m512i wa, wc;
+                    if (BITS == 2 && !ZP) {
+                        wa = _mm512_permutexvar_epi32(d, lut0);
+                        wc = _mm512_permutexvar_epi32(_mm512_srli_epi32(d, 4), lut0);
+                    } else {
+                        const __m512i dd = _mm512_or_si512(d, _mm512_slli_epi32(d, 16 - F));
+                        __m512i ia = dd, ic = _mm512_srli_epi32(dd, 2 * F);
+                        if (ZP) { /* (index & fmask) | zq */
+                            ia = _mm512_ternarylogic_epi32(ia, fmask, zq[4 * i + v], 0xEA);
+                            ic = _mm512_ternarylogic_epi32(ic, fmask, zq[4 * i + v], 0xEA);
+                        }
+                        if (BITS == 3 && ZP) {
+                            wa = _mm512_permutex2var_epi16(lut0, ia, lut1);
+                            wc = _mm512_permutex2var_epi16(lut0, ic, lut1);
+                        } else {
+                            wa = _mm512_permutexvar_epi16(ia, lut0);
+                            wc = _mm512_permutexvar_epi16(ic, lut0);
+                        }
+                    }
+#pragma GCC unroll 4
+                    for (int r = 0; r < MR; r++)
+                        acc[A(r, i, v)] =
+                            MR >= 3 ? dp_mem(dp_mem(acc[A(r, i, v)], (__m512bh)wa, xb + r * kp + k), (__m512bh)wc,
+                                             xb + r * kp + k + 2)
+                                    : _mm512_dpbf16_ps(_mm512_dpbf16_ps(acc[A(r, i, v)], (__m512bh)wa, xa[r & 1]),
+                                                       (__m512bh)wc, xc[r & 1]);
+                }
+                wp[i] += sb;
+            }
+        }
+        xw_tile_fold(l, grp, acc, c, ldc, MR, NBLK);
+    }
+}
+#undef A
+
+XW_INLINE void gemv_w(const mpl_x86_w4a16_kernel *kn, const uint16_t *xb, int64_t m, const int BITS, const bool ZP,
+                      int64_t b, int64_t nb, int64_t k0, int64_t k1, float *c) {
+#define TILE(xr, MR, NBLK, bb, cc, ldc) tile_w(kn, xr, MR, NBLK, BITS, ZP, bb, k0, k1, cc, ldc)
+    XW_GEMV_TILES(TILE, xb, kn->kp, m, b, nb, c);
+#undef TILE
+}
+
 XW_INLINE void gemv_zp(const mpl_x86_w4a16_kernel *kn, const uint16_t *xb, int64_t m, bool ZP, int64_t b, int64_t nb,
                        int64_t k0, int64_t k1, float *c) {
 #define TILE(xr, MR, NBLK, bb, cc, ldc) tile(kn, xr, MR, NBLK, ZP, bb, k0, k1, cc, ldc)
@@ -220,8 +352,16 @@ XW_INLINE void gemv8_zp(const mpl_x86_w4a16_kernel *kn, const uint16_t *xb, int6
 
 void mpl_x86_w4a16_gemv_avx512bf16(const mpl_x86_w4a16_kernel *kn, const void *xs, int64_t m, int64_t b, int64_t nb,
                                    int64_t k0, int64_t k1, float *c) {
-    /* 4- and 8-bit layouts only (the path's can_implement) */
-    if (kn->l.bits == 8 && kn->l.zero_points)
+    const bool zp = kn->l.zero_points;
+    if (kn->l.bits == 2 && zp)
+        gemv_w(kn, xs, m, 2, true, b, nb, k0, k1, c);
+    else if (kn->l.bits == 2)
+        gemv_w(kn, xs, m, 2, false, b, nb, k0, k1, c);
+    else if (kn->l.bits == 3 && zp)
+        gemv_w(kn, xs, m, 3, true, b, nb, k0, k1, c);
+    else if (kn->l.bits == 3)
+        gemv_w(kn, xs, m, 3, false, b, nb, k0, k1, c);
+    else if (kn->l.bits == 8 && kn->l.zero_points)
         gemv8_zp(kn, xs, m, true, b, nb, k0, k1, c);
     else if (kn->l.bits == 8)
         gemv8_zp(kn, xs, m, false, b, nb, k0, k1, c);
