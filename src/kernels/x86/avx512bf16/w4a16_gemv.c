@@ -135,6 +135,12 @@ XW_INLINE __m512 iota16(float base, float step) {
                            _mm512_set1_ps(base));
 }
 
+/* The zero points of vector v of a group, each in both words of its channel's dword. */
+XW_INLINE __m512i zero_words(const mpl_x86_w4a16_layout *l, const uint8_t *grp, int v) {
+    const __m512i z = _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)(grp + l->scale_bytes + 16 * (size_t)v)));
+    return _mm512_or_si512(z, _mm512_slli_epi32(z, 16));
+}
+
 #define A(r, i, v) (((r) * NBLK + (i)) * 4 + (v))
 XW_INLINE void tile8(const mpl_x86_w4a16_kernel *kn, const uint16_t *xb, const int MR, const int NBLK, const bool ZP,
                      int64_t b, int64_t k0, int64_t k1, float *c, int64_t ldc) {
@@ -156,12 +162,7 @@ XW_INLINE void tile8(const mpl_x86_w4a16_kernel *kn, const uint16_t *xb, const i
         for (int i = 0; i < NBLK; i++) {
 #pragma GCC unroll 4
             for (int v = 0; v < 4; v++) {
-                zw[4 * i + v] = _mm512_setzero_si512();
-                if (ZP) { /* the channel's zero point in both words of its pair */
-                    const __m512i z = _mm512_cvtepu8_epi32(
-                        _mm_load_si128((const __m128i *)(grp[i] + l->scale_bytes + 16 * (size_t)v)));
-                    zw[4 * i + v] = _mm512_or_si512(z, _mm512_slli_epi32(z, 16));
-                }
+                zw[4 * i + v] = ZP ? zero_words(l, grp[i], v) : _mm512_setzero_si512();
             }
 #pragma GCC unroll 4
             for (int r = 0; r < MR; r++)
@@ -259,12 +260,8 @@ XW_INLINE void tile_w(const mpl_x86_w4a16_kernel *kn, const uint16_t *xb, const 
         for (int i = 0; i < NBLK; i++) {
 #pragma GCC unroll 4
             for (int v = 0; v < 4; v++) {
-                zq[4 * i + v] = _mm512_setzero_si512();
-                if (ZP) { /* z << F in both words of the channel's dword */
-                    const __m512i z = _mm512_cvtepu8_epi32(
-                        _mm_load_si128((const __m128i *)(grp[i] + l->scale_bytes + 16 * (size_t)v)));
-                    zq[4 * i + v] = _mm512_slli_epi32(_mm512_or_si512(z, _mm512_slli_epi32(z, 16)), F);
-                }
+                /* z << F in both words of the channel's dword */
+                zq[4 * i + v] = ZP ? _mm512_slli_epi32(zero_words(l, grp[i], v), F) : _mm512_setzero_si512();
             }
 #pragma GCC unroll 4
             for (int r = 0; r < MR; r++)
