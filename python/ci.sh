@@ -52,10 +52,13 @@ echo "torch==$torch_version" >"$out/constraints.txt"
 if ! timeout 900 "${pip[@]}" install -q -c "$out/constraints.txt" llmcompressor; then
   stamp "llmcompressor did not install: the end-to-end test quantizes with its RTN fallback"
 fi
-"$out/venv/bin/python" -c "import mplinear, torch; print('mplinear', mplinear.version(), mplinear.library_path()); print('torch', torch.__version__)"
+"$out/venv/bin/python" -c "import mplinear, torch; print('mplinear', mplinear.version(), mplinear.library_path(), 'extension', mplinear._fast); print('torch', torch.__version__)"
 
 stamp "pytest python/tests"
 export MPL_E2E_REPORT=$out/e2e-report.txt
+# The wheel must carry mplinear._fast (Layer.apply's compiled path; python3-dev in .ci/run's packages):
+# test_fast.py fails rather than letting the package fall back to ctypes unnoticed.
+export MPL_REQUIRE_EXT=1
 cd "$out"
 set +e
 "$out/venv/bin/python" -m pytest -p no:cacheprovider -q -rs "$root/python/tests"

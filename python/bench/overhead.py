@@ -12,11 +12,12 @@ on the machine, clock frequency, cache state) on both sides alike. Printed per p
 times, and the median of its per-round difference to that round's C call (the overhead; the issue's
 budget is 5 us at M = 1).
 
-Paths: numpy Layer.apply (output allocated; and with out=), torch Layer.apply (CPU tensor),
+Paths: numpy Layer.apply (output allocated; and with out=), torch Layer.apply (CPU tensor; and with out=),
 torch.ops.mplinear.apply, QuantLinear.forward (through nn.Module.__call__) and the vLLM plugin's
 apply_weights (its kernel class over a stand-in of vLLM's base class; the same call vLLM makes).
---m 0 isolates the binding's fixed cost (an apply that returns at once). Weights stay warm (one layer):
-this measures call overhead, not bandwidth (`mplinear bench` does that with cold weights).
+The header line says whether Layer.apply is the compiled mplinear._fast or the ctypes path
+(MPLINEAR_NO_EXT=1 forces the latter). --m 0 isolates the binding's fixed cost (an apply that returns at
+once). Weights stay warm (one layer): this measures call overhead, not bandwidth (`mplinear bench` does that with cold weights).
 """
 import argparse
 import ctypes
@@ -72,7 +73,9 @@ def cases_for(layer, k, n, m):
     lin = mt.QuantLinear(layer)
     lid = lin.layer_id
     op = torch.ops.mplinear.apply
+    tout = t.new_empty(m, n)
     cases["torch Layer.apply"] = lambda: layer.apply(t)
+    cases["torch Layer.apply(out=)"] = lambda: layer.apply(t, out=tout)
     cases["torch.ops.mplinear.apply"] = lambda: op(t, lid, n, None)
     cases["QuantLinear.forward"] = lambda: lin(t)
 
@@ -85,7 +88,7 @@ def cases_for(layer, k, n, m):
     vlayer = torch.nn.Module()
     vlayer.mplinear_layer, vlayer.mplinear_id = layer, lid
     cases["vLLM apply_weights"] = lambda: kern.apply_weights(vlayer, t, None)
-    keep += [t, lin, kern, vlayer]
+    keep += [t, tout, lin, kern, vlayer]
     return x, out, cases, keep
 
 
@@ -145,7 +148,11 @@ def main():
         rows.append((name, statistics.median(t) * us, statistics.median([p - c for p, c in zip(t, tc)]) * us))
     print(f"layer {k} x {n} uint4b8 g128 bf16, m = {m}, kernel {layer.kernel} (path {layer.path(max(m, 1))}), "
           f"threads {layer.threads}, {a.reps} rounds (C call + each Python path once per round, shuffled), one process")
-    print(f"mplinear {mplinear.version()}, Python {platform.python_version()}, numpy {np.__version__}"
+    binding = "ctypes (MPLINEAR_NO_EXT)" if os.environ.get("MPLINEAR_NO_EXT", "") not in ("", "0") else "ctypes"
+    fast = getattr(mplinear, "_fast", None)
+    if fast is not None:
+        binding = f"compiled {os.path.basename(fast.__file__)}"
+    print(f"mplinear {mplinear.version()} ({mplinear.__file__}; Layer.apply: {binding}), Python {platform.python_version()}, numpy {np.__version__}"
           + (f", torch {__import__('torch').__version__}" if "torch Layer.apply" in cases else ""))
     print(f"{'call':28s} {'median us':>10s} {'median of (call - C) us':>24s}")
     for name, med, over in rows:

@@ -6,10 +6,13 @@
     y = layer.apply(x)
 
 A thin ctypes binding of include/mplinear.h (the packaged libmplinear.so): the C header is the
-specification of every call; docs/python.md describes the Python side.
+specification of every call; docs/python.md describes the Python side. Layer.apply's common cases run in
+the compiled module mplinear._fast when it is there (the overhead of a call; MPLINEAR_NO_EXT=1 turns it
+off), and through ctypes otherwise.
 """
 import ctypes
 import dataclasses
+import os
 import sys
 from ctypes import byref, c_char_p, c_int, c_void_p
 from typing import Any, Mapping, Optional
@@ -100,6 +103,22 @@ def _raise(status: int, call: str):
 def _check(status: int, call: str):
     if status != 0:
         _raise(status, call)
+
+
+def _load_fast():
+    """mplinear._fast (python/ext/fast.c: apply's common cases in C), bound to the library loaded above; None
+    when it was not built or MPLINEAR_NO_EXT is set (then the ctypes path does everything)."""
+    if os.environ.get("MPLINEAR_NO_EXT", "") not in ("", "0"):
+        return None
+    try:
+        from . import _fast
+    except ImportError:
+        return None
+    _fast.setup(ctypes.cast(_c.mpl_layer_apply, c_void_p).value, np.ndarray, np.empty, _raise)
+    return _fast
+
+
+_fast = _load_fast()
 
 
 def _bad(msg: str):
@@ -289,7 +308,10 @@ class _Handle:
 # ---- the layer ----
 
 
-class Layer(_Handle):
+_NP_FORMAT = {1: "e", 2: "H", 3: "f"}  # act -> the buffer format _fast accepts (bf16: uint16 raw bits)
+
+
+class Layer(_Handle, _fast.LayerBase if _fast else object):
     """A packed quantized linear layer (mpl_layer): y = x W^T + b.
 
     Layer(config, tensors, *, kernel=None, threads=0, device="cpu", cuda_device=0)
@@ -349,8 +371,12 @@ class Layer(_Handle):
         self.bias = None
         if bias is not None:
             self.bias = bias
+        if _fast:
+            self._fast_bind(handle, self.k, self.n, _NP_FORMAT[self._act], self._np_ok[0])
 
     def _free(self, h) -> None:  # the packed weights (mpl_layer_destroy, bound at creation)
+        if _fast:
+            self._fast_unbind()
         self._destroy(h)
 
     def _handle(self):
@@ -380,7 +406,7 @@ class Layer(_Handle):
         """mpl_layer_weight_rounding: 0 when the path for m rows keeps the exact per-group contract."""
         return _c.mpl_layer_weight_rounding(self._handle(), int(m))
 
-    def apply(self, x, bias=None, out=None):
+    def _apply_py(self, x, bias=None, out=None):
         """y = x W^T + bias for x of shape [..., k] in the activation type; returns y [..., n].
 
         x: a numpy array (bf16: uint16 raw bits or ml_dtypes.bfloat16), a torch tensor (CPU, or CUDA for a
@@ -388,6 +414,10 @@ class Layer(_Handle):
         numpy array). bias: [n] in the activation type, or None (the layer's own bias, if it has one).
         out: a C-contiguous array of the same kind, shape [..., n] and dtype to write into (returned).
         The GIL is released while the kernel runs.
+
+        With mplinear._fast, apply is its C method, which runs the common cases (numpy arrays and CPU torch
+        tensors of the layer's dtype, contiguous, a shape seen before) and passes every other call to this
+        method; without it, this method is apply.
         """
         h = self._h
         if not h:
@@ -405,6 +435,9 @@ class Layer(_Handle):
         if hasattr(x, "__dlpack__"):
             return self._apply_numpy(h, np.from_dlpack(x), bias, out)
         raise TypeError(f"x: expected a numpy array, a torch tensor or a DLPack producer, got {type(x).__name__}")
+
+    if not _fast:
+        apply = _apply_py
 
     def _apply_numpy(self, h, x, bias, out):
         shape = x.shape
@@ -445,6 +478,9 @@ class Layer(_Handle):
         self._torch_act = getattr(torch, _ACT_TORCH[self._act])
         self._cuda = self.device == "cuda"
         self._tshapes = {}  # x.shape -> (m, output shape), for the shapes seen (bounded: see _torch_shape)
+        if _fast and not self._cuda:  # _fast runs CPU layers' torch calls (a CUDA layer needs the stream)
+            _fast.set_torch(torch.Tensor)
+            self._fast_torch(self._torch_act)
 
     def _torch_shape(self, shape):
         """(m, output shape) for x of shape `shape`, checked once per shape and then looked up."""
@@ -457,6 +493,8 @@ class Layer(_Handle):
         if len(self._tshapes) >= 64:  # many distinct shapes (prefill lengths): start over, stay small
             self._tshapes.clear()
         self._tshapes[shape] = r = (m, oshape)
+        if _fast:  # _fast's one-entry cache: the last shape checked here
+            self._fast_shape(shape, m, oshape)
         return r
 
     def _apply_torch(self, h, x, bias, out):

@@ -1,0 +1,429 @@
+/*
+ * mplinear._fast -- the compiled hot path of mplinear.Layer.apply (docs/python.md, "Overhead").
+ *
+ * Why C: mpl_layer_apply on a 4096 x 4096 int4 layer streams 8 MiB of weights through a 2 MiB L2, which
+ * evicts the interpreter's code and data; the Python-level apply (bytecode, ctypes' argument conversion)
+ * then ran from L3/DRAM and cost 13-18 us over the C call. This module does the same checks and the call
+ * in a few hundred instructions of C: `layer.apply(x)` is a method of the C base class LayerBase, called
+ * with no Python frame.
+ *
+ * Only the common cases run here: x an exact numpy.ndarray (C-contiguous, the layer's activation format,
+ * through the buffer protocol) or an exact torch.Tensor on the CPU (contiguous, the layer's dtype), bias
+ * and out None or of the same kind. Everything else -- every error, DLPack producers, CUDA tensors,
+ * non-contiguous x, ml_dtypes.bfloat16 -- goes to the Python method _apply_py, so the messages and
+ * exceptions are the ones the ctypes binding gives. A failed mpl_layer_apply is raised by the package's
+ * _raise(status, call), which reads mpl_last_error on this same OS thread.
+ *
+ * The library is not linked: setup() is given the address of the mpl_layer_apply the package loaded with
+ * ctypes (MPLINEAR_LIBRARY included), so there is one copy of the library in the process. The GIL is
+ * released around the call. Stable ABI (Py_LIMITED_API 3.11, set by CMake where the building Python is
+ * 3.11+): one abi3 module serves every later CPython; the same source builds against 3.9/3.10's full API.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "mplinear.h"
+
+/* Py_XSETREF is not in the limited API: replace *p by v (a new reference), dropping the old one after. */
+#define SETREF(p, v) do { PyObject *old_ = (PyObject *)(p); (p) = (v); Py_XDECREF(old_); } while (0)
+
+typedef mpl_status (*apply_fn)(mpl_layer *, int64_t, const void *, const void *, void *);
+
+/* Set once by setup() (and set_torch()): module-wide, one interpreter. */
+static apply_fn g_apply;
+static PyObject *g_ndarray;  /* numpy.ndarray */
+static PyObject *g_empty;    /* numpy.empty */
+static PyObject *g_raise;    /* mplinear._raise(status, call): raises the library's error */
+static PyObject *g_tensor;   /* torch.Tensor, once the torch path has run (NULL before) */
+static PyObject *s_apply_py, *s_dtype, *s_is_cpu, *s_is_contiguous, *s_shape, *s_new_empty, *s_data_ptr;
+
+#define MAX_ND 8 /* x's dimensions on the fast path; more go to _apply_py */
+
+typedef struct {
+    PyObject_HEAD
+    mpl_layer *h;          /* NULL: unbound or closed (then _apply_py raises) */
+    int64_t k, n;
+    char fmt;              /* numpy buffer format of the activation type: 'f', 'e' or 'H' (bf16 raw bits) */
+    Py_ssize_t itemsize;
+    PyObject *np_dtype;    /* numpy dtype of that format (the output's) */
+    PyObject *torch_dtype; /* torch dtype of the activation type, once the torch path has run */
+    PyObject *bias;        /* the layer's own bias (Layer.bias), NULL or None for none */
+    /* one-entry caches of the last x shape: (shape -> m, output shape) */
+    int np_nd;
+    Py_ssize_t np_shape[MAX_ND];
+    int64_t np_m;
+    PyObject *np_oshape;
+    PyObject *t_shape, *t_oshape;
+    int64_t t_m;
+} LayerBase;
+
+static PyObject *slow(LayerBase *self, PyObject *x, PyObject *bias, PyObject *out) {
+    return PyObject_CallMethodObjArgs((PyObject *)self, s_apply_py, x, bias, out, NULL);
+}
+
+/* The call itself: GIL released; a failure raised through mplinear._raise. */
+static int call_apply(mpl_layer *h, int64_t m, const void *x, const void *b, void *y) {
+    mpl_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = g_apply(h, m, x, b, y);
+    Py_END_ALLOW_THREADS
+    if (st == MPL_OK) return 0;
+    PyObject *r = PyObject_CallFunction(g_raise, "is", (int)st, "mpl_layer_apply");
+    Py_XDECREF(r); /* _raise always raises */
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "mpl_layer_apply failed");
+    return -1;
+}
+
+/* A C-contiguous buffer of the layer's format, or 0 (no exception left) when obj is not one. */
+static int np_buffer(LayerBase *self, PyObject *obj, Py_buffer *v, int writable) {
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, v, flags) < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (v->itemsize != self->itemsize || !v->format || v->format[0] != self->fmt || v->format[1] != '\0' ||
+        v->ndim < 1 || v->ndim > MAX_ND) {
+        PyBuffer_Release(v);
+        return 0;
+    }
+    return 1;
+}
+
+/* numpy: returns the result, NULL with an exception, or NULL without one to take the Python path. */
+static PyObject *apply_numpy(LayerBase *self, PyObject *x, PyObject *bias, PyObject *out) {
+    Py_buffer bx, bb, by;
+    if (!np_buffer(self, x, &bx, 0)) return NULL;
+    int nd = bx.ndim;
+    if (bx.shape[nd - 1] != self->k) goto slow_x;
+    if (nd != self->np_nd || memcmp(bx.shape, self->np_shape, (size_t)(nd - 1) * sizeof(Py_ssize_t)) != 0 ||
+        !self->np_oshape) {
+        PyObject *os = PyTuple_New(nd);
+        if (!os) goto slow_x;
+        int64_t m = 1;
+        for (int i = 0; i < nd - 1; i++) {
+            m *= bx.shape[i];
+            PyObject *d = PyLong_FromSsize_t(bx.shape[i]);
+            if (!d) { Py_DECREF(os); goto slow_x; }
+            PyTuple_SetItem(os, i, d);
+        }
+        PyObject *d = PyLong_FromLongLong(self->n);
+        if (!d) { Py_DECREF(os); goto slow_x; }
+        PyTuple_SetItem(os, nd - 1, d);
+        SETREF(self->np_oshape, os);
+        memcpy(self->np_shape, bx.shape, (size_t)nd * sizeof(Py_ssize_t));
+        self->np_nd = nd;
+        self->np_m = m;
+    }
+    const void *bp = NULL;
+    int have_b = 0;
+    if (bias != Py_None) {
+        if (Py_TYPE(bias) != (PyTypeObject *)g_ndarray || !np_buffer(self, bias, &bb, 0)) goto slow_x;
+        have_b = 1;
+        if (bb.ndim != 1 || bb.shape[0] != self->n) goto slow_b;
+        bp = bb.buf;
+    }
+    if (out == Py_None) {
+        out = PyObject_CallFunctionObjArgs(g_empty, self->np_oshape, self->np_dtype, NULL);
+        if (!out) goto err;
+        if (PyObject_GetBuffer(out, &by, PyBUF_WRITABLE) < 0) { Py_DECREF(out); goto err; }
+    } else {
+        if (Py_TYPE(out) != (PyTypeObject *)g_ndarray || !np_buffer(self, out, &by, 1)) goto slow_b;
+        if (by.ndim != nd || memcmp(by.shape, bx.shape, (size_t)(nd - 1) * sizeof(Py_ssize_t)) != 0 ||
+            by.shape[nd - 1] != self->n) {
+            PyBuffer_Release(&by);
+            goto slow_b;
+        }
+        Py_INCREF(out);
+    }
+    int rc = call_apply(self->h, self->np_m, bx.buf, bp, by.buf);
+    PyBuffer_Release(&by);
+    if (have_b) PyBuffer_Release(&bb);
+    PyBuffer_Release(&bx);
+    if (rc < 0) { Py_DECREF(out); return NULL; }
+    return out;
+err:
+    if (have_b) PyBuffer_Release(&bb);
+    PyBuffer_Release(&bx);
+    return NULL;
+slow_b: /* NULL: the Python path, or an exception (PyTuple_New) when one is set */
+    if (have_b) PyBuffer_Release(&bb);
+slow_x:
+    PyBuffer_Release(&bx);
+    return NULL;
+}
+
+/* 1 when obj.<name> is True, 0 otherwise (an error is cleared: the Python path reports it). */
+static int attr_true(PyObject *obj, PyObject *name) {
+    PyObject *v = PyObject_GetAttr(obj, name);
+    if (!v) { PyErr_Clear(); return 0; }
+    int r = v == Py_True;
+    Py_DECREF(v);
+    return r;
+}
+
+static int method_true(PyObject *obj, PyObject *name) {
+    PyObject *v = PyObject_CallMethodObjArgs(obj, name, NULL);
+    if (!v) { PyErr_Clear(); return 0; }
+    int r = v == Py_True;
+    Py_DECREF(v);
+    return r;
+}
+
+static void *data_ptr(PyObject *t) {
+    PyObject *v = PyObject_CallMethodObjArgs(t, s_data_ptr, NULL);
+    if (!v) return NULL;
+    void *p = PyLong_AsVoidPtr(v);
+    Py_DECREF(v);
+    return p;
+}
+
+/* A CPU torch tensor of the layer's dtype, contiguous: the checks the Python path makes, in C. */
+static int torch_ok(LayerBase *self, PyObject *t) {
+    if (Py_TYPE(t) != (PyTypeObject *)g_tensor) return 0;
+    PyObject *dt = PyObject_GetAttr(t, s_dtype);
+    if (!dt) { PyErr_Clear(); return 0; }
+    int ok = dt == self->torch_dtype;
+    Py_DECREF(dt);
+    return ok && attr_true(t, s_is_cpu) && method_true(t, s_is_contiguous);
+}
+
+static int shape_equal(PyObject *a, PyObject *b) {
+    int r = PyObject_RichCompareBool(a, b, Py_EQ);
+    if (r < 0) { PyErr_Clear(); return 0; }
+    return r;
+}
+
+static PyObject *apply_torch(LayerBase *self, PyObject *x, PyObject *bias, PyObject *out) {
+    if (!self->torch_dtype || !torch_ok(self, x)) return NULL;
+    PyObject *shape = PyObject_GetAttr(x, s_shape);
+    if (!shape) { PyErr_Clear(); return NULL; }
+    if (!self->t_shape || !shape_equal(shape, self->t_shape)) {
+        /* A new shape: the Python path checks it (and raises if it is wrong); cache it after. */
+        Py_DECREF(shape);
+        return NULL;
+    }
+    Py_DECREF(shape);
+    const void *bp = NULL;
+    if (bias != Py_None) {
+        if (!torch_ok(self, bias)) return NULL;
+        PyObject *bs = PyObject_GetAttr(bias, s_shape);
+        if (!bs) { PyErr_Clear(); return NULL; }
+        int ok = PyTuple_Check(bs) && PyTuple_Size(bs) == 1 && PyLong_AsLongLong(PyTuple_GetItem(bs, 0)) == self->n;
+        Py_DECREF(bs);
+        if (!ok) { PyErr_Clear(); return NULL; }
+        if (!(bp = data_ptr(bias))) { PyErr_Clear(); return NULL; }
+    }
+    if (out == Py_None) {
+        out = PyObject_CallMethodObjArgs(x, s_new_empty, self->t_oshape, NULL);
+        if (!out) return NULL;
+    } else {
+        if (!torch_ok(self, out)) return NULL;
+        PyObject *os = PyObject_GetAttr(out, s_shape);
+        if (!os) { PyErr_Clear(); return NULL; }
+        int ok = shape_equal(os, self->t_oshape);
+        Py_DECREF(os);
+        if (!ok) return NULL;
+        Py_INCREF(out);
+    }
+    void *xp = data_ptr(x), *yp = data_ptr(out);
+    if ((!xp && PyErr_Occurred()) || (!yp && PyErr_Occurred()) ||
+        call_apply(self->h, self->t_m, xp, bp, yp) < 0) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    return out;
+}
+
+static PyObject *LayerBase_apply(LayerBase *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    PyObject *x = NULL, *bias = Py_None, *out = Py_None;
+    Py_ssize_t nk = kwnames ? PyTuple_Size(kwnames) : 0;
+    if (nargs < 1 || nargs > 3) goto generic;
+    x = args[0];
+    if (nargs > 1) bias = args[1];
+    if (nargs > 2) out = args[2];
+    for (Py_ssize_t i = 0; i < nk; i++) {
+        PyObject *kw = PyTuple_GetItem(kwnames, i);
+        if (PyUnicode_CompareWithASCIIString(kw, "bias") == 0 && nargs < 2) bias = args[nargs + i];
+        else if (PyUnicode_CompareWithASCIIString(kw, "out") == 0 && nargs < 3) out = args[nargs + i];
+        else goto generic;
+    }
+    if (self->h) {
+        PyObject *b = bias != Py_None ? bias : (self->bias ? self->bias : Py_None);
+        PyTypeObject *tx = Py_TYPE(x);
+        PyObject *r = NULL;
+        if (tx == (PyTypeObject *)g_ndarray) r = apply_numpy(self, x, b, out);
+        else if (g_tensor && tx == (PyTypeObject *)g_tensor) r = apply_torch(self, x, b, out);
+        if (r || PyErr_Occurred()) return r;
+    }
+    return slow(self, x, bias, out);
+generic: { /* unusual arguments: let Python bind them (and raise TypeError as it would) */
+    PyObject *meth = PyObject_GetAttr((PyObject *)self, s_apply_py);
+    if (!meth) return NULL;
+    PyObject *pos = PyTuple_New(nargs);
+    PyObject *kw = nk ? PyDict_New() : NULL;
+    if (!pos || (nk && !kw)) { Py_DECREF(meth); Py_XDECREF(pos); Py_XDECREF(kw); return NULL; }
+    for (Py_ssize_t i = 0; i < nargs; i++) { Py_INCREF(args[i]); PyTuple_SetItem(pos, i, args[i]); }
+    for (Py_ssize_t i = 0; i < nk; i++) PyDict_SetItem(kw, PyTuple_GetItem(kwnames, i), args[nargs + i]);
+    PyObject *r = PyObject_Call(meth, pos, kw);
+    Py_DECREF(meth); Py_DECREF(pos); Py_XDECREF(kw);
+    return r;
+}
+}
+
+/* _fast_bind(handle, k, n, fmt, np_dtype): the layer's constants; handle 0 unbinds (close()). */
+static PyObject *LayerBase_bind(LayerBase *self, PyObject *args) {
+    unsigned long long h;
+    long long k, n;
+    const char *fmt;
+    PyObject *dt;
+    if (!PyArg_ParseTuple(args, "KLLsO", &h, &k, &n, &fmt, &dt)) return NULL;
+    self->h = (mpl_layer *)(uintptr_t)h;
+    self->k = k;
+    self->n = n;
+    self->fmt = fmt[0];
+    self->itemsize = fmt[0] == 'f' ? 4 : 2;
+    Py_INCREF(dt);
+    SETREF(self->np_dtype, dt);
+    Py_CLEAR(self->np_oshape);
+    self->np_nd = 0;
+    Py_RETURN_NONE;
+}
+
+static PyObject *LayerBase_unbind(LayerBase *self, PyObject *unused) {
+    (void)unused;
+    self->h = NULL;
+    Py_RETURN_NONE;
+}
+
+/* _fast_torch(dtype): the torch dtype of the activation type (the torch path's first call). */
+static PyObject *LayerBase_torch(LayerBase *self, PyObject *dt) {
+    Py_INCREF(dt);
+    SETREF(self->torch_dtype, dt);
+    Py_RETURN_NONE;
+}
+
+/* _fast_shape(shape, m, oshape): the torch path's last checked x shape, its m and output shape. */
+static PyObject *LayerBase_shape(LayerBase *self, PyObject *args) {
+    PyObject *s, *os;
+    long long m;
+    if (!PyArg_ParseTuple(args, "OLO", &s, &m, &os)) return NULL;
+    Py_INCREF(s);
+    Py_INCREF(os);
+    SETREF(self->t_shape, s);
+    SETREF(self->t_oshape, os);
+    self->t_m = m;
+    Py_RETURN_NONE;
+}
+
+static PyObject *LayerBase_get_bias(LayerBase *self, void *c) {
+    (void)c;
+    PyObject *b = self->bias ? self->bias : Py_None;
+    Py_INCREF(b);
+    return b;
+}
+
+static int LayerBase_set_bias(LayerBase *self, PyObject *v, void *c) {
+    (void)c;
+    Py_XINCREF(v);
+    SETREF(self->bias, v);
+    return 0;
+}
+
+static void LayerBase_dealloc(LayerBase *self) {
+    PyTypeObject *tp = Py_TYPE((PyObject *)self);
+    Py_CLEAR(self->np_dtype);
+    Py_CLEAR(self->torch_dtype);
+    Py_CLEAR(self->bias);
+    Py_CLEAR(self->np_oshape);
+    Py_CLEAR(self->t_shape);
+    Py_CLEAR(self->t_oshape);
+    freefunc f = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+    f(self);
+    Py_DECREF(tp); /* a heap type's instances hold a reference to it */
+}
+
+static PyMethodDef LayerBase_methods[] = {
+    {"apply", (PyCFunction)(void (*)(void))LayerBase_apply, METH_FASTCALL | METH_KEYWORDS,
+     "apply(x, bias=None, out=None)\n--\n\n"
+     "y = x W^T + bias for x of shape [..., k] in the activation type; returns y [..., n].\n\n"
+     "x: a numpy array (bf16: uint16 raw bits or ml_dtypes.bfloat16), a torch tensor (CPU, or CUDA for a\n"
+     "CUDA layer: asynchronous on the current stream) or any CPU DLPack producer (the result is then a\n"
+     "numpy array). bias: [n] in the activation type, or None (the layer's own bias, if it has one).\n"
+     "out: a C-contiguous array of the same kind, shape [..., n] and dtype to write into (returned).\n"
+     "The GIL is released while the kernel runs. (Compiled path: mplinear._fast.)"},
+    {"_fast_bind", (PyCFunction)LayerBase_bind, METH_VARARGS, NULL},
+    {"_fast_unbind", (PyCFunction)LayerBase_unbind, METH_NOARGS, NULL},
+    {"_fast_torch", (PyCFunction)LayerBase_torch, METH_O, NULL},
+    {"_fast_shape", (PyCFunction)LayerBase_shape, METH_VARARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef LayerBase_getset[] = {
+    {"bias", (getter)LayerBase_get_bias, (setter)LayerBase_set_bias,
+     "the layer's own bias, added when apply is given none (None: no bias)", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyType_Slot LayerBase_slots[] = {
+    {Py_tp_new, PyType_GenericNew},
+    {Py_tp_dealloc, LayerBase_dealloc},
+    {Py_tp_methods, LayerBase_methods},
+    {Py_tp_getset, LayerBase_getset},
+    {Py_tp_doc, "The compiled part of mplinear.Layer: apply's common cases (see mplinear/_fast.c)."},
+    {0, NULL},
+};
+
+static PyType_Spec LayerBase_spec = {"mplinear._fast.LayerBase", sizeof(LayerBase), 0,
+                                     Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, LayerBase_slots};
+
+/* setup(apply_address, numpy.ndarray, numpy.empty, mplinear._raise) */
+static PyObject *setup(PyObject *mod, PyObject *args) {
+    (void)mod;
+    unsigned long long addr;
+    PyObject *nd, *empty, *raise;
+    if (!PyArg_ParseTuple(args, "KOOO", &addr, &nd, &empty, &raise)) return NULL;
+    g_apply = (apply_fn)(uintptr_t)addr;
+    Py_INCREF(nd); SETREF(g_ndarray, nd);
+    Py_INCREF(empty); SETREF(g_empty, empty);
+    Py_INCREF(raise); SETREF(g_raise, raise);
+    Py_RETURN_NONE;
+}
+
+/* set_torch(torch.Tensor): the torch path's exact tensor type. */
+static PyObject *set_torch(PyObject *mod, PyObject *t) {
+    (void)mod;
+    Py_INCREF(t);
+    SETREF(g_tensor, t);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"setup", setup, METH_VARARGS, "setup(apply_address, ndarray, empty, raise_fn): bind the library's mpl_layer_apply"},
+    {"set_torch", set_torch, METH_O, "set_torch(torch.Tensor)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_fast",
+                                        "The compiled hot path of mplinear.Layer.apply.", -1, module_methods,
+                                        NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__fast(void) {
+    PyObject *m = PyModule_Create(&module_def);
+    if (!m) return NULL;
+    PyObject *tp = PyType_FromSpec(&LayerBase_spec);
+    if (!tp || PyModule_AddObject(m, "LayerBase", tp) < 0) {
+        Py_XDECREF(tp);
+        Py_DECREF(m);
+        return NULL;
+    }
+    struct { PyObject **p; const char *s; } names[] = {
+        {&s_apply_py, "_apply_py"}, {&s_dtype, "dtype"}, {&s_is_cpu, "is_cpu"},
+        {&s_is_contiguous, "is_contiguous"}, {&s_shape, "shape"}, {&s_new_empty, "new_empty"},
+        {&s_data_ptr, "data_ptr"}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!(*names[i].p = PyUnicode_InternFromString(names[i].s))) { Py_DECREF(m); return NULL; }
+    return m;
+}
