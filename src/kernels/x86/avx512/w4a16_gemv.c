@@ -12,6 +12,15 @@
  * bf16 scales: the even and odd words of one load), and the outputs are put back in channel
  * order once per call. The 8-, 3- and 2-bit layouts run in w4a16_gemv_widths.c.
  *
+ * Zero points (uint4: AWQ, asymmetric GPTQ) cost no work per weight: each product goes in as the two parts
+ * x * stored + x * (-zero) (include/mplinear.h allows a product as two exact parts). The table holds
+ * stored; the zero part of a group, sum_k x_k * (-z), depends on the channel only through z, so one vector
+ * per row holds it for every z = 0..15 (lane z: -z x_k summed over the group's inputs, 4 FMAs per step and
+ * row, shared by every channel of the tile), and each channel picks its lane once per group (vpermps by
+ * its zero point) before the scale. Before, a vsubps per 16 weights subtracted the zeros: Xeon (EMR) VM,
+ * 4096x14336 uint4 g128 M = 1, 71% / 68% of the read bandwidth at 1 / 2 threads, against 86-88% / 80%
+ * for uint4b8 (bench/results/x86-intel-zp.md has the run after).
+ *
  * Per 64 weights (half a line) and per row: 4 vpermps + 4 FMA, plus 3-4 shifts that move each byte
  * of the line's dwords to bits 0-7 (and its high nibble to 0-3): 11-12 ALU uops per 64 weights at
  * one row, against 12 before (vpmovzxwd + 3 shifts + 4 vpermps + 4 FMA per 32-byte chunk). Loads
@@ -47,21 +56,20 @@ XW_INLINE __m512 scales_eo(const mpl_x86_w4a16_layout *l, const uint8_t *grp, in
     return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(e ? _mm512_srli_epi32(d, 16) : d));
 }
 
-/* Zero points of group grp, channels 32h + 2i + e, as f32 (layouts with zero points). */
-XW_INLINE __m512 zeros_eo(const mpl_x86_w4a16_layout *l, const uint8_t *grp, int h, int e) {
+/* Zero points of group grp, channels 32h + 2i + e, in bits 0-7 of dword i (vpermps indexes: it reads bits
+ * 0-3 only, and a 4-bit zero point is < 16). */
+XW_INLINE __m512i zeros_eo(const mpl_x86_w4a16_layout *l, const uint8_t *grp, int h, int e) {
     /* dword i: the zero point of channel 32h+2i in byte 0, of 32h+2i+1 in byte 1 */
     __m512i d = _mm512_cvtepu16_epi32(_mm256_load_si256((const __m256i *)(grp + l->scale_bytes + 32 * (size_t)h)));
-    d = e ? _mm512_srli_epi32(d, 8) : _mm512_and_si512(d, _mm512_set1_epi32(0xff));
-    return _mm512_cvtepi32_ps(d);
+    return e ? _mm512_srli_epi32(d, 8) : d;
 }
 
 /*
  * Rows xr[r * K ..] (r < MR) x blocks b .. b+NBLK-1 over inputs [k0, k1): row r of block i goes to
  * c + i * ldc + r * 64, in channel order. MR * NBLK <= 4 (16 accumulators); MR, NBLK and ZP are
  * constants at every call site, so the accumulators stay in registers. Without zero points the
- * table holds stored - 8; with them it holds stored and the group's zero points are subtracted in
- * registers (exact integers either way). Each group is summed in fp32 on its own and folded into c
- * with its scale once.
+ * table holds stored - 8 (exact integers); with them it holds stored, and zt[r] the zero parts (file
+ * comment). Each group is summed in fp32 on its own and folded into c with its scale once.
  */
 #define A(r, i, q) (((r) * NBLK + (i)) * 4 + (q))
 XW_INLINE void tile(const mpl_x86_w4a16_kernel *kn, const float *xr, const int MR, const int NBLK, const bool ZP,
@@ -71,6 +79,7 @@ XW_INLINE void tile(const mpl_x86_w4a16_kernel *kn, const float *xr, const int M
     const size_t hdr = l->scale_bytes + l->zero_bytes, pf = XW_GEMV_PF_TOTAL / NBLK;
     const __m512 lut = ZP ? _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
                           : _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
+    const __m512 negz = _mm512_setr_ps(-0.0f, -1, -2, -3, -4, -5, -6, -7, -8, -9, -10, -11, -12, -13, -14, -15);
     for (int i = 0; i < NBLK; i++)
         for (int r = 0; r < MR; r++)
             for (int q = 0; q < 4; q++) _mm512_store_ps(c + i * ldc + r * 64 + 16 * q, _mm512_setzero_ps());
@@ -78,8 +87,9 @@ XW_INLINE void tile(const mpl_x86_w4a16_kernel *kn, const float *xr, const int M
         int64_t ks = k0 > g * gs ? k0 : g * gs, ke = k1 < (g + 1) * gs ? k1 : (g + 1) * gs;
         const uint8_t *grp[4], *wp[4];
         /* acc[A(r, i, q)]: row r, block i, vector q = 2h + e (line h, E (e = 0) or O (e = 1)
-         * channels); z[4 * i + q]. Flat arrays: GCC keeps them in registers more readily. */
-        __m512 acc[16], z[16];
+         * channels). Flat arrays: GCC keeps them in registers more readily. zt[r] lane z: the group's
+         * sum of x * (-z) of row r (ZP). */
+        __m512 acc[16], zt[4];
 #pragma GCC unroll 4
         for (int i = 0; i < NBLK; i++) {
             grp[i] = mpl_x86_w4a16_group(l, b + i, g);
@@ -88,14 +98,19 @@ XW_INLINE void tile(const mpl_x86_w4a16_kernel *kn, const float *xr, const int M
              * the weights pointer jumped over this group's scales and zeros: */
             for (size_t o = 0; o < hdr; o += 64) _mm_prefetch((const char *)grp[i] + pf + o, _MM_HINT_T0);
 #pragma GCC unroll 4
-            for (int q = 0; q < 4; q++) z[4 * i + q] = ZP ? zeros_eo(l, grp[i], q / 2, q % 2) : _mm512_setzero_ps();
-#pragma GCC unroll 4
             for (int r = 0; r < MR; r++)
 #pragma GCC unroll 4
                 for (int q = 0; q < 4; q++) acc[A(r, i, q)] = _mm512_setzero_ps();
         }
+#pragma GCC unroll 4
+        for (int r = 0; r < MR; r++) zt[r] = _mm512_setzero_ps();
         for (int64_t k = ks; k < ke; k += 4) {
             const float *xk = xr + k;
+            if (ZP)
+#pragma GCC unroll 4
+                for (int r = 0; r < MR; r++)
+#pragma GCC unroll 4
+                    for (int u = 0; u < 4; u++) zt[r] = _mm512_fmadd_ps(_mm512_set1_ps(xk[r * K + u]), negz, zt[r]);
 #pragma GCC unroll 4
             for (int i = 0; i < NBLK; i++) {
 #pragma GCC unroll 2
@@ -114,8 +129,7 @@ XW_INLINE void tile(const mpl_x86_w4a16_kernel *kn, const float *xr, const int M
                         const __m512i idx[4] = {a, o, _mm512_srli_epi32(a, 4), _mm512_srli_epi32(o, 4)};
 #pragma GCC unroll 4
                         for (int u = 0; u < 4; u++) {
-                            __m512 w = _mm512_permutexvar_ps(idx[u], lut);
-                            if (ZP) w = _mm512_sub_ps(w, z[4 * i + 2 * h + e]);
+                            const __m512 w = _mm512_permutexvar_ps(idx[u], lut);
 #pragma GCC unroll 4
                             for (int r = 0; r < MR; r++)
                                 acc[A(r, i, 2 * h + e)] =
@@ -131,10 +145,13 @@ XW_INLINE void tile(const mpl_x86_w4a16_kernel *kn, const float *xr, const int M
 #pragma GCC unroll 4
             for (int q = 0; q < 4; q++) {
                 __m512 s = scales_eo(l, grp[i], q / 2, q % 2);
+                const __m512i zi = ZP ? zeros_eo(l, grp[i], q / 2, q % 2) : _mm512_setzero_si512();
 #pragma GCC unroll 4
                 for (int r = 0; r < MR; r++) {
                     float *cp = c + i * ldc + r * 64 + 16 * q;
-                    _mm512_store_ps(cp, _mm512_fmadd_ps(acc[A(r, i, q)], s, _mm512_load_ps(cp)));
+                    __m512 a = acc[A(r, i, q)];
+                    if (ZP) a = _mm512_add_ps(a, _mm512_permutexvar_ps(zi, zt[r]));
+                    _mm512_store_ps(cp, _mm512_fmadd_ps(a, s, _mm512_load_ps(cp)));
                 }
             }
     }
