@@ -120,7 +120,8 @@ typedef enum mpl_mode {
  *   (round to nearest even). The group sum may run in any order and may add
  *   products two at a time (x[j]*w[j] + x[j+1]*w[j+1] looked up from a table
  *   of such sums), or a product as two exact parts x[k]*a + x[k]*b with
- *   a + b = w[k] (the 3-bit decode's tables); the scale is applied once per
+ *   a + b = w[k] (the 3-bit decode's tables; with zero points, a = stored and
+ *   b = -zero, whose parts a group may sum apart); the scale is applied once per
  *   group. Exception, stated per call by
  *   mpl_layer_weight_rounding: CUDA tensor-core paths (cuda_w4a16:skinny-rounded
  *   with bf16 scales, :wg above 32 rows or with groups that split a 64-channel

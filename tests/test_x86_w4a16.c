@@ -17,8 +17,11 @@
  * fold the scale once per group, as ref, so only the order differs) plus half an ulp of the
  * activation type -- and, on exact data (small-integer x, power-of-two scales), bit-identical
  * to ref. (The avx512 3-bit decode adds some products as two exact parts whose magnitudes sum
- * to up to 7 |x*w| (w = -1 in the field split over two nibbles): its bound on paper is wider than
- * the tolerance for those terms; the measured errors stay within it, which is what is checked.)
+ * to up to 7 |x*w| (w = -1 in the field split over two nibbles), and the avx512 f32 decode with zero
+ * points adds x*stored and x*(-zero) as the two parts of x*w (magnitudes up to (stored + zero) |x|, where
+ * |w| may be 0): its bound on paper is wider than the tolerance for those terms; the measured errors stay
+ * within it, which is what is checked. The 4-bit decode's zero parts are summed in the same order as
+ * its stored parts, so a group of w = 0 still gives exactly 0 there.)
  *
  * Matrix: weight types (uint4b8, uint4 + zero points, int4; and in `widths` the 8-, 3- and 2-bit
  * types, symmetric and with zero points, on every path of both kernels) x activations (bf16, f16, f32) x
@@ -673,8 +676,10 @@ static void default_paths(void **state) {
     expect_switch_w(zen4, intel, MPL_WTYPE_UINT2B2, MPL_ACT_BF16, dec, 16, f32);
     expect_switch_w(zen4, intel, MPL_WTYPE_UINT3B4, MPL_ACT_BF16, dec, 4, f32);
     expect_switch_w(zen4, intel, MPL_WTYPE_UINT8B128, MPL_ACT_BF16, dec, 8, f32);
-    expect_switch_w(zen4, intel, MPL_WTYPE_UINT2, MPL_ACT_BF16, dec, 2, f32); /* one row per decode pass */
-    expect_switch_w(icl, intel, MPL_WTYPE_UINT2, MPL_ACT_F16, dec, 2, f32);
+    /* zero points take their width's switch (the decode applies them once per group) */
+    expect_switch_w(zen4, intel, MPL_WTYPE_UINT2, MPL_ACT_BF16, dec, 16, f32);
+    expect_switch_w(zen4, intel, MPL_WTYPE_UINT3, MPL_ACT_BF16, dec, 4, f32);
+    expect_switch_w(icl, intel, MPL_WTYPE_UINT2, MPL_ACT_F16, dec, 8, f32);
     expect_switch(avx2, amd, MPL_ACT_BF16, "x86_avx2_w4a16:decode", 8, "x86_avx2_w4a16:prefill");
     mpl_platform_override(NULL);
 

@@ -61,7 +61,11 @@ static mpl_reason bf16_can_implement(const mpl_config *c, const mpl_platform *p,
  *     row chunks, x in L2); the other widths bf16 -> vdpbf16ps prefill from m = 5 (not swept: set between
  *     the AMX (1) and f32 (8) cases); f16/f32 -> f32 from m = 9.
  *   Other AVX-512 CPUs (Ice Lake, Skylake-X: not swept): f32 prefill from m = 9 (the SPR f32 case).
- *   2-bit with zero points: decode to m = 2 at most (machine_switch).
+ *   Zero points take the switch of their width in the f32 decode: its tiles apply them once per group
+ *     (avx512/w4a16_gemv.c, w4a16_gemv_widths.c), so a zero-point layer decodes at the symmetric one's cost.
+ *     Until 2026-12-05 2-bit with zero points decoded one row per pass and stopped at m = 2; Xeon (EMR, AMX)
+ *     VM, 4096x14336 uint2 f16, 1 thread, --sweep after the change: decode 2.56 / 10.55 / 21.18 ms at
+ *     m = 2 / 8 / 16 vs f32 prefill 10.74 / 16.31 / 23.47.
  */
 typedef struct {
     int64_t decode_max; /* the decode paths serve m = 1..decode_max */
@@ -69,7 +73,7 @@ typedef struct {
     int64_t bf16_from;  /* the vdpbf16ps decode serves m = bf16_from..decode_max, the f32 decode below it (0: never) */
 } switch_point;
 
-static switch_point machine_switch_isa(const mpl_config *c, const mpl_platform *p) {
+static switch_point machine_switch(const mpl_config *c, const mpl_platform *p) {
     const bool bf16 = c->act == MPL_ACT_BF16, amx = (p->isa & MPL_X86_LEVEL_AMX) == MPL_X86_LEVEL_AMX;
     const bool avx512bf16 = (p->isa & MPL_X86_LEVEL_AVX512BF16) == MPL_X86_LEVEL_AVX512BF16;
     if (amx) return bf16 ? (switch_point){1, PREFILL_AMX, 0} : (switch_point){8, PREFILL_F32, 0};
@@ -95,15 +99,6 @@ static switch_point machine_switch_isa(const mpl_config *c, const mpl_platform *
         }
     }
     return (switch_point){8, PREFILL_F32, 0};
-}
-
-/* 2-bit with zero points decodes one row per pass in the f32 decode (tile_p2z: each further row costs about
- * what the first does), so that decode ends at m = 2 on every machine (Intel without AMX, 4096x14336, 1
- * thread: m = 2 6.42 vs 10.67 ms f32 prefill, m = 3 10.05 vs 9.55); the vdpbf16ps decode has no such limit. */
-static switch_point machine_switch(const mpl_config *c, const mpl_platform *p) {
-    switch_point sp = machine_switch_isa(c, p);
-    if (sp.bf16_from != 1 && c->zero_points && mpl_wtype_width(c->wtype) == 2 && sp.decode_max > 2) sp.decode_max = 2;
-    return sp;
 }
 
 static void decode_m_range(const mpl_config *c, const mpl_platform *p, int64_t *m_min, int64_t *m_max) {
@@ -163,8 +158,8 @@ static const mpl_path_desc paths[NPATHS] = {
                 .m_limit = MPL_M_ANY,
                 .why = "per machine (cold sweeps, 4096x14336): AMX (SPR): decode ahead of AMX at m=1 only, of f32 "
                        "prefill to m=8; Intel without AMX: to m=12 (4-bit), 16 (2-bit), 8 (8-bit), 4 (3-bit); "
-                       "AMD bf16: m=1 for 3-bit without zero points, else none (decode-bf16 serves); else 8; 2-bit with zero "
-                       "points at most 2 (one row per pass)",
+                       "AMD bf16: m=1 for 3-bit without zero points, else none (decode-bf16 serves); else 8; zero points "
+                       "as their width (EMR VM, uint2 f16: decode 21.18 vs f32 prefill 23.47 ms at m=16)",
                 .m_range = decode_m_range},
     [PREFILL_AMX] = {.name = "x86_avx512_w4a16:prefill-amx",
                      .requires = "amx level (AMX tile state granted by the OS); bf16 activations",

@@ -114,24 +114,44 @@ XW_INLINE void tile_fold_permuted(const mpl_x86_w4a16_layout *l, const uint8_t *
     xw_tile_fold(l, grp, acc, c, ldc, MR, NBLK);
 }
 
+/*
+ * Zero points in the table tiles (tile_p2, tile_p3 with ZP): each product goes in as the two parts
+ * x * stored + x * (-zero) (include/mplinear.h: two exact parts). The tables hold stored values (bias 0);
+ * the zero part of a group, sum_k x_k * (-z), depends on a channel only through z, so one vector per row
+ * holds it for every z (lane z, z < 16), 4 FMAs per step and row (xw_zero_parts), and each accumulator
+ * picks its lanes once per group (vpermps by the zero points) before the scale. Before, 2-bit took a tile of pair tables per zero point
+ * (two vpermt2ps and a blend per 32 weights, one row per pass) and 3-bit tile_w: Xeon (EMR) VM,
+ * 4096x14336 M = 1, uint2 46% / 41% and uint3 33% / 33% of the read bandwidth at 1 / 2 threads
+ * (bench/results/x86-intel-zp.md).
+ */
+XW_INLINE void xw_zero_parts(const float *xk, int64_t K, const int MR, __m512 zt[4]) {
+    const __m512 negz = _mm512_setr_ps(0, -1, -2, -3, -4, -5, -6, -7, -8, -9, -10, -11, -12, -13, -14, -15);
+#pragma GCC unroll 4
+    for (int r = 0; r < MR; r++)
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; u++) zt[r] = _mm512_fmadd_ps(_mm512_set1_ps(xk[r * K + u]), negz, zt[r]);
+}
+
 #define AP(r, i, u) (((r) * NBLK + (i)) * 4 + (u))
-XW_INLINE void tile_p2(const mpl_x86_w4a16_kernel *kn, const float *xr, const int MR, const int NBLK, int64_t b,
-                       int64_t k0, int64_t k1, float *c, int64_t ldc) {
+XW_INLINE void tile_p2(const mpl_x86_w4a16_kernel *kn, const float *xr, const int MR, const int NBLK, const bool ZP,
+                       int64_t b, int64_t k0, int64_t k1, float *c, int64_t ldc) {
     const mpl_x86_w4a16_layout *l = &kn->l;
     const int64_t K = l->k, gs = l->group_size;
     const size_t pf = XW_GEMV_PF_TOTAL / NBLK;
-    const float bias = (float)l->bias;
+    const float bias = ZP ? 0.0f : (float)l->bias;
     const __m512 v0 = _mm512_sub_ps(_mm512_setr_ps(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3), _mm512_set1_ps(bias));
     const __m512 v1 = _mm512_sub_ps(_mm512_setr_ps(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3), _mm512_set1_ps(bias));
     xw_tile_zero(c, ldc, MR, NBLK);
     for (int64_t g = k0 / gs; g * gs < k1; g++) {
         int64_t ks = k0 > g * gs ? k0 : g * gs, ke = k1 < (g + 1) * gs ? k1 : (g + 1) * gs;
         const uint8_t *grp[4], *wp[4];
-        __m512 acc[16];
+        __m512 acc[16], zt[4];
         xw_tile_group(l, b, g, ks, 64, pf, NBLK, grp, wp);
         for (int j = 0; j < 4 * MR * NBLK; j++) acc[j] = _mm512_setzero_ps();
+        for (int r = 0; r < MR; r++) zt[r] = _mm512_setzero_ps();
         for (int64_t k = ks; k < ke; k += 4) {
             __m512 t[4][2];
+            if (ZP) xw_zero_parts(xr + k, K, MR, zt);
 #pragma GCC unroll 4
             for (int r = 0; r < MR; r++) {
                 const float *xk = xr + r * K + k;
@@ -155,85 +175,23 @@ XW_INLINE void tile_p2(const mpl_x86_w4a16_kernel *kn, const float *xr, const in
                 wp[i] += 64;
             }
         }
+        if (ZP)
+#pragma GCC unroll 4
+            for (int i = 0; i < NBLK; i++) {
+                /* the 64 zero points, one byte per channel: dword j holds channels 4j .. 4j+3, so byte u
+                 * of dword j (shifted to bits 0-3) is the zero of lane j of accumulator u */
+                const __m512i zd = _mm512_loadu_si512((const void *)(grp[i] + l->scale_bytes));
+#pragma GCC unroll 4
+                for (int u = 0; u < 4; u++) {
+                    const __m512i zi = u ? _mm512_srli_epi32(zd, (unsigned)(8 * u)) : zd;
+#pragma GCC unroll 4
+                    for (int r = 0; r < MR; r++)
+                        acc[AP(r, i, u)] = _mm512_add_ps(acc[AP(r, i, u)], _mm512_permutexvar_ps(zi, zt[r]));
+                }
+            }
         tile_fold_permuted(l, grp, acc, c, ldc, MR, NBLK);
     }
 }
-/*
- * 2-bit with zero points: the pair tables per zero point. For inputs (j, j+1) and zero z = 0..3,
- * T_z[a + 4b] = x[j] * (a - z) + x[j+1] * (b - z), two whole products as in tile_p2 (exact contract).
- * vpermt2ps indexes 32 entries: nibble | (z & 1) << 4 picks from (T_0, T_1) or from (T_2, T_3), and
- * a mask per lane (z >= 2, the group's constant) blends the two. Per 32 weights: shift, vpternlogd
- * (the nibble with the zero bit), 2 vpermt2ps, blend, add; the zero bits and masks of the group are
- * made once per group and block (zb: memory operands in the loop).
- */
-XW_INLINE void tile_p2z(const mpl_x86_w4a16_kernel *kn, const float *xr, const int NBLK, int64_t b,
-                        int64_t k0, int64_t k1, float *c, int64_t ldc) {
-    static const float vz[2][4][16] __attribute__((aligned(64))) = {
-        {{0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3},
-         {-1, 0, 1, 2, -1, 0, 1, 2, -1, 0, 1, 2, -1, 0, 1, 2},
-         {-2, -1, 0, 1, -2, -1, 0, 1, -2, -1, 0, 1, -2, -1, 0, 1},
-         {-3, -2, -1, 0, -3, -2, -1, 0, -3, -2, -1, 0, -3, -2, -1, 0}},
-        {{0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3},
-         {-1, -1, -1, -1, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2},
-         {-2, -2, -2, -2, -1, -1, -1, -1, 0, 0, 0, 0, 1, 1, 1, 1},
-         {-3, -3, -3, -3, -2, -2, -2, -2, -1, -1, -1, -1, 0, 0, 0, 0}}};
-    const mpl_x86_w4a16_layout *l = &kn->l;
-    const int64_t gs = l->group_size;
-    const size_t pf = XW_GEMV_PF_TOTAL / NBLK;
-    const __m512i nib = _mm512_set1_epi32(15);
-    xw_tile_zero(c, ldc, 1, NBLK);
-    for (int64_t g = k0 / gs; g * gs < k1; g++) {
-        int64_t ks = k0 > g * gs ? k0 : g * gs, ke = k1 < (g + 1) * gs ? k1 : (g + 1) * gs;
-        const uint8_t *grp[4], *wp[4];
-        __m512 acc[16];
-        __m512i zb[16];
-        __mmask16 kz[16];
-        xw_tile_group(l, b, g, ks, 64, pf, NBLK, grp, wp);
-#pragma GCC unroll 4
-        for (int i = 0; i < NBLK; i++) {
-            /* the 64 zero points, one byte per channel: dword j holds channels 4j .. 4j+3 */
-            const __m512i zd = _mm512_loadu_si512((const void *)(grp[i] + l->scale_bytes));
-#pragma GCC unroll 4
-            for (int u = 0; u < 4; u++) {
-                const __m512i t = _mm512_srli_epi32(zd, (unsigned)(8 * u));
-                zb[4 * i + u] = _mm512_and_si512(_mm512_slli_epi32(t, 4), _mm512_set1_epi32(16));
-                kz[4 * i + u] = _mm512_test_epi32_mask(t, _mm512_set1_epi32(2));
-            }
-#pragma GCC unroll 4
-            for (int u = 0; u < 4; u++) acc[4 * i + u] = _mm512_setzero_ps();
-        }
-        for (int64_t k = ks; k < ke; k += 4) {
-            __m512 t[2][4];
-#pragma GCC unroll 2
-            for (int h = 0; h < 2; h++) {
-                const __m512 xa = _mm512_set1_ps(xr[k + 2 * h]), xb = _mm512_set1_ps(xr[k + 2 * h + 1]);
-#pragma GCC unroll 4
-                for (int z = 0; z < 4; z++)
-                    t[h][z] = _mm512_fmadd_ps(xb, _mm512_load_ps(vz[1][z]), _mm512_mul_ps(xa, _mm512_load_ps(vz[0][z])));
-            }
-#pragma GCC unroll 4
-            for (int i = 0; i < NBLK; i++) {
-                _mm_prefetch((const char *)wp[i] + pf, _MM_HINT_T0);
-                const __m512i d = _mm512_loadu_si512((const void *)wp[i]);
-#pragma GCC unroll 4
-                for (int u = 0; u < 4; u++)
-#pragma GCC unroll 2
-                    for (int h = 0; h < 2; h++) {
-                        const int sh = 8 * u + 4 * h;
-                        const __m512i s0 = sh ? _mm512_srli_epi32(d, (unsigned)sh) : d;
-                        /* (s0 & 15) | zero bit */
-                        const __m512i idx = _mm512_ternarylogic_epi32(s0, nib, zb[4 * i + u], 0xEA);
-                        const __m512 lo = _mm512_permutex2var_ps(t[h][0], idx, t[h][1]);
-                        const __m512 hi = _mm512_permutex2var_ps(t[h][2], idx, t[h][3]);
-                        acc[4 * i + u] = _mm512_add_ps(acc[4 * i + u], _mm512_mask_blend_ps(kz[4 * i + u], lo, hi));
-                    }
-                wp[i] += 64;
-            }
-        }
-        tile_fold_permuted(l, grp, acc, c, ldc, 1, NBLK);
-    }
-}
-
 #undef AP
 
 /*
@@ -250,12 +208,12 @@ XW_INLINE void tile_p2z(const mpl_x86_w4a16_kernel *kn, const float *xr, const i
  * widening of the plane bytes, a shift, the nibble plane widened and shifted per half (lanes 8-15 take
  * the high nibbles), 3 vpermps, 3 adds: 11 uops per 64 weights, against ~24 in tile_w.
  */
-XW_INLINE void tile_p3(const mpl_x86_w4a16_kernel *kn, const float *xr, const int MR, const int NBLK, int64_t b,
-                       int64_t k0, int64_t k1, float *c, int64_t ldc) {
+XW_INLINE void tile_p3(const mpl_x86_w4a16_kernel *kn, const float *xr, const int MR, const int NBLK, const bool ZP,
+                       int64_t b, int64_t k0, int64_t k1, float *c, int64_t ldc) {
     const mpl_x86_w4a16_layout *l = &kn->l;
     const int64_t K = l->k, gs = l->group_size;
     const size_t pf = XW_GEMV_PF_TOTAL / NBLK;
-    const __m512 bias = _mm512_set1_ps((float)l->bias);
+    const __m512 bias = _mm512_set1_ps(ZP ? 0.0f : (float)l->bias);
     const __m512 va0 = _mm512_sub_ps(_mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7), bias);
     const __m512 va1 = _mm512_setr_ps(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
     const __m512 vb1 = _mm512_sub_ps(_mm512_setr_ps(0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6), bias);
@@ -267,11 +225,13 @@ XW_INLINE void tile_p3(const mpl_x86_w4a16_kernel *kn, const float *xr, const in
     for (int64_t g = k0 / gs; g * gs < k1; g++) {
         int64_t ks = k0 > g * gs ? k0 : g * gs, ke = k1 < (g + 1) * gs ? k1 : (g + 1) * gs;
         const uint8_t *grp[4], *wp[4];
-        __m512 acc[16];
+        __m512 acc[16], zt[4];
         xw_tile_group(l, b, g, ks, 96, pf, NBLK, grp, wp);
         for (int j = 0; j < 4 * MR * NBLK; j++) acc[j] = _mm512_setzero_ps();
+        for (int r = 0; r < MR; r++) zt[r] = _mm512_setzero_ps();
         for (int64_t k = ks; k < ke; k += 4) {
             __m512 t[4][3];
+            if (ZP) xw_zero_parts(xr + k, K, MR, zt);
 #pragma GCC unroll 4
             for (int r = 0; r < MR; r++) {
                 const float *xk = xr + r * K + k;
@@ -300,27 +260,36 @@ XW_INLINE void tile_p3(const mpl_x86_w4a16_kernel *kn, const float *xr, const in
                 wp[i] += 96;
             }
         }
+        if (ZP)
+#pragma GCC unroll 4
+            for (int i = 0; i < NBLK; i++)
+#pragma GCC unroll 4
+                for (int v = 0; v < 4; v++) {
+                    const __m128i z8 = _mm_load_si128((const __m128i *)(grp[i] + l->scale_bytes + 16 * (size_t)v));
+                    const __m512i zi = _mm512_cvtepu8_epi32(z8); /* channels 16v .. 16v+15, channel order */
+#pragma GCC unroll 4
+                    for (int r = 0; r < MR; r++)
+                        acc[A(r, i, v)] = _mm512_add_ps(acc[A(r, i, v)], _mm512_permutexvar_ps(zi, zt[r]));
+                }
         xw_tile_fold(l, grp, acc, c, ldc, MR, NBLK);
     }
 }
 
-/* One tile of the decode: the table kernels (T: 2, 3 without zero points, 4: 2-bit with them), else tile_w. */
+/* One tile of the decode: the table kernels (T: 2 or 3 bits, ZP with zero points), else tile_w (8-bit). */
 XW_INLINE void tile_any(const mpl_x86_w4a16_kernel *kn, const float *xr, const int MR, const int NBLK, const int BITS,
-                        const int T, int64_t b, int64_t k0, int64_t k1, float *c, int64_t ldc) {
+                        const int T, const bool ZP, int64_t b, int64_t k0, int64_t k1, float *c, int64_t ldc) {
     if (T == 2)
-        tile_p2(kn, xr, MR, NBLK, b, k0, k1, c, ldc);
-    else if (T == 4)
-        for (int r = 0; r < MR; r++) tile_p2z(kn, xr + r * kn->l.k, NBLK, b, k0, k1, c + r * 64, ldc);
+        tile_p2(kn, xr, MR, NBLK, ZP, b, k0, k1, c, ldc);
     else if (T == 3)
-        tile_p3(kn, xr, MR, NBLK, b, k0, k1, c, ldc);
+        tile_p3(kn, xr, MR, NBLK, ZP, b, k0, k1, c, ldc);
     else
         tile_w(kn, xr, MR, NBLK, BITS, b, k0, k1, c, ldc);
 }
 #undef A
 
-XW_INLINE void gemv_w(const mpl_x86_w4a16_kernel *kn, const float *xf, int64_t m, const int BITS, const int T, int64_t b,
-                      int64_t nb, int64_t k0, int64_t k1, float *c) {
-#define TILE(xr, MR, NBLK, bb, cc, ldc) tile_any(kn, xr, MR, NBLK, BITS, T, bb, k0, k1, cc, ldc)
+XW_INLINE void gemv_w(const mpl_x86_w4a16_kernel *kn, const float *xf, int64_t m, const int BITS, const int T,
+                      const bool ZP, int64_t b, int64_t nb, int64_t k0, int64_t k1, float *c) {
+#define TILE(xr, MR, NBLK, bb, cc, ldc) tile_any(kn, xr, MR, NBLK, BITS, T, ZP, bb, k0, k1, cc, ldc)
     XW_GEMV_TILES(TILE, xf, kn->l.k, m, b, nb, c);
 #undef TILE
 }
@@ -329,18 +298,18 @@ void mpl_x86_w4a16_gemv_widths_avx512(const mpl_x86_w4a16_kernel *kn, const floa
                                       int64_t nb, int64_t k0, int64_t k1, float *c) {
     const bool zp = kn->l.zero_points;
     switch (kn->l.bits) {
-    case 8: gemv_w(kn, xf, m, 8, 0, b, nb, k0, k1, c); break;
+    case 8: gemv_w(kn, xf, m, 8, 0, false, b, nb, k0, k1, c); break;
     case 3:
         if (zp)
-            gemv_w(kn, xf, m, 3, 0, b, nb, k0, k1, c);
+            gemv_w(kn, xf, m, 3, 3, true, b, nb, k0, k1, c);
         else
-            gemv_w(kn, xf, m, 3, 3, b, nb, k0, k1, c);
+            gemv_w(kn, xf, m, 3, 3, false, b, nb, k0, k1, c);
         break;
     default:
         if (zp)
-            gemv_w(kn, xf, m, 2, 4, b, nb, k0, k1, c);
+            gemv_w(kn, xf, m, 2, 2, true, b, nb, k0, k1, c);
         else
-            gemv_w(kn, xf, m, 2, 2, b, nb, k0, k1, c);
+            gemv_w(kn, xf, m, 2, 2, false, b, nb, k0, k1, c);
         break;
     }
 }
