@@ -38,9 +38,32 @@ static PyObject *g_ndarray;  /* numpy.ndarray */
 static PyObject *g_empty;    /* numpy.empty */
 static PyObject *g_raise;    /* mplinear._raise(status, call): raises the library's error */
 static PyObject *g_tensor;   /* torch.Tensor, once the torch path has run (NULL before) */
-static PyObject *s_apply_py, *s_dtype, *s_is_cpu, *s_is_contiguous, *s_shape, *s_new_empty, *s_data_ptr;
+static PyObject *g_to_dlpack; /* torch._C._to_dlpack (NULL: no torch fast path) */
+static PyObject *s_apply_py, *s_new_empty, *s_data_ptr;
+
+/* DLPack's unversioned DLManagedTensor (dlpack.h v0.2-0.8, a fixed C ABI), the capsule "dltensor" that
+ * torch._C._to_dlpack returns. */
+typedef struct { int32_t device_type, device_id; } DLDevice;
+typedef struct { uint8_t code, bits; uint16_t lanes; } DLDataType;
+typedef struct {
+    void *data;
+    DLDevice device;
+    int32_t ndim;
+    DLDataType dtype;
+    int64_t *shape, *strides;
+    uint64_t byte_offset;
+} DLTensor;
+typedef struct DLManagedTensor {
+    DLTensor dl_tensor;
+    void *manager_ctx;
+    void (*deleter)(struct DLManagedTensor *);
+} DLManagedTensor;
+enum { DL_CPU = 1, DL_FLOAT = 2, DL_BFLOAT = 4 };
 
 #define MAX_ND 8 /* x's dimensions on the fast path; more go to _apply_py */
+/* The largest numpy output kept for reuse (np_spare): one decode output (M = 1, N = 14336, f32: 56 KiB)
+ * fits; a layer never holds more than this beyond what its caller holds. */
+#define SPARE_MAX_BYTES (64 * 1024)
 
 typedef struct {
     PyObject_HEAD
@@ -49,15 +72,19 @@ typedef struct {
     char fmt;              /* numpy buffer format of the activation type: 'f', 'e' or 'H' (bf16 raw bits) */
     Py_ssize_t itemsize;
     PyObject *np_dtype;    /* numpy dtype of that format (the output's) */
-    PyObject *torch_dtype; /* torch dtype of the activation type, once the torch path has run */
+    uint8_t dl_code, dl_bits; /* DLPack dtype of the activation type */
+    int torch_on;          /* a CPU layer whose torch path has run once (Python set it up) */
     PyObject *bias;        /* the layer's own bias (Layer.bias), NULL or None for none */
     /* one-entry caches of the last x shape: (shape -> m, output shape) */
     int np_nd;
     Py_ssize_t np_shape[MAX_ND];
     int64_t np_m;
     PyObject *np_oshape;
-    PyObject *t_shape, *t_oshape;
+    PyObject *np_spare;    /* the last numpy output apply allocated (at most SPARE_MAX_BYTES), kept for reuse */
+    int t_nd;
+    int64_t t_shape[MAX_ND];
     int64_t t_m;
+    PyObject *t_oshape;
 } LayerBase;
 
 static PyObject *slow(LayerBase *self, PyObject *x, PyObject *bias, PyObject *out) {
@@ -75,6 +102,21 @@ static int call_apply(mpl_layer *h, int64_t m, const void *x, const void *b, voi
     Py_XDECREF(r); /* _raise always raises */
     if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "mpl_layer_apply failed");
     return -1;
+}
+
+/* The output shape of x's shape [..., k]: (..., n), and m, the product of the leading dimensions. */
+static PyObject *output_shape(const int64_t *shape, int nd, int64_t n, int64_t *m) {
+    PyObject *os = PyTuple_New(nd);
+    if (!os) return NULL;
+    int64_t rows = 1;
+    for (int i = 0; i < nd; i++) {
+        if (i < nd - 1) rows *= shape[i];
+        PyObject *d = PyLong_FromLongLong(i < nd - 1 ? shape[i] : n);
+        if (!d) { Py_DECREF(os); return NULL; }
+        PyTuple_SetItem(os, i, d);
+    }
+    *m = rows;
+    return os;
 }
 
 /* A C-contiguous buffer of the layer's format, or 0 (no exception left) when obj is not one. */
@@ -100,22 +142,13 @@ static PyObject *apply_numpy(LayerBase *self, PyObject *x, PyObject *bias, PyObj
     if (bx.shape[nd - 1] != self->k) goto slow_x;
     if (nd != self->np_nd || memcmp(bx.shape, self->np_shape, (size_t)(nd - 1) * sizeof(Py_ssize_t)) != 0 ||
         !self->np_oshape) {
-        PyObject *os = PyTuple_New(nd);
+        int64_t shape[MAX_ND];
+        for (int i = 0; i < nd; i++) shape[i] = bx.shape[i];
+        PyObject *os = output_shape(shape, nd, self->n, &self->np_m);
         if (!os) goto slow_x;
-        int64_t m = 1;
-        for (int i = 0; i < nd - 1; i++) {
-            m *= bx.shape[i];
-            PyObject *d = PyLong_FromSsize_t(bx.shape[i]);
-            if (!d) { Py_DECREF(os); goto slow_x; }
-            PyTuple_SetItem(os, i, d);
-        }
-        PyObject *d = PyLong_FromLongLong(self->n);
-        if (!d) { Py_DECREF(os); goto slow_x; }
-        PyTuple_SetItem(os, nd - 1, d);
         SETREF(self->np_oshape, os);
         memcpy(self->np_shape, bx.shape, (size_t)nd * sizeof(Py_ssize_t));
         self->np_nd = nd;
-        self->np_m = m;
     }
     const void *bp = NULL;
     int have_b = 0;
@@ -126,9 +159,28 @@ static PyObject *apply_numpy(LayerBase *self, PyObject *x, PyObject *bias, PyObj
         bp = bb.buf;
     }
     if (out == Py_None) {
-        out = PyObject_CallFunctionObjArgs(g_empty, self->np_oshape, self->np_dtype, NULL);
-        if (!out) goto err;
-        if (PyObject_GetBuffer(out, &by, PyBUF_WRITABLE) < 0) { Py_DECREF(out); goto err; }
+        /* The output of an earlier call that nothing references any more (only np_spare: a numpy view or
+         * an exported buffer would hold a reference to it) is free memory of the right size: reused, it
+         * saves numpy.empty, several microseconds when numpy's code is cold after a large kernel. */
+        PyObject *sp = self->np_spare;
+        if (sp && Py_REFCNT(sp) == 1 && np_buffer(self, sp, &by, 1)) {
+            if (by.ndim == nd && memcmp(by.shape, bx.shape, (size_t)(nd - 1) * sizeof(Py_ssize_t)) == 0 &&
+                by.shape[nd - 1] == self->n) {
+                out = sp;
+                Py_INCREF(out);
+            } else {
+                PyBuffer_Release(&by);
+            }
+        }
+        if (out == Py_None) {
+            out = PyObject_CallFunctionObjArgs(g_empty, self->np_oshape, self->np_dtype, NULL);
+            if (!out) goto err;
+            if (PyObject_GetBuffer(out, &by, PyBUF_WRITABLE) < 0) { Py_DECREF(out); goto err; }
+            if (by.len <= SPARE_MAX_BYTES) {
+                Py_INCREF(out);
+                SETREF(self->np_spare, out);
+            }
+        }
     } else {
         if (Py_TYPE(out) != (PyTypeObject *)g_ndarray || !np_buffer(self, out, &by, 1)) goto slow_b;
         if (by.ndim != nd || memcmp(by.shape, bx.shape, (size_t)(nd - 1) * sizeof(Py_ssize_t)) != 0 ||
@@ -155,23 +207,6 @@ slow_x:
     return NULL;
 }
 
-/* 1 when obj.<name> is True, 0 otherwise (an error is cleared: the Python path reports it). */
-static int attr_true(PyObject *obj, PyObject *name) {
-    PyObject *v = PyObject_GetAttr(obj, name);
-    if (!v) { PyErr_Clear(); return 0; }
-    int r = v == Py_True;
-    Py_DECREF(v);
-    return r;
-}
-
-static int method_true(PyObject *obj, PyObject *name) {
-    PyObject *v = PyObject_CallMethodObjArgs(obj, name, NULL);
-    if (!v) { PyErr_Clear(); return 0; }
-    int r = v == Py_True;
-    Py_DECREF(v);
-    return r;
-}
-
 static void *data_ptr(PyObject *t) {
     PyObject *v = PyObject_CallMethodObjArgs(t, s_data_ptr, NULL);
     if (!v) return NULL;
@@ -180,61 +215,76 @@ static void *data_ptr(PyObject *t) {
     return p;
 }
 
-/* A CPU torch tensor of the layer's dtype, contiguous: the checks the Python path makes, in C. */
-static int torch_ok(LayerBase *self, PyObject *t) {
+/* A torch tensor seen through torch._C._to_dlpack: one call into torch gives the device, dtype, shape,
+ * strides and address that tensor.dtype, .is_cpu, .is_contiguous(), .shape and .data_ptr() give in five
+ * (each a few hundred nanoseconds to microseconds when torch's code is cold). *cap owns the export:
+ * dropping it runs torch's deleter. 0 (nothing held, no exception) unless t is an exact torch.Tensor on
+ * the CPU, of the layer's dtype, C-contiguous, with 1..MAX_ND dimensions. */
+static int torch_view(LayerBase *self, PyObject *t, PyObject **cap, const DLTensor **dl) {
     if (Py_TYPE(t) != (PyTypeObject *)g_tensor) return 0;
-    PyObject *dt = PyObject_GetAttr(t, s_dtype);
-    if (!dt) { PyErr_Clear(); return 0; }
-    int ok = dt == self->torch_dtype;
-    Py_DECREF(dt);
-    return ok && attr_true(t, s_is_cpu) && method_true(t, s_is_contiguous);
-}
-
-static int shape_equal(PyObject *a, PyObject *b) {
-    int r = PyObject_RichCompareBool(a, b, Py_EQ);
-    if (r < 0) { PyErr_Clear(); return 0; }
-    return r;
-}
-
-static PyObject *apply_torch(LayerBase *self, PyObject *x, PyObject *bias, PyObject *out) {
-    if (!self->torch_dtype || !torch_ok(self, x)) return NULL;
-    PyObject *shape = PyObject_GetAttr(x, s_shape);
-    if (!shape) { PyErr_Clear(); return NULL; }
-    if (!self->t_shape || !shape_equal(shape, self->t_shape)) {
-        /* A new shape: the Python path checks it (and raises if it is wrong); cache it after. */
-        Py_DECREF(shape);
-        return NULL;
+    PyObject *c = PyObject_CallFunctionObjArgs(g_to_dlpack, t, NULL);
+    if (!c) { PyErr_Clear(); return 0; }
+    DLManagedTensor *mt = PyCapsule_GetPointer(c, "dltensor");
+    if (!mt) { PyErr_Clear(); Py_DECREF(c); return 0; }
+    const DLTensor *d = &mt->dl_tensor;
+    int ok = d->device.device_type == DL_CPU && d->dtype.code == self->dl_code && d->dtype.bits == self->dl_bits &&
+             d->dtype.lanes == 1 && d->ndim >= 1 && d->ndim <= MAX_ND;
+    if (ok && d->strides) { /* row-major; a dimension of size 1 may carry any stride (as torch's is_contiguous) */
+        int64_t want = 1;
+        for (int i = d->ndim - 1; i >= 0; i--) {
+            if (d->shape[i] != 1 && d->strides[i] != want) { ok = 0; break; }
+            want *= d->shape[i];
+        }
     }
-    Py_DECREF(shape);
+    if (!ok) { Py_DECREF(c); return 0; }
+    *cap = c;
+    *dl = d;
+    return 1;
+}
+
+static const void *dl_data(const DLTensor *d) { return (const char *)d->data + d->byte_offset; }
+
+/* torch, CPU layers: as apply_numpy. The output comes from x.new_empty (torch's allocator, as the Python
+ * path: a tensor like any other, resizable, freed by torch). */
+static PyObject *apply_torch(LayerBase *self, PyObject *x, PyObject *bias, PyObject *out) {
+    PyObject *cx = NULL, *cb = NULL, *cy = NULL, *r = NULL;
+    const DLTensor *dx, *db, *dy;
+    if (!self->torch_on || !torch_view(self, x, &cx, &dx)) return NULL;
+    int nd = dx->ndim;
+    if (dx->shape[nd - 1] != self->k) goto done;
+    if (nd != self->t_nd || memcmp(dx->shape, self->t_shape, (size_t)(nd - 1) * sizeof(int64_t)) != 0 ||
+        !self->t_oshape) {
+        PyObject *os = output_shape(dx->shape, nd, self->n, &self->t_m);
+        if (!os) goto done;
+        SETREF(self->t_oshape, os);
+        memcpy(self->t_shape, dx->shape, (size_t)nd * sizeof(int64_t));
+        self->t_nd = nd;
+    }
     const void *bp = NULL;
     if (bias != Py_None) {
-        if (!torch_ok(self, bias)) return NULL;
-        PyObject *bs = PyObject_GetAttr(bias, s_shape);
-        if (!bs) { PyErr_Clear(); return NULL; }
-        int ok = PyTuple_Check(bs) && PyTuple_Size(bs) == 1 && PyLong_AsLongLong(PyTuple_GetItem(bs, 0)) == self->n;
-        Py_DECREF(bs);
-        if (!ok) { PyErr_Clear(); return NULL; }
-        if (!(bp = data_ptr(bias))) { PyErr_Clear(); return NULL; }
+        if (!torch_view(self, bias, &cb, &db) || db->ndim != 1 || db->shape[0] != self->n) goto done;
+        bp = dl_data(db);
     }
+    void *yp;
     if (out == Py_None) {
         out = PyObject_CallMethodObjArgs(x, s_new_empty, self->t_oshape, NULL);
-        if (!out) return NULL;
+        if (!out) goto done;
+        yp = data_ptr(out);
+        if (!yp && PyErr_Occurred()) { Py_DECREF(out); goto done; }
     } else {
-        if (!torch_ok(self, out)) return NULL;
-        PyObject *os = PyObject_GetAttr(out, s_shape);
-        if (!os) { PyErr_Clear(); return NULL; }
-        int ok = shape_equal(os, self->t_oshape);
-        Py_DECREF(os);
-        if (!ok) return NULL;
+        if (!torch_view(self, out, &cy, &dy) || dy->ndim != nd ||
+            memcmp(dy->shape, dx->shape, (size_t)(nd - 1) * sizeof(int64_t)) != 0 || dy->shape[nd - 1] != self->n)
+            goto done;
+        yp = (void *)dl_data(dy);
         Py_INCREF(out);
     }
-    void *xp = data_ptr(x), *yp = data_ptr(out);
-    if ((!xp && PyErr_Occurred()) || (!yp && PyErr_Occurred()) ||
-        call_apply(self->h, self->t_m, xp, bp, yp) < 0) {
-        Py_DECREF(out);
-        return NULL;
-    }
-    return out;
+    if (call_apply(self->h, self->t_m, dl_data(dx), bp, yp) < 0) { Py_DECREF(out); goto done; }
+    r = out;
+done:
+    Py_XDECREF(cy);
+    Py_XDECREF(cb);
+    Py_XDECREF(cx);
+    return r;
 }
 
 static PyObject *LayerBase_apply(LayerBase *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
@@ -285,9 +335,12 @@ static PyObject *LayerBase_bind(LayerBase *self, PyObject *args) {
     self->n = n;
     self->fmt = fmt[0];
     self->itemsize = fmt[0] == 'f' ? 4 : 2;
+    self->dl_code = fmt[0] == 'H' ? DL_BFLOAT : DL_FLOAT; /* 'H': bf16 as raw bits in numpy */
+    self->dl_bits = (uint8_t)(self->itemsize * 8);
     Py_INCREF(dt);
     SETREF(self->np_dtype, dt);
     Py_CLEAR(self->np_oshape);
+    Py_CLEAR(self->np_spare);
     self->np_nd = 0;
     Py_RETURN_NONE;
 }
@@ -298,23 +351,10 @@ static PyObject *LayerBase_unbind(LayerBase *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
-/* _fast_torch(dtype): the torch dtype of the activation type (the torch path's first call). */
-static PyObject *LayerBase_torch(LayerBase *self, PyObject *dt) {
-    Py_INCREF(dt);
-    SETREF(self->torch_dtype, dt);
-    Py_RETURN_NONE;
-}
-
-/* _fast_shape(shape, m, oshape): the torch path's last checked x shape, its m and output shape. */
-static PyObject *LayerBase_shape(LayerBase *self, PyObject *args) {
-    PyObject *s, *os;
-    long long m;
-    if (!PyArg_ParseTuple(args, "OLO", &s, &m, &os)) return NULL;
-    Py_INCREF(s);
-    Py_INCREF(os);
-    SETREF(self->t_shape, s);
-    SETREF(self->t_oshape, os);
-    self->t_m = m;
+/* _fast_torch(): the torch path's first call on a CPU layer (torch imported, set_torch done). */
+static PyObject *LayerBase_torch(LayerBase *self, PyObject *unused) {
+    (void)unused;
+    self->torch_on = g_tensor && g_to_dlpack;
     Py_RETURN_NONE;
 }
 
@@ -335,10 +375,9 @@ static int LayerBase_set_bias(LayerBase *self, PyObject *v, void *c) {
 static void LayerBase_dealloc(LayerBase *self) {
     PyTypeObject *tp = Py_TYPE((PyObject *)self);
     Py_CLEAR(self->np_dtype);
-    Py_CLEAR(self->torch_dtype);
     Py_CLEAR(self->bias);
     Py_CLEAR(self->np_oshape);
-    Py_CLEAR(self->t_shape);
+    Py_CLEAR(self->np_spare);
     Py_CLEAR(self->t_oshape);
     freefunc f = (freefunc)PyType_GetSlot(tp, Py_tp_free);
     f(self);
@@ -356,8 +395,7 @@ static PyMethodDef LayerBase_methods[] = {
      "The GIL is released while the kernel runs. (Compiled path: mplinear._fast.)"},
     {"_fast_bind", (PyCFunction)LayerBase_bind, METH_VARARGS, NULL},
     {"_fast_unbind", (PyCFunction)LayerBase_unbind, METH_NOARGS, NULL},
-    {"_fast_torch", (PyCFunction)LayerBase_torch, METH_O, NULL},
-    {"_fast_shape", (PyCFunction)LayerBase_shape, METH_VARARGS, NULL},
+    {"_fast_torch", (PyCFunction)LayerBase_torch, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL},
 };
 
@@ -392,17 +430,22 @@ static PyObject *setup(PyObject *mod, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* set_torch(torch.Tensor): the torch path's exact tensor type. */
-static PyObject *set_torch(PyObject *mod, PyObject *t) {
+/* set_torch(torch.Tensor, torch._C._to_dlpack or None): the torch path's tensor type and exporter. */
+static PyObject *set_torch(PyObject *mod, PyObject *args) {
     (void)mod;
+    PyObject *t, *export;
+    if (!PyArg_ParseTuple(args, "OO", &t, &export)) return NULL;
     Py_INCREF(t);
     SETREF(g_tensor, t);
+    if (export == Py_None) export = NULL;
+    Py_XINCREF(export);
+    SETREF(g_to_dlpack, export);
     Py_RETURN_NONE;
 }
 
 static PyMethodDef module_methods[] = {
     {"setup", setup, METH_VARARGS, "setup(apply_address, ndarray, empty, raise_fn): bind the library's mpl_layer_apply"},
-    {"set_torch", set_torch, METH_O, "set_torch(torch.Tensor)"},
+    {"set_torch", set_torch, METH_VARARGS, "set_torch(torch.Tensor, torch._C._to_dlpack or None)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -420,9 +463,7 @@ PyMODINIT_FUNC PyInit__fast(void) {
         return NULL;
     }
     struct { PyObject **p; const char *s; } names[] = {
-        {&s_apply_py, "_apply_py"}, {&s_dtype, "dtype"}, {&s_is_cpu, "is_cpu"},
-        {&s_is_contiguous, "is_contiguous"}, {&s_shape, "shape"}, {&s_new_empty, "new_empty"},
-        {&s_data_ptr, "data_ptr"}};
+        {&s_apply_py, "_apply_py"}, {&s_new_empty, "new_empty"}, {&s_data_ptr, "data_ptr"}};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!(*names[i].p = PyUnicode_InternFromString(names[i].s))) { Py_DECREF(m); return NULL; }
     return m;

@@ -479,8 +479,10 @@ class Layer(_Handle, _fast.LayerBase if _fast else object):
         self._cuda = self.device == "cuda"
         self._tshapes = {}  # x.shape -> (m, output shape), for the shapes seen (bounded: see _torch_shape)
         if _fast and not self._cuda:  # _fast runs CPU layers' torch calls (a CUDA layer needs the stream)
-            _fast.set_torch(torch.Tensor)
-            self._fast_torch(self._torch_act)
+            # torch._C._to_dlpack: one call for x's dtype, device, shape, strides and address (private; without
+            # it every torch call takes this Python path)
+            _fast.set_torch(torch.Tensor, getattr(torch._C, "_to_dlpack", None))
+            self._fast_torch()
 
     def _torch_shape(self, shape):
         """(m, output shape) for x of shape `shape`, checked once per shape and then looked up."""
@@ -493,8 +495,6 @@ class Layer(_Handle, _fast.LayerBase if _fast else object):
         if len(self._tshapes) >= 64:  # many distinct shapes (prefill lengths): start over, stay small
             self._tshapes.clear()
         self._tshapes[shape] = r = (m, oshape)
-        if _fast:  # _fast's one-entry cache: the last shape checked here
-            self._fast_shape(shape, m, oshape)
         return r
 
     def _apply_torch(self, h, x, bias, out):
