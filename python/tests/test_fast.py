@@ -71,6 +71,26 @@ def test_numpy_same_as_ctypes_path(act):
     np.testing.assert_array_equal(layer.apply(x, list(bias)), layer._apply_py(x, bias))
 
 
+def test_numpy_output_reuse_is_safe():
+    """The C path reuses its last numpy output only when nothing else references it: a view, an exported
+    buffer or the array itself kept by the caller must keep their values through later applies."""
+    layer, rng = layer_for("f32")
+    xs = [np_x(rng, (1, layer.k), "f32") for _ in range(4)]
+    want = [layer._apply_py(x) for x in xs]
+    y0 = layer.apply(xs[0])
+    v1 = layer.apply(xs[1])[0]         # a view: holds its base array
+    m2 = memoryview(layer.apply(xs[2]))  # an exported buffer
+    y3 = layer.apply(xs[3])
+    np.testing.assert_array_equal(y0, want[0])
+    np.testing.assert_array_equal(v1, want[1][0])
+    np.testing.assert_array_equal(np.asarray(m2), want[2])
+    np.testing.assert_array_equal(y3, want[3])
+    y = layer.apply(xs[1])
+    y.flags.writeable = False  # a read-only array is not written again
+    del y
+    np.testing.assert_array_equal(layer.apply(xs[2]), want[2])
+
+
 @fast
 def test_torch_same_as_ctypes_path():
     torch = pytest.importorskip("torch")
