@@ -8,7 +8,7 @@
  * with no Python frame.
  *
  * Only the common cases run here: x an exact numpy.ndarray (C-contiguous, the layer's activation format,
- * through the buffer protocol) or an exact torch.Tensor on the CPU (contiguous, the layer's dtype), bias
+ * read through numpy's object layout: np_get) or an exact torch.Tensor on the CPU (contiguous, the layer's dtype), bias
  * and out None or of the same kind. Everything else -- every error, DLPack producers, CUDA tensors,
  * non-contiguous x, ml_dtypes.bfloat16 -- goes to the Python method _apply_py, so the messages and
  * exceptions are the ones the ctypes binding gives. A failed mpl_layer_apply is raised by the package's
@@ -69,7 +69,7 @@ typedef struct {
     PyObject_HEAD
     mpl_layer *h;          /* NULL: unbound or closed (then _apply_py raises) */
     int64_t k, n;
-    char fmt;              /* numpy buffer format of the activation type: 'f', 'e' or 'H' (bf16 raw bits) */
+    int np_type;           /* numpy type number of the activation type: float32, float16, uint16 (bf16 bits) */
     Py_ssize_t itemsize;
     PyObject *np_dtype;    /* numpy dtype of that format (the output's) */
     uint8_t dl_code, dl_bits; /* DLPack dtype of the activation type */
@@ -119,92 +119,107 @@ static PyObject *output_shape(const int64_t *shape, int nd, int64_t n, int64_t *
     return os;
 }
 
-/* A C-contiguous buffer of the layer's format, or 0 (no exception left) when obj is not one. */
-static int np_buffer(LayerBase *self, PyObject *obj, Py_buffer *v, int writable) {
-    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
-    if (PyObject_GetBuffer(obj, v, flags) < 0) {
-        PyErr_Clear();
-        return 0;
-    }
-    if (v->itemsize != self->itemsize || !v->format || v->format[0] != self->fmt || v->format[1] != '\0' ||
-        v->ndim < 1 || v->ndim > MAX_ND) {
-        PyBuffer_Release(v);
-        return 0;
-    }
+/*
+ * numpy arrays are read through their object layout, not the buffer protocol: numpy's array_getbuffer
+ * builds and caches a format string and a shape/stride block for every new array (malloc, numpy code that is
+ * cold after a large kernel), where these checks need three fields. The layout is numpy's C ABI: every
+ * extension compiled against numpy's headers reads these fields through PyArray_DATA / PyArray_NDIM / ...
+ * macros (ndarraytypes.h: PyArrayObject_fields and _PyArray_Descr, this prefix unchanged from numpy 1.7 to
+ * 2.x; type_num at the same offset in 1.x's and 2.x's descriptor), and pybind11's numpy support reads them
+ * the same way without numpy's headers. Only exact numpy.ndarray objects are read so.
+ * Measured (Xeon VM, overhead.py 4096 x 4096 M = 1): see bench/results/python-overhead.md.
+ */
+typedef struct {
+    PyObject_HEAD
+    char *data;
+    int nd;
+    Py_ssize_t *dimensions, *strides;
+    PyObject *base;
+    PyObject *descr;
+    int flags;
+} np_array_fields;
+typedef struct {
+    PyObject_HEAD
+    PyTypeObject *typeobj;
+    char kind, type, byteorder, flags_;
+    int type_num;
+} np_descr_fields;
+enum { NPY_USHORT_ = 4, NPY_FLOAT_ = 11, NPY_HALF_ = 23 };              /* numpy's type numbers (stable) */
+enum { NPY_C_CONTIGUOUS_ = 0x1, NPY_ALIGNED_ = 0x100, NPY_WRITEABLE_ = 0x400 }; /* numpy's array flags */
+
+typedef struct { char *data; int nd; const Py_ssize_t *shape; } np_view;
+
+/* 1 and *v when obj (an exact numpy.ndarray) is C-contiguous, aligned, (writable,) of the layer's type in
+ * native byte order with 1..MAX_ND dimensions; else 0 (the Python path takes it). */
+static int np_get(LayerBase *self, PyObject *obj, np_view *v, int writable) {
+    if (Py_TYPE(obj) != (PyTypeObject *)g_ndarray) return 0;
+    const np_array_fields *a = (const np_array_fields *)obj;
+    const np_descr_fields *d = (const np_descr_fields *)a->descr;
+    const int need = NPY_C_CONTIGUOUS_ | NPY_ALIGNED_ | (writable ? NPY_WRITEABLE_ : 0);
+    if ((a->flags & need) != need || d->type_num != self->np_type || a->nd < 1 || a->nd > MAX_ND) return 0;
+    if (d->byteorder != '=' && d->byteorder != '|' && d->byteorder != (PY_LITTLE_ENDIAN ? '<' : '>')) return 0;
+    v->data = a->data;
+    v->nd = a->nd;
+    v->shape = a->dimensions;
     return 1;
 }
 
 /* numpy: returns the result, NULL with an exception, or NULL without one to take the Python path. */
 static PyObject *apply_numpy(LayerBase *self, PyObject *x, PyObject *bias, PyObject *out) {
-    Py_buffer bx, bb, by;
-    if (!np_buffer(self, x, &bx, 0)) return NULL;
-    int nd = bx.ndim;
-    if (bx.shape[nd - 1] != self->k) goto slow_x;
-    if (nd != self->np_nd || memcmp(bx.shape, self->np_shape, (size_t)(nd - 1) * sizeof(Py_ssize_t)) != 0 ||
+    np_view vx, vb, vy;
+    if (!np_get(self, x, &vx, 0)) return NULL;
+    const int nd = vx.nd;
+    if (vx.shape[nd - 1] != self->k) return NULL;
+    if (nd != self->np_nd || memcmp(vx.shape, self->np_shape, (size_t)(nd - 1) * sizeof(Py_ssize_t)) != 0 ||
         !self->np_oshape) {
         int64_t shape[MAX_ND];
-        for (int i = 0; i < nd; i++) shape[i] = bx.shape[i];
+        for (int i = 0; i < nd; i++) shape[i] = vx.shape[i];
         PyObject *os = output_shape(shape, nd, self->n, &self->np_m);
-        if (!os) goto slow_x;
+        if (!os) return NULL;
         SETREF(self->np_oshape, os);
-        memcpy(self->np_shape, bx.shape, (size_t)nd * sizeof(Py_ssize_t));
+        memcpy(self->np_shape, vx.shape, (size_t)nd * sizeof(Py_ssize_t));
         self->np_nd = nd;
     }
     const void *bp = NULL;
-    int have_b = 0;
     if (bias != Py_None) {
-        if (Py_TYPE(bias) != (PyTypeObject *)g_ndarray || !np_buffer(self, bias, &bb, 0)) goto slow_x;
-        have_b = 1;
-        if (bb.ndim != 1 || bb.shape[0] != self->n) goto slow_b;
-        bp = bb.buf;
+        if (!np_get(self, bias, &vb, 0) || vb.nd != 1 || vb.shape[0] != self->n) return NULL;
+        bp = vb.data;
     }
     if (out == Py_None) {
         /* The output of an earlier call that nothing references any more (only np_spare: a numpy view or
          * an exported buffer would hold a reference to it) is free memory of the right size: reused, it
          * saves numpy.empty, several microseconds when numpy's code is cold after a large kernel. */
         PyObject *sp = self->np_spare;
-        if (sp && Py_REFCNT(sp) == 1 && np_buffer(self, sp, &by, 1)) {
-            if (by.ndim == nd && memcmp(by.shape, bx.shape, (size_t)(nd - 1) * sizeof(Py_ssize_t)) == 0 &&
-                by.shape[nd - 1] == self->n) {
-                out = sp;
-                Py_INCREF(out);
-            } else {
-                PyBuffer_Release(&by);
-            }
-        }
-        if (out == Py_None) {
+        if (sp && Py_REFCNT(sp) == 1 && np_get(self, sp, &vy, 1) && vy.nd == nd &&
+            memcmp(vy.shape, vx.shape, (size_t)(nd - 1) * sizeof(Py_ssize_t)) == 0 && vy.shape[nd - 1] == self->n) {
+            out = sp;
+            Py_INCREF(out);
+        } else {
             out = PyObject_CallFunctionObjArgs(g_empty, self->np_oshape, self->np_dtype, NULL);
-            if (!out) goto err;
-            if (PyObject_GetBuffer(out, &by, PyBUF_WRITABLE) < 0) { Py_DECREF(out); goto err; }
-            if (by.len <= SPARE_MAX_BYTES) {
+            if (!out) return NULL;
+            if (!np_get(self, out, &vy, 1)) {
+                Py_DECREF(out);
+                PyErr_SetString(PyExc_RuntimeError, "mplinear._fast: numpy.empty gave an unexpected array");
+                return NULL;
+            }
+            Py_ssize_t bytes = self->itemsize;
+            for (int i = 0; i < nd; i++) bytes *= vy.shape[i];
+            if (bytes <= SPARE_MAX_BYTES) {
                 Py_INCREF(out);
                 SETREF(self->np_spare, out);
             }
         }
     } else {
-        if (Py_TYPE(out) != (PyTypeObject *)g_ndarray || !np_buffer(self, out, &by, 1)) goto slow_b;
-        if (by.ndim != nd || memcmp(by.shape, bx.shape, (size_t)(nd - 1) * sizeof(Py_ssize_t)) != 0 ||
-            by.shape[nd - 1] != self->n) {
-            PyBuffer_Release(&by);
-            goto slow_b;
-        }
+        if (!np_get(self, out, &vy, 1) || vy.nd != nd ||
+            memcmp(vy.shape, vx.shape, (size_t)(nd - 1) * sizeof(Py_ssize_t)) != 0 || vy.shape[nd - 1] != self->n)
+            return NULL;
         Py_INCREF(out);
     }
-    int rc = call_apply(self->h, self->np_m, bx.buf, bp, by.buf);
-    PyBuffer_Release(&by);
-    if (have_b) PyBuffer_Release(&bb);
-    PyBuffer_Release(&bx);
-    if (rc < 0) { Py_DECREF(out); return NULL; }
+    if (call_apply(self->h, self->np_m, vx.data, bp, vy.data) < 0) {
+        Py_DECREF(out);
+        return NULL;
+    }
     return out;
-err:
-    if (have_b) PyBuffer_Release(&bb);
-    PyBuffer_Release(&bx);
-    return NULL;
-slow_b: /* NULL: the Python path, or an exception (PyTuple_New) when one is set */
-    if (have_b) PyBuffer_Release(&bb);
-slow_x:
-    PyBuffer_Release(&bx);
-    return NULL;
 }
 
 static void *data_ptr(PyObject *t) {
@@ -333,8 +348,8 @@ static PyObject *LayerBase_bind(LayerBase *self, PyObject *args) {
     self->h = (mpl_layer *)(uintptr_t)h;
     self->k = k;
     self->n = n;
-    self->fmt = fmt[0];
     self->itemsize = fmt[0] == 'f' ? 4 : 2;
+    self->np_type = fmt[0] == 'f' ? NPY_FLOAT_ : fmt[0] == 'e' ? NPY_HALF_ : NPY_USHORT_;
     self->dl_code = fmt[0] == 'H' ? DL_BFLOAT : DL_FLOAT; /* 'H': bf16 as raw bits in numpy */
     self->dl_bits = (uint8_t)(self->itemsize * 8);
     Py_INCREF(dt);

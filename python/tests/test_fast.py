@@ -71,6 +71,39 @@ def test_numpy_same_as_ctypes_path(act):
     np.testing.assert_array_equal(layer.apply(x, list(bias)), layer._apply_py(x, bias))
 
 
+@fast
+def test_numpy_layout_checks_hand_over():
+    """The C path reads numpy's array fields itself (np_get): what it must not take -- another byte order,
+    a misaligned or read-only buffer, another dtype -- goes to the Python path, which gives what it gives
+    (a result or the same exception)."""
+    layer, rng = layer_for("f32")
+    k, n = layer.k, layer.n
+
+    def same(x, **kw):
+        try:
+            want = layer._apply_py(x, **kw)
+        except Exception as e:  # the Python path's refusal must be the fast path's too
+            with pytest.raises(type(e)):
+                layer.apply(x, **kw)
+            return
+        np.testing.assert_array_equal(layer.apply(x, **kw), want)
+
+    x = np_x(rng, (2, k), "f32")
+    same(x.astype(">f4"))                              # big-endian
+    same(x.astype(np.float64))                         # another dtype
+    raw = np.zeros(2 * k * 4 + 1, np.uint8)[1:].view(np.float32).reshape(2, k)  # misaligned
+    raw[...] = x
+    assert not raw.flags.aligned
+    same(raw)
+    ro = x.copy()
+    ro.flags.writeable = False                         # read-only x is fine to read
+    np.testing.assert_array_equal(layer.apply(ro), layer._apply_py(x))
+    out = np.zeros((2, n), np.float32)
+    out.flags.writeable = False                        # a read-only out is refused like the Python path
+    same(x, out=out)
+    assert not out.any()
+
+
 def test_numpy_output_reuse_is_safe():
     """The C path reuses its last numpy output only when nothing else references it: a view, an exported
     buffer or the array itself kept by the caller must keep their values through later applies."""
