@@ -653,7 +653,13 @@ static void default_paths(void **state) {
     const char *dec = "x86_avx512_w4a16:decode";
     const mpl_cpu_vendor intel = MPL_CPU_VENDOR_INTEL, amd = MPL_CPU_VENDOR_AMD;
     const char *f32 = "x86_avx512_w4a16:prefill-f32";
-    expect_switch(amx, intel, MPL_ACT_BF16, dec, 1, "x86_avx512_w4a16:prefill-amx");
+    /* AMX: the f32 decode to m = 3 at 4 bits, to m = 4 at the other widths, then AMX (EMR VM sweep) */
+    const char *amxp = "x86_avx512_w4a16:prefill-amx";
+    expect_switch(amx, intel, MPL_ACT_BF16, dec, 3, amxp);
+    expect_switch_w(amx, intel, MPL_WTYPE_UINT4, MPL_ACT_BF16, dec, 3, amxp);
+    expect_switch_w(amx, intel, MPL_WTYPE_UINT8B128, MPL_ACT_BF16, dec, 4, amxp);
+    expect_switch_w(amx, intel, MPL_WTYPE_UINT3, MPL_ACT_BF16, dec, 4, amxp);
+    expect_switch_w(amx, intel, MPL_WTYPE_UINT2B2, MPL_ACT_BF16, dec, 4, amxp);
     expect_switch(amx, intel, MPL_ACT_F16, dec, 8, f32);
     /* AMD (and unknown vendors) with AVX512-BF16: the vdpbf16ps decode at every m for bf16 4-bit; the f32
      * vdpbf16ps decode, then the vdpbf16ps prefill, at the other widths (3-bit without zero points: the f32 decode at m = 1) */

@@ -48,7 +48,13 @@ static mpl_reason bf16_can_implement(const mpl_config *c, const mpl_platform *p,
 /*
  * The decode/prefill switch per machine class (bench/x86/mplbench --sweep, cold weights, the paths
  * taking turns call by call; K = 4096, N = 14336 unless said):
- *   AMX granted (Sapphire Rapids): bf16 -> AMX from m = 2; f16/f32 -> f32 prefill from m = 9.
+ *   AMX granted: bf16 -> the f32 decode to m = 3 at 4 bits and to m = 4 at 2, 3 and 8 bits, then AMX;
+ *     f16/f32 -> f32 prefill from m = 9. Emerald Rapids VM, 2026-12-05 (bench/results/xeon-emr/
+ *     amx-switch-sweep.log), decode vs AMX ms, 1 / 2 threads: uint4b8 m = 3 3.38 vs 3.89 / 2.22 vs 3.14,
+ *     m = 4 4.14 vs 3.88 / 2.73 vs 2.92 (level), m = 6 7.35 vs 4.04; uint8b128 m = 4 6.11 vs 8.46 / 2.62 vs
+ *     3.77, m = 6 12.12 vs 11.25; uint3b4 m = 4 7.03 vs 9.82 / 3.07 vs 3.22; uint2b2 m = 4 4.07 vs 5.41 /
+ *     2.22 vs 2.90, m = 6 6.09 vs 5.43. (Sapphire Rapids, before the decode's 4 streams per row: AMX from m = 2,
+ *     m = 2..3 within 10% of the decode.)
  *   Intel with AVX512-BF16 but no AMX (an Emerald Rapids VM whose AMX the hypervisor hides;
  *     bench/results/x86-intel-noamx.md): vdpbf16ps prefill slower than f32 prefill at every m
  *     (m = 64: 105.8 vs 76.7 ms), so it is never the default there; decode ahead of f32 prefill
@@ -76,7 +82,8 @@ typedef struct {
 static switch_point machine_switch(const mpl_config *c, const mpl_platform *p) {
     const bool bf16 = c->act == MPL_ACT_BF16, amx = (p->isa & MPL_X86_LEVEL_AMX) == MPL_X86_LEVEL_AMX;
     const bool avx512bf16 = (p->isa & MPL_X86_LEVEL_AVX512BF16) == MPL_X86_LEVEL_AVX512BF16;
-    if (amx) return bf16 ? (switch_point){1, PREFILL_AMX, 0} : (switch_point){8, PREFILL_F32, 0};
+    if (amx) return bf16 ? (switch_point){mpl_wtype_width(c->wtype) == 4 ? 3 : 4, PREFILL_AMX, 0}
+                         : (switch_point){8, PREFILL_F32, 0};
     if (p->cpu_vendor == MPL_CPU_VENDOR_INTEL && avx512bf16) {
         switch (mpl_wtype_width(c->wtype)) {
         case 2: return (switch_point){16, PREFILL_F32, 0};
@@ -156,18 +163,20 @@ static const mpl_path_desc paths[NPATHS] = {
                 .m_min = 1,
                 .m_max = 8,
                 .m_limit = MPL_M_ANY,
-                .why = "per machine (cold sweeps, 4096x14336): AMX (SPR): decode ahead of AMX at m=1 only, of f32 "
-                       "prefill to m=8; Intel without AMX: to m=12 (4-bit), 16 (2-bit), 8 (8-bit), 4 (3-bit); "
+                .why = "per machine (cold sweeps, 4096x14336): AMX (EMR VM): ahead of AMX to m=3 (4-bit) / 4 (other "
+                       "widths), of f32 prefill to m=8; Intel without AMX: to m=12 (4-bit), 16 (2-bit), 8 (8-bit), 4 (3-bit); "
                        "AMD bf16: m=1 for 3-bit without zero points, else none (decode-bf16 serves); else 8; zero points "
                        "as their width (EMR VM, uint2 f16: decode 21.18 vs f32 prefill 23.47 ms at m=16)",
                 .m_range = decode_m_range},
     [PREFILL_AMX] = {.name = "x86_avx512_w4a16:prefill-amx",
                      .requires = "amx level (AMX tile state granted by the OS); bf16 activations",
                      .isa = MPL_X86_LEVEL_AMX & ~MPL_X86_LEVEL_AVX512,
-                     .m_min = 2,
+                     .m_min = 4,
                      .m_max = MPL_M_ANY,
                      .m_limit = MPL_M_ANY,
-                     .why = "SPR sweep, cold: m=2..3 within 10% of decode, AMX ahead from m=4 (m=8 11.5 vs 18.7 ms)",
+                     .why = "EMR VM sweep, cold, 1/2 threads: after the f32 decode, from m=4 at 4 bits (m=3: decode 3.38 vs "
+                            "3.89 ms; m=4 level, 4.14 vs 3.88 / 2.73 vs 2.92; m=6 7.35 vs 4.04) and from m=5 at 2, 3, 8 "
+                            "bits (m=4 uint8b128 6.11 vs 8.46, uint2b2 4.07 vs 5.41; m=6 AMX ahead)",
                      .can_implement = amx_can_implement,
                      .m_range = amx_m_range},
     [PREFILL_BF16] = {.name = "x86_avx512_w4a16:prefill-bf16",
