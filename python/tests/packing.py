@@ -100,3 +100,29 @@ def random_layer(rng, k, n, wtype="uint4b8", group_size=-1, act_order=False, sca
     zeros = rng.integers(0, 1 << bits, size=(n, g), dtype=np.int64) if wtype in ("uint2", "uint3", "uint4", "uint8") else None
     g_idx = rng.permutation(np.arange(k) // (k // g)).astype(np.int32) if act_order else None
     return codes, scales, zeros, g_idx
+
+
+def assert_gil_released(call):
+    """call() (a long apply) timed alone, then run on a second thread while this one ticks every ms: a held
+    GIL would freeze this thread for the whole call (ticks ~ 0); released, it ticks throughout."""
+    import threading
+    import time
+
+    t0 = time.perf_counter()
+    call()
+    single = time.perf_counter() - t0
+    done = threading.Event()
+    ticks = 0
+
+    def work():
+        call()
+        done.set()
+
+    th = threading.Thread(target=work)
+    th.start()
+    time.sleep(0)
+    while not done.is_set():
+        ticks += 1
+        time.sleep(0.001)
+    th.join()
+    assert ticks >= min(5, int(single * 1000) // 4), (ticks, single)

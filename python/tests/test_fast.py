@@ -4,14 +4,12 @@ package without it (MPLINEAR_NO_EXT=1: the ctypes fallback)."""
 import os
 import subprocess
 import sys
-import threading
-import time
 
 import numpy as np
 import pytest
 
 import mplinear
-from packing import pack, random_layer
+from packing import assert_gil_released, pack, random_layer
 
 fast = pytest.mark.skipif(mplinear._fast is None, reason="mplinear._fast not built (no Python headers?)")
 
@@ -177,23 +175,7 @@ def test_gil_released_torch():
     layer, rng = layer_for("f32", k=2048, n=2048, kernel="ref", threads=1)
     x = torch.randn(32, 2048)
     layer.apply(x)  # the first call of a shape takes the Python path; the next ones the C path
-    t0 = time.perf_counter()
-    layer.apply(x)
-    single = time.perf_counter() - t0
-    done = threading.Event()
-    ticks = 0
-
-    def work():
-        layer.apply(x)
-        done.set()
-
-    th = threading.Thread(target=work)
-    th.start()
-    while not done.is_set():
-        ticks += 1
-        time.sleep(0.001)
-    th.join()
-    assert ticks >= min(5, int(single * 1000) // 4), (ticks, single)
+    assert_gil_released(lambda: layer.apply(x))
 
 
 FALLBACK = r"""
