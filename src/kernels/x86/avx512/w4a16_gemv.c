@@ -12,14 +12,8 @@
  * bf16 scales: the even and odd words of one load), and the outputs are put back in channel
  * order once per call. The 8-, 3- and 2-bit layouts run in w4a16_gemv_widths.c.
  *
- * Zero points (uint4: AWQ, asymmetric GPTQ) cost no work per weight: each product goes in as the two parts
- * x * stored + x * (-zero) (include/mplinear.h allows a product as two exact parts). The table holds
- * stored; the zero part of a group, sum_k x_k * (-z), depends on the channel only through z, so one vector
- * per row holds it for every z = 0..15 (lane z: -z x_k summed over the group's inputs, 4 FMAs per step and
- * row, shared by every channel of the tile), and each channel picks its lane once per group (vpermps by
- * its zero point) before the scale. Before, a vsubps per 16 weights subtracted the zeros: Xeon (EMR) VM,
- * 4096x14336 uint4 g128 M = 1, 71% / 68% of the read bandwidth at 1 / 2 threads, against 86-88% / 80%
- * for uint4b8 (bench/results/x86-intel-zp.md has the run after).
+ * Zero points (uint4: AWQ, asymmetric GPTQ) cost no work per weight: the table holds stored values and
+ * the zero parts come once per group (xw_zero_parts in common/w4a16_zmm.inc says how, with the figures).
  *
  * Per 64 weights (half a line) and per row: 4 vpermps + 4 FMA, plus 3-4 shifts that move each byte
  * of the line's dwords to bits 0-7 (and its high nibble to 0-3): 11-12 ALU uops per 64 weights at
@@ -68,8 +62,8 @@ XW_INLINE __m512i zeros_eo(const mpl_x86_w4a16_layout *l, const uint8_t *grp, in
  * Rows xr[r * K ..] (r < MR) x blocks b .. b+NBLK-1 over inputs [k0, k1): row r of block i goes to
  * c + i * ldc + r * 64, in channel order. MR * NBLK <= 4 (16 accumulators); MR, NBLK and ZP are
  * constants at every call site, so the accumulators stay in registers. Without zero points the
- * table holds stored - 8 (exact integers); with them it holds stored, and zt[r] the zero parts (file
- * comment). Each group is summed in fp32 on its own and folded into c with its scale once.
+ * table holds stored - 8 (exact integers); with them it holds stored, and zt[r] the zero parts
+ * (xw_zero_parts). Each group is summed in fp32 on its own and folded into c with its scale once.
  */
 #define A(r, i, q) (((r) * NBLK + (i)) * 4 + (q))
 XW_INLINE void tile(const mpl_x86_w4a16_kernel *kn, const float *xr, const int MR, const int NBLK, const bool ZP,
@@ -79,7 +73,6 @@ XW_INLINE void tile(const mpl_x86_w4a16_kernel *kn, const float *xr, const int M
     const size_t hdr = l->scale_bytes + l->zero_bytes, pf = XW_GEMV_PF_TOTAL / NBLK;
     const __m512 lut = ZP ? _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
                           : _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
-    const __m512 negz = _mm512_setr_ps(-0.0f, -1, -2, -3, -4, -5, -6, -7, -8, -9, -10, -11, -12, -13, -14, -15);
     for (int i = 0; i < NBLK; i++)
         for (int r = 0; r < MR; r++)
             for (int q = 0; q < 4; q++) _mm512_store_ps(c + i * ldc + r * 64 + 16 * q, _mm512_setzero_ps());
@@ -106,11 +99,7 @@ XW_INLINE void tile(const mpl_x86_w4a16_kernel *kn, const float *xr, const int M
         for (int r = 0; r < MR; r++) zt[r] = _mm512_setzero_ps();
         for (int64_t k = ks; k < ke; k += 4) {
             const float *xk = xr + k;
-            if (ZP)
-#pragma GCC unroll 4
-                for (int r = 0; r < MR; r++)
-#pragma GCC unroll 4
-                    for (int u = 0; u < 4; u++) zt[r] = _mm512_fmadd_ps(_mm512_set1_ps(xk[r * K + u]), negz, zt[r]);
+            if (ZP) xw_zero_parts(xk, K, MR, zt);
 #pragma GCC unroll 4
             for (int i = 0; i < NBLK; i++) {
 #pragma GCC unroll 2

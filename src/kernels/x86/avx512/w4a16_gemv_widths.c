@@ -10,10 +10,11 @@
  * Per 16 weights: 1-2 field ops + vcvtdq2ps + vsubps + MR FMAs (tile_w). The accumulators are in
  * channel order, so unlike the 4-bit line step nothing is reordered at the end. That is ~1.1 uops
  * per weight byte at 2 and 3 bits, three times the 4-bit line step's: 30-34% of the read bandwidth at
- * one thread (Xeon 4096x14336, M = 1). The 2- and 3-bit layouts without zero points instead index
+ * one thread (Xeon 4096x14336, M = 1), so tile_w now runs 8-bit only. The 2- and 3-bit layouts index
  * per-step tables of sums of products of x with whole or split weights (tile_p2, tile_p3): 82% / 82%
  * at one thread, 108% / 104% at two (the same run: 30% / 34% and 41% / 43% with tile_w;
- * bench/results/x86-widths-avx512.md).
+ * bench/results/x86-widths-avx512.md); with zero points the same tables and the zero parts of
+ * xw_zero_parts (common/w4a16_zmm.inc).
  *
  * Streams and tiles as the 4-bit decode (w4a16_gemv.c says why): one row runs 4 blocks at once
  * (runs of MPL_X86_W4A16_AVX512_GEMV_BLOCKS from the driver), 2 rows 2 blocks, from 3 rows tiles of
@@ -112,24 +113,6 @@ XW_INLINE void tile_fold_permuted(const mpl_x86_w4a16_layout *l, const uint8_t *
 #pragma GCC unroll 4
     for (int j = 0; j < MR * NBLK; j++) put_channel_order(&acc[4 * j]);
     xw_tile_fold(l, grp, acc, c, ldc, MR, NBLK);
-}
-
-/*
- * Zero points in the table tiles (tile_p2, tile_p3 with ZP): each product goes in as the two parts
- * x * stored + x * (-zero) (include/mplinear.h: two exact parts). The tables hold stored values (bias 0);
- * the zero part of a group, sum_k x_k * (-z), depends on a channel only through z, so one vector per row
- * holds it for every z (lane z, z < 16), 4 FMAs per step and row (xw_zero_parts), and each accumulator
- * picks its lanes once per group (vpermps by the zero points) before the scale. Before, 2-bit took a tile of pair tables per zero point
- * (two vpermt2ps and a blend per 32 weights, one row per pass) and 3-bit tile_w: Xeon (EMR) VM,
- * 4096x14336 M = 1, uint2 46% / 41% and uint3 33% / 33% of the read bandwidth at 1 / 2 threads
- * (bench/results/x86-intel-zp.md).
- */
-XW_INLINE void xw_zero_parts(const float *xk, int64_t K, const int MR, __m512 zt[4]) {
-    const __m512 negz = _mm512_setr_ps(0, -1, -2, -3, -4, -5, -6, -7, -8, -9, -10, -11, -12, -13, -14, -15);
-#pragma GCC unroll 4
-    for (int r = 0; r < MR; r++)
-#pragma GCC unroll 4
-        for (int u = 0; u < 4; u++) zt[r] = _mm512_fmadd_ps(_mm512_set1_ps(xk[r * K + u]), negz, zt[r]);
 }
 
 #define AP(r, i, u) (((r) * NBLK + (i)) * 4 + (u))
@@ -275,21 +258,21 @@ XW_INLINE void tile_p3(const mpl_x86_w4a16_kernel *kn, const float *xr, const in
     }
 }
 
-/* One tile of the decode: the table kernels (T: 2 or 3 bits, ZP with zero points), else tile_w (8-bit). */
+/* One tile of the decode: the table tiles at 2 and 3 bits (ZP: with zero points), tile_w at 8. */
 XW_INLINE void tile_any(const mpl_x86_w4a16_kernel *kn, const float *xr, const int MR, const int NBLK, const int BITS,
-                        const int T, const bool ZP, int64_t b, int64_t k0, int64_t k1, float *c, int64_t ldc) {
-    if (T == 2)
+                        const bool ZP, int64_t b, int64_t k0, int64_t k1, float *c, int64_t ldc) {
+    if (BITS == 2)
         tile_p2(kn, xr, MR, NBLK, ZP, b, k0, k1, c, ldc);
-    else if (T == 3)
+    else if (BITS == 3)
         tile_p3(kn, xr, MR, NBLK, ZP, b, k0, k1, c, ldc);
     else
         tile_w(kn, xr, MR, NBLK, BITS, b, k0, k1, c, ldc);
 }
 #undef A
 
-XW_INLINE void gemv_w(const mpl_x86_w4a16_kernel *kn, const float *xf, int64_t m, const int BITS, const int T,
-                      const bool ZP, int64_t b, int64_t nb, int64_t k0, int64_t k1, float *c) {
-#define TILE(xr, MR, NBLK, bb, cc, ldc) tile_any(kn, xr, MR, NBLK, BITS, T, ZP, bb, k0, k1, cc, ldc)
+XW_INLINE void gemv_w(const mpl_x86_w4a16_kernel *kn, const float *xf, int64_t m, const int BITS, const bool ZP,
+                      int64_t b, int64_t nb, int64_t k0, int64_t k1, float *c) {
+#define TILE(xr, MR, NBLK, bb, cc, ldc) tile_any(kn, xr, MR, NBLK, BITS, ZP, bb, k0, k1, cc, ldc)
     XW_GEMV_TILES(TILE, xf, kn->l.k, m, b, nb, c);
 #undef TILE
 }
@@ -298,18 +281,18 @@ void mpl_x86_w4a16_gemv_widths_avx512(const mpl_x86_w4a16_kernel *kn, const floa
                                       int64_t nb, int64_t k0, int64_t k1, float *c) {
     const bool zp = kn->l.zero_points;
     switch (kn->l.bits) {
-    case 8: gemv_w(kn, xf, m, 8, 0, false, b, nb, k0, k1, c); break;
+    case 8: gemv_w(kn, xf, m, 8, false, b, nb, k0, k1, c); break; /* tile_w subtracts uint8's zeros itself */
     case 3:
         if (zp)
-            gemv_w(kn, xf, m, 3, 3, true, b, nb, k0, k1, c);
+            gemv_w(kn, xf, m, 3, true, b, nb, k0, k1, c);
         else
-            gemv_w(kn, xf, m, 3, 3, false, b, nb, k0, k1, c);
+            gemv_w(kn, xf, m, 3, false, b, nb, k0, k1, c);
         break;
     default:
         if (zp)
-            gemv_w(kn, xf, m, 2, 2, true, b, nb, k0, k1, c);
+            gemv_w(kn, xf, m, 2, true, b, nb, k0, k1, c);
         else
-            gemv_w(kn, xf, m, 2, 2, false, b, nb, k0, k1, c);
+            gemv_w(kn, xf, m, 2, false, b, nb, k0, k1, c);
         break;
     }
 }
