@@ -815,8 +815,11 @@ static void layout_round_trip(void **state) {
                     assert_int_equal(q[1] & 3, can.codes[c.k]);
                 }
                 if (!can.g_idx && bits == 3) {
-                    for (int ch = 0; ch < 16; ch += 9) { /* channels 0 and 9: both nibbles of the top plane */
-                        unsigned wd = q[ch] | ((unsigned)(q[16 + (ch & 7)] >> (ch < 8 ? 0 : 4)) & 15u) << 8;
+                    /* the step's 64 low bytes, then its nibble plane (chunk v's 8 bytes at 64 + 8v: channel
+                     * 16v + t in the low nibble of byte t, 16v + 8 + t in the high one); channels 0, 9, 25, 63 */
+                    for (int ch = 0; ch < 64 && ch < c.n; ch += ch == 0 ? 9 : ch == 9 ? 16 : 38) {
+                        const int v = ch / 16, i = ch % 16;
+                        unsigned wd = q[ch] | ((unsigned)(q[64 + 8 * v + (i & 7)] >> (i < 8 ? 0 : 4)) & 15u) << 8;
                         for (int e = 0; e < 4; e++) assert_int_equal((wd >> (3 * e)) & 7, can.codes[ch * c.k + e]);
                     }
                 }
@@ -838,7 +841,7 @@ static void layout_round_trip(void **state) {
     printf("layout round trips: %d\n", cases);
 }
 
-/* Every chunk format is a bijection between 64 stored values of `bits` bits and 8 * bits bytes (no
+/* Every step format is a bijection between 256 stored values of `bits` bits and 32 * bits bytes (no
  * spare bit): encode(decode(bytes)) == bytes and decode(encode(values)) == values on random data. */
 static void chunk_round_trip(void **state) {
     (void)state;
@@ -849,16 +852,21 @@ static void chunk_round_trip(void **state) {
     for (int wi = 0; wi < 4; wi++)
         for (int t = 0; t < 500; t++, cases++) {
             const int bits = widths_[wi];
-            uint8_t sv[16][4], back[16][4], q[64], q2[64];
-            for (int i = 0; i < 16; i++)
-                for (int e = 0; e < 4; e++) sv[i][e] = (uint8_t)(tu_rng_next(&r) & ((1u << bits) - 1u));
-            mpl_x86_w4a16_chunk_encode(bits, sv, q);
-            mpl_x86_w4a16_chunk_decode(bits, q, back);
+            /* a whole step: the four chunks of a 3-bit step interleave (low bytes, then the nibble plane) */
+            uint8_t sv[4][16][4], back[4][16][4], q[256], q2[256];
+            const size_t sb = 32u * (size_t)bits;
+            for (int v = 0; v < 4; v++)
+                for (int i = 0; i < 16; i++)
+                    for (int e = 0; e < 4; e++) sv[v][i][e] = (uint8_t)(tu_rng_next(&r) & ((1u << bits) - 1u));
+            memset(q, 0xA5, sizeof q);
+            for (int v = 0; v < 4; v++) mpl_x86_w4a16_chunk_encode(bits, v, sv[v], q);
+            for (size_t i = sb; i < sizeof q; i++) assert_int_equal(q[i], 0xA5); /* nothing past the step */
+            for (int v = 0; v < 4; v++) mpl_x86_w4a16_chunk_decode(bits, v, q, back[v]);
             assert_memory_equal(back, sv, sizeof sv);
-            for (int i = 0; i < 8 * bits; i++) q[i] = (uint8_t)tu_rng_next(&r);
-            mpl_x86_w4a16_chunk_decode(bits, q, back);
-            mpl_x86_w4a16_chunk_encode(bits, back, q2);
-            assert_memory_equal(q2, q, (size_t)(8 * bits));
+            for (size_t i = 0; i < sb; i++) q[i] = (uint8_t)tu_rng_next(&r);
+            for (int v = 0; v < 4; v++) mpl_x86_w4a16_chunk_decode(bits, v, q, back[v]);
+            for (int v = 0; v < 4; v++) mpl_x86_w4a16_chunk_encode(bits, v, back[v], q2);
+            assert_memory_equal(q2, q, sb);
         }
     printf("chunk round trips: %d\n", cases);
 }

@@ -30,14 +30,16 @@ static inline uint8_t stored_code(const mpl_canonical *w, const mpl_x86_w4a16_la
 }
 
 /*
- * The chunk formats (docs/layouts/x86_w4a16.md), s[i][e] = channel i, input j0 + e:
- *   4-bit (32 B): byte 2i + f = s[i][f] | s[i][2 + f] << 4.
- *   8-bit (64 B): byte 32h + 2i + f = s[i][2h + f] (half h: the bf16 pair row of inputs 2h, 2h+1).
- *   2-bit (16 B): byte i = s[i][0] | s[i][1] << 2 | s[i][2] << 4 | s[i][3] << 6.
- *   3-bit (24 B): the 12-bit word w_i = s[i][0] | s[i][1] << 3 | s[i][2] << 6 | s[i][3] << 9 of each
- *                 channel; byte i = w_i & 255, byte 16 + t = (w_t >> 8) | (w_{t+8} >> 8) << 4 (t < 8).
+ * The chunk formats (docs/layouts/x86_w4a16.md), s[i][e] = channel 16v + i, input j0 + e; q = the step:
+ *   4-bit (32 B at 32v): byte 2i + f = s[i][f] | s[i][2 + f] << 4.
+ *   8-bit (64 B at 64v): byte 32h + 2i + f = s[i][2h + f] (half h: the bf16 pair row of inputs 2h, 2h+1).
+ *   2-bit (16 B at 16v): byte i = s[i][0] | s[i][1] << 2 | s[i][2] << 4 | s[i][3] << 6.
+ *   3-bit (16 B at 16v + 8 B at 64 + 8v): the 12-bit word w_i = s[i][0] | s[i][1] << 3 | s[i][2] << 6 |
+ *                 s[i][3] << 9 of each channel; byte 16v + i = w_i & 255, byte 64 + 8v + t =
+ *                 (w_t >> 8) | (w_{t+8} >> 8) << 4 (t < 8).
  */
-void mpl_x86_w4a16_chunk_encode(int bits, const uint8_t s[16][4], uint8_t *q) {
+void mpl_x86_w4a16_chunk_encode(int bits, int v, const uint8_t s[16][4], uint8_t *step) {
+    uint8_t *q = step + mpl_x86_w4a16_chunk_lo(bits, v);
     switch (bits) {
     case 8:
         for (int h = 0; h < 2; h++)
@@ -49,11 +51,12 @@ void mpl_x86_w4a16_chunk_encode(int bits, const uint8_t s[16][4], uint8_t *q) {
         break;
     case 3: {
         unsigned wd[16];
+        uint8_t *hq = step + mpl_x86_w4a16_chunk_hi3(v);
         for (int i = 0; i < 16; i++) {
             wd[i] = (unsigned)s[i][0] | (unsigned)s[i][1] << 3 | (unsigned)s[i][2] << 6 | (unsigned)s[i][3] << 9;
             q[i] = (uint8_t)(wd[i] & 255u);
         }
-        for (int t = 0; t < 8; t++) q[16 + t] = (uint8_t)((wd[t] >> 8) | (wd[t + 8] >> 8) << 4);
+        for (int t = 0; t < 8; t++) hq[t] = (uint8_t)((wd[t] >> 8) | (wd[t + 8] >> 8) << 4);
         break;
     }
     default:
@@ -63,7 +66,8 @@ void mpl_x86_w4a16_chunk_encode(int bits, const uint8_t s[16][4], uint8_t *q) {
     }
 }
 
-void mpl_x86_w4a16_chunk_decode(int bits, const uint8_t *q, uint8_t s[16][4]) {
+void mpl_x86_w4a16_chunk_decode(int bits, int v, const uint8_t *step, uint8_t s[16][4]) {
+    const uint8_t *q = step + mpl_x86_w4a16_chunk_lo(bits, v);
     switch (bits) {
     case 8:
         for (int h = 0; h < 2; h++)
@@ -74,13 +78,15 @@ void mpl_x86_w4a16_chunk_decode(int bits, const uint8_t *q, uint8_t s[16][4]) {
         for (int i = 0; i < 16; i++)
             for (int e = 0; e < 4; e++) s[i][e] = (uint8_t)((q[i] >> (2 * e)) & 3u);
         break;
-    case 3:
+    case 3: {
+        const uint8_t *hq = step + mpl_x86_w4a16_chunk_hi3(v);
         for (int i = 0; i < 16; i++) {
-            unsigned hi = (unsigned)(q[16 + (i & 7)] >> (i < 8 ? 0 : 4)) & 15u;
+            unsigned hi = (unsigned)(hq[i & 7] >> (i < 8 ? 0 : 4)) & 15u;
             unsigned wd = q[i] | hi << 8;
             for (int e = 0; e < 4; e++) s[i][e] = (uint8_t)((wd >> (3 * e)) & 7u);
         }
         break;
+    }
     default:
         for (int i = 0; i < 16; i++)
             for (int f = 0; f < 2; f++) {
@@ -124,9 +130,9 @@ static void pack_blocks(void *ctx, int tid, int nt) {
                     uint8_t sv[16][4];
                     for (int i = 0; i < 16; i++)
                         for (int e = 0; e < 4; e++) sv[i][e] = stored_code(w, l, b * MPL_X86_W4A16_NB + 16 * v + i, j0 + e);
-                    mpl_x86_w4a16_chunk_encode(l->bits, sv, p);
-                    p += l->chunk_bytes;
+                    mpl_x86_w4a16_chunk_encode(l->bits, v, sv, p);
                 }
+                p += l->step_bytes;
             }
         }
     }
@@ -219,11 +225,11 @@ mpl_status mpl_x86_w4a16_unpack(const mpl_x86_w4a16_layout *l, mpl_canonical *ou
                 if (l->zero_points) out->zeros[n * l->groups + g] = p[l->scale_bytes + (size_t)i];
             }
             const uint8_t *q = mpl_x86_w4a16_group_weights(l, b, g);
-            for (int64_t cch = 0; cch < l->group_size / MPL_X86_W4A16_CK; cch++) {
+            for (int64_t cch = 0; cch < l->group_size / MPL_X86_W4A16_CK; cch++, q += l->step_bytes) {
                 int64_t j0 = g * l->group_size + cch * MPL_X86_W4A16_CK;
-                for (int v = 0; v < MPL_X86_W4A16_NB / 16; v++, q += l->chunk_bytes) {
+                for (int v = 0; v < MPL_X86_W4A16_NB / 16; v++) {
                     uint8_t sv[16][4];
-                    mpl_x86_w4a16_chunk_decode(l->bits, q, sv);
+                    mpl_x86_w4a16_chunk_decode(l->bits, v, q, sv);
                     for (int i = 0; i < 16; i++) {
                         int64_t n = b * MPL_X86_W4A16_NB + 16 * v + i;
                         if (n >= l->n) break;

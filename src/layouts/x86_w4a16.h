@@ -73,9 +73,15 @@ static inline const uint8_t *mpl_x86_w4a16_group_weights(const mpl_x86_w4a16_lay
     return mpl_x86_w4a16_group(l, b, g) + l->scale_bytes + l->zero_bytes;
 }
 
-/* One chunk: s[i][e] (0 .. 2^bits - 1) is the stored value of channel i (0..15), input e (0..3) of
- * the step; encode writes bits * 8 bytes, decode reads them (exact inverses; the spec's bit layout). */
-void mpl_x86_w4a16_chunk_encode(int bits, const uint8_t s[16][4], uint8_t *chunk);
-void mpl_x86_w4a16_chunk_decode(int bits, const uint8_t *chunk, uint8_t s[16][4]);
+/* Chunk v (channels 16v .. 16v+15) of a step: s[i][e] (0 .. 2^bits - 1) is the stored value of channel
+ * 16v + i, input e (0..3) of the step at `step`; encode writes the chunk's bits * 8 bytes, decode reads them
+ * (exact inverses; the spec's bit layout). A chunk is bytes chunk_lo(v) .. + 8 * bits of its step, except at
+ * 3 bits, where its 16 low bytes are at 16 v and its 8 nibble bytes at 64 + 8 v (the step is a 64-byte line
+ * of every channel's low byte, then the 32-byte nibble plane: docs/layouts/x86_w4a16.md). */
+void mpl_x86_w4a16_chunk_encode(int bits, int v, const uint8_t s[16][4], uint8_t *step);
+void mpl_x86_w4a16_chunk_decode(int bits, int v, const uint8_t *step, uint8_t s[16][4]);
+/* Offset in its step of chunk v's bytes (3 bits: of its low bytes), and of a 3-bit chunk's nibble bytes. */
+static inline size_t mpl_x86_w4a16_chunk_lo(int bits, int v) { return (size_t)v * (bits == 3 ? 16u : 8u * (size_t)bits); }
+static inline size_t mpl_x86_w4a16_chunk_hi3(int v) { return 64u + 8u * (size_t)v; }
 
 #endif

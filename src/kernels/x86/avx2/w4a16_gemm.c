@@ -65,7 +65,7 @@ XW_INLINE void dequant_slice_w(const mpl_x86_w4a16_layout *l, int64_t b, int64_t
     const size_t cb = (size_t)BITS * 8, sb = 4 * cb;
     const int NIG = BITS == 8 ? 2 : 1, PER = 4 / NIG;
     const uint8_t *grp = mpl_x86_w4a16_group(l, b, g);
-    const uint8_t *wp = mpl_x86_w4a16_group_weights(l, b, g) + (size_t)c0 * sb + cb * (size_t)q;
+    const uint8_t *wp = mpl_x86_w4a16_group_weights(l, b, g) + (size_t)c0 * sb; /* the step; chunk q of it */
     __m256i mask[4];
     __m256 sub[4][2], z[2];
     xw_wzeros(l, grp, q, z);
@@ -80,7 +80,7 @@ XW_INLINE void dequant_slice_w(const mpl_x86_w4a16_layout *l, int64_t b, int64_t
 #pragma GCC unroll 2
         for (int ig = 0; ig < NIG; ig++) {
             __m256i d[2];
-            xw_wload(BITS, wp, ig, d);
+            xw_wload(BITS, wp, q, ig, d);
 #pragma GCC unroll 4
             for (int ee = 0; ee < PER; ee++) {
                 const int e = ig * PER + ee;

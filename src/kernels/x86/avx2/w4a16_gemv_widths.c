@@ -67,15 +67,14 @@ XW_INLINE void fma_pair(const xww_consts *k, int v0, int e, const __m256i d0[2],
 /* Chunks v0, v0 + 1 of a step (q: the step), all 4 inputs (x: the row at the step). */
 XW_INLINE void step_pair(const xww_consts *k, const uint8_t *q, int v0, const float *x, __m256 *a0, __m256 *a1,
                          __m256 *a2, __m256 *a3, const int BITS) {
-    const size_t cb = (size_t)BITS * 8;
     __m256i d0[2], d1[2];
-    xw_wload(BITS, q + (size_t)v0 * cb, 0, d0);
-    xw_wload(BITS, q + (size_t)(v0 + 1) * cb, 0, d1);
+    xw_wload(BITS, q, v0, 0, d0);
+    xw_wload(BITS, q, v0 + 1, 0, d1);
     fma_pair(k, v0, 0, d0, d1, _mm256_broadcast_ss(x + 0), a0, a1, a2, a3);
     fma_pair(k, v0, 1, d0, d1, _mm256_broadcast_ss(x + 1), a0, a1, a2, a3);
     if (BITS == 8) { /* inputs 2, 3: the second half of each chunk */
-        xw_wload(BITS, q + (size_t)v0 * cb, 1, d0);
-        xw_wload(BITS, q + (size_t)(v0 + 1) * cb, 1, d1);
+        xw_wload(BITS, q, v0, 1, d0);
+        xw_wload(BITS, q, v0 + 1, 1, d1);
     }
     fma_pair(k, v0, 2, d0, d1, _mm256_broadcast_ss(x + 2), a0, a1, a2, a3);
     fma_pair(k, v0, 3, d0, d1, _mm256_broadcast_ss(x + 3), a0, a1, a2, a3);
@@ -125,19 +124,19 @@ XW_INLINE void fma_rows(const xww_consts *k, int v, int e, const __m256i d[2], c
 /* R rows (2..4, K floats apart), a pass per chunk. */
 XW_INLINE void runr(const mpl_x86_w4a16_layout *l, const xww_consts *k, const uint8_t *grp, const uint8_t *wg,
                     const float *x, int64_t K, int64_t len, float *c, const int BITS, const int R) {
-    const size_t cb = (size_t)BITS * 8, sb = 4 * cb;
+    const size_t sb = (size_t)BITS * 32;
     const size_t pf = l->group_bytes < 8192 ? l->group_bytes : 8192; /* the next group (at most 8 KiB) */
     for (int v = 0; v < 4; v++) {
         __m256 a0 = _mm256_setzero_ps(), a1 = a0, b0 = a0, b1 = a0, c0 = a0, c1 = a0, e0 = a0, e1 = a0;
-        const uint8_t *wp = wg + (size_t)v * cb;
+        const uint8_t *wp = wg;
         for (int64_t kk = 0; kk < len; kk += 4, wp += sb) {
             if (v == 0)
                 for (size_t o = 0; o < sb; o += 64) _mm_prefetch((const char *)wp + pf + o, _MM_HINT_T0);
             __m256i d[2];
-            xw_wload(BITS, wp, 0, d);
+            xw_wload(BITS, wp, v, 0, d);
             fma_rows(k, v, 0, d, x + kk, K, &a0, &a1, &b0, &b1, &c0, &c1, &e0, &e1, R);
             fma_rows(k, v, 1, d, x + kk, K, &a0, &a1, &b0, &b1, &c0, &c1, &e0, &e1, R);
-            if (BITS == 8) xw_wload(BITS, wp, 1, d);
+            if (BITS == 8) xw_wload(BITS, wp, v, 1, d);
             fma_rows(k, v, 2, d, x + kk, K, &a0, &a1, &b0, &b1, &c0, &c1, &e0, &e1, R);
             fma_rows(k, v, 3, d, x + kk, K, &a0, &a1, &b0, &b1, &c0, &c1, &e0, &e1, R);
         }

@@ -106,8 +106,9 @@ XW_INLINE int xw_wgroup(int bits, int e) { return bits == 8 ? e >> 1 : 0; }
 /* 8-bit keeps the unpacked channel order (as 4-bit), 2- and 3-bit the channel order. */
 XW_INLINE bool xw_wunpacked(int bits) { return bits == 8; }
 
-/* The lo and hi dword vectors of input group ig of chunk q (8 * bits bytes). */
-XW_INLINE void xw_wload(int bits, const uint8_t *q, int ig, __m256i d[2]) {
+/* The lo and hi dword vectors of input group ig of chunk v of the step at `step`. */
+XW_INLINE void xw_wload(int bits, const uint8_t *step, int v, int ig, __m256i d[2]) {
+    const uint8_t *q = step + mpl_x86_w4a16_chunk_lo(bits, v);
     if (bits == 8) {
         __m256i h = _mm256_loadu_si256((const __m256i *)(q + 32 * ig));
         d[0] = _mm256_unpacklo_epi16(h, xw_hi_word());
@@ -118,8 +119,8 @@ XW_INLINE void xw_wload(int bits, const uint8_t *q, int ig, __m256i d[2]) {
         d[1] = _mm256_or_si256(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(q + 8))), ex);
     } else {
         const __m256i ex = _mm256_set1_epi32(0x4F800000); /* 0x9F << 23 */
-        __m256i hn = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(q + 16)));
-        /* channel t < 8: low nibble of byte 16 + t to bits 8-11 (its neighbour's lands at 12-15,
+        __m256i hn = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(step + mpl_x86_w4a16_chunk_hi3(v))));
+        /* channel t < 8: low nibble of nibble byte t to bits 8-11 (its neighbour's lands at 12-15,
          * which no mask reads); channel t + 8: the high nibble. */
         __m256i h0 = _mm256_or_si256(_mm256_slli_epi32(hn, 8), ex);
         __m256i h1 = _mm256_or_si256(_mm256_slli_epi32(_mm256_srli_epi32(hn, 4), 8), ex);

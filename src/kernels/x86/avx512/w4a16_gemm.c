@@ -32,7 +32,7 @@ XW_INLINE void dequant_f32_panel_w(const mpl_x86_w4a16_layout *l, int64_t b, int
         for (size_t o = 0; o < sb; o += 64) _mm_prefetch((const char *)wp + XW_PF_BYTES + o, _MM_HINT_T0);
         for (int v = 0; v < 4; v++) {
             __m512i s[4];
-            xw_wchunk(BITS, wp + cb * (size_t)v, s);
+            xw_wchunk(BITS, wp, v, s);
             for (int e = 0; e < 4; e++)
                 _mm512_store_ps(panel + e * 64 + 16 * v, _mm512_sub_ps(_mm512_cvtepi32_ps(s[e]), z[v]));
         }

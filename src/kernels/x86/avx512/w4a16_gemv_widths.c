@@ -61,7 +61,7 @@ XW_INLINE void tile_w(const mpl_x86_w4a16_kernel *kn, const float *xr, const int
 #pragma GCC unroll 4
                 for (int v = 0; v < 4; v++) {
                     __m512i s[4];
-                    xw_wchunk(BITS, wp[i] + cb * (size_t)v, s);
+                    xw_wchunk(BITS, wp[i], v, s);
 #pragma GCC unroll 4
                     for (int e = 0; e < 4; e++) {
                         __m512 w = _mm512_sub_ps(_mm512_cvtepi32_ps(s[e]), z[4 * i + v]);
@@ -178,19 +178,27 @@ XW_INLINE void tile_p2(const mpl_x86_w4a16_kernel *kn, const float *xr, const in
 #undef AP
 
 /*
- * 3-bit without zero points: split tables. A channel's 12-bit word (docs/layouts/x86_w4a16.md) is
- * read as three nibbles, each indexing a 16-entry table of one step and row (vpermps):
- *   nA = bits 0-3 (byte 0-15 plane, low nibble):  e0, bit 0 of e1    TA = x0 * (e0 - bias) + x1 * e1.0
- *   nB = bits 4-7 (its high nibble):  e1 bits 1-2, e2 bits 0-1        TB = x1 * (2 e1.12 - bias) + x2 * e2.01
- *   nC = bits 8-11 (the nibble plane): e2 bit 2, e3                   TC = x2 * (4 e2.2 - bias) + x3 * (e3 - bias)
+ * 3-bit: split tables. A channel's 12-bit word (docs/layouts/x86_w4a16.md) is read as three nibbles,
+ * each indexing a 16-entry table of one step and row (vpermps):
+ *   nA = bits 0-3 (its low byte's low nibble):  e0, bit 0 of e1    TA = x0 * (e0 - bias) + x1 * e1.0
+ *   nB = bits 4-7 (the low byte's high nibble):  e1 bits 1-2, e2 bits 0-1   TB = x1 * (2 e1.12 - bias) + x2 * e2.01
+ *   nC = bits 8-11 (its nibble in the plane):  e2 bit 2, e3              TC = x2 * (4 e2.2 - bias) + x3 * (e3 - bias)
  * (eN.b: those bits of field eN as an integer). The three entries sum to x0 w0 + x1 w1 + x2 w2 + x3 w3
  * (w = stored - bias) as exact products, so a group is an fp32 sum of exact products of x with parts of
  * the weights (the two that field e1 and e2 are split into have |part| <= 4 |w| + 4, a bigger rounding
  * bound on paper than whole products; tests/test_x86_w4a16.c's tolerance holds with wide margin, and
- * on exact data the result is bit-identical to ref). Per 24-byte chunk (16 channels x 4 inputs): one
- * widening of the plane bytes, a shift, the nibble plane widened and shifted per half (lanes 8-15 take
- * the high nibbles), 3 vpermps, 3 adds: 11 uops per 64 weights, against ~24 in tile_w.
+ * on exact data the result is bit-identical to ref). With zero points the tables have bias 0 and the
+ * zero parts come from xw_zero_parts, added once per group.
+ * A step of a block is read as lines, like tile_p2: the 64 low bytes are one zmm whose dword j holds
+ * channels 4j..4j+3 (byte u: channel 4j+u), shifted by 8u and 8u + 4 to bring nA and nB of channel 4j+u to
+ * bits 0-3 of lane j; the 32-byte nibble plane is spread by one vpermd so that lane j holds the plane's
+ * dword with the nibbles of channels 4j..4j+3 (low nibbles for j % 4 < 2, high ones, shifted down by 4,
+ * otherwise), then shifted by 8u. Per 96-byte step: 1 vpermd, 10 shifts, 12 vpermps, 12 adds (35 uops,
+ * 0.36 per byte, as tile_p2; the chunk-at-a-time form it replaces widened each chunk's bytes and nibbles
+ * with two vpmovzxbd: 40 uops per step, 5 of each 10 on port 5 of Intel cores). The accumulators hold
+ * channel 4j+u in lane j of vector u, put back in channel order once per group (tile_fold_permuted).
  */
+#define AP(r, i, u) (((r) * NBLK + (i)) * 4 + (u))
 XW_INLINE void tile_p3(const mpl_x86_w4a16_kernel *kn, const float *xr, const int MR, const int NBLK, const bool ZP,
                        int64_t b, int64_t k0, int64_t k1, float *c, int64_t ldc) {
     const mpl_x86_w4a16_layout *l = &kn->l;
@@ -203,7 +211,10 @@ XW_INLINE void tile_p3(const mpl_x86_w4a16_kernel *kn, const float *xr, const in
     const __m512 vb2 = _mm512_setr_ps(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
     const __m512 vc2 = _mm512_sub_ps(_mm512_setr_ps(0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4), bias);
     const __m512 vc3 = _mm512_sub_ps(_mm512_setr_ps(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7), bias);
-    const __m512i nsh = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4);
+    /* lane j: the plane's dword 2 (j / 4) + j % 2 (chunk j / 4, channels 4 (j % 4) .. +3 of it: bytes
+     * 4 (j % 2) .. +3 hold them, low nibbles for j % 4 < 2, high nibbles otherwise) */
+    const __m512i nidx = _mm512_setr_epi32(0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4, 5, 6, 7, 6, 7);
+    const __m512i nsh = _mm512_setr_epi32(0, 0, 4, 4, 0, 0, 4, 4, 0, 0, 4, 4, 0, 0, 4, 4);
     xw_tile_zero(c, ldc, MR, NBLK);
     for (int64_t g = k0 / gs; g * gs < k1; g++) {
         int64_t ks = k0 > g * gs ? k0 : g * gs, ke = k1 < (g + 1) * gs ? k1 : (g + 1) * gs;
@@ -226,18 +237,20 @@ XW_INLINE void tile_p3(const mpl_x86_w4a16_kernel *kn, const float *xr, const in
 #pragma GCC unroll 4
             for (int i = 0; i < NBLK; i++) {
                 for (size_t o = 0; o < 96; o += 64) _mm_prefetch((const char *)wp[i] + pf + o, _MM_HINT_T0);
+                const __m512i lo = _mm512_loadu_si512((const void *)wp[i]);
+                const __m512i np = _mm512_srlv_epi32(
+                    _mm512_permutexvar_epi32(nidx, _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(wp[i] + 64)))),
+                    nsh);
 #pragma GCC unroll 4
-                for (int v = 0; v < 4; v++) {
-                    const uint8_t *ch = wp[i] + 24 * (size_t)v;
-                    const __m512i na = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)ch));
-                    const __m512i nb = _mm512_srli_epi32(na, 4);
-                    const __m512i nc =
-                        _mm512_srlv_epi32(_mm512_cvtepu8_epi32(_mm_broadcastq_epi64(_mm_loadl_epi64((const __m128i *)(ch + 16)))), nsh);
+                for (int u = 0; u < 4; u++) {
+                    const __m512i na = u ? _mm512_srli_epi32(lo, (unsigned)(8 * u)) : lo;
+                    const __m512i nb = _mm512_srli_epi32(lo, (unsigned)(8 * u + 4));
+                    const __m512i nc = u ? _mm512_srli_epi32(np, (unsigned)(8 * u)) : np;
 #pragma GCC unroll 4
                     for (int r = 0; r < MR; r++) {
-                        __m512 a = _mm512_add_ps(acc[A(r, i, v)], _mm512_permutexvar_ps(na, t[r][0]));
+                        __m512 a = _mm512_add_ps(acc[AP(r, i, u)], _mm512_permutexvar_ps(na, t[r][0]));
                         a = _mm512_add_ps(a, _mm512_permutexvar_ps(nb, t[r][1]));
-                        acc[A(r, i, v)] = _mm512_add_ps(a, _mm512_permutexvar_ps(nc, t[r][2]));
+                        acc[AP(r, i, u)] = _mm512_add_ps(a, _mm512_permutexvar_ps(nc, t[r][2]));
                     }
                 }
                 wp[i] += 96;
@@ -245,18 +258,22 @@ XW_INLINE void tile_p3(const mpl_x86_w4a16_kernel *kn, const float *xr, const in
         }
         if (ZP)
 #pragma GCC unroll 4
-            for (int i = 0; i < NBLK; i++)
+            for (int i = 0; i < NBLK; i++) {
+                /* the 64 zero points, one byte per channel: byte u of dword j is the zero of lane j of
+                 * accumulator u (as tile_p2) */
+                const __m512i zd = _mm512_loadu_si512((const void *)(grp[i] + l->scale_bytes));
 #pragma GCC unroll 4
-                for (int v = 0; v < 4; v++) {
-                    const __m128i z8 = _mm_load_si128((const __m128i *)(grp[i] + l->scale_bytes + 16 * (size_t)v));
-                    const __m512i zi = _mm512_cvtepu8_epi32(z8); /* channels 16v .. 16v+15, channel order */
+                for (int u = 0; u < 4; u++) {
+                    const __m512i zi = u ? _mm512_srli_epi32(zd, (unsigned)(8 * u)) : zd;
 #pragma GCC unroll 4
                     for (int r = 0; r < MR; r++)
-                        acc[A(r, i, v)] = _mm512_add_ps(acc[A(r, i, v)], _mm512_permutexvar_ps(zi, zt[r]));
+                        acc[AP(r, i, u)] = _mm512_add_ps(acc[AP(r, i, u)], _mm512_permutexvar_ps(zi, zt[r]));
                 }
-        xw_tile_fold(l, grp, acc, c, ldc, MR, NBLK);
+            }
+        tile_fold_permuted(l, grp, acc, c, ldc, MR, NBLK);
     }
 }
+#undef AP
 
 /* One tile of the decode: the table tiles at 2 and 3 bits (ZP: with zero points), tile_w at 8. */
 XW_INLINE void tile_any(const mpl_x86_w4a16_kernel *kn, const float *xr, const int MR, const int NBLK, const int BITS,

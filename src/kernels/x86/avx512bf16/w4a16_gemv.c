@@ -280,14 +280,14 @@ XW_INLINE void tile_w(const mpl_x86_w4a16_kernel *kn, const uint16_t *xb, const 
                 for (size_t o = 0; o < sb; o += 64) _mm_prefetch((const char *)wp[i] + pf + o, _MM_HINT_T0);
 #pragma GCC unroll 4
                 for (int v = 0; v < 4; v++) {
-                    const uint8_t *ch = wp[i] + cb * (size_t)v;
+                    const uint8_t *ch = wp[i] + mpl_x86_w4a16_chunk_lo(BITS, v);
                     __m512i d;
                     if (BITS == 2) {
                         d = _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)ch));
                     } else { /* the 12-bit words, as xw_wchunk builds them */
                         const __m512i sh = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4);
-                        const __m512i lo = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)ch));
-                        const __m128i h = _mm_loadl_epi64((const __m128i *)(ch + 16));
+                        const __m512i lo = _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)ch));
+                        const __m128i h = _mm_loadl_epi64((const __m128i *)(wp[i] + mpl_x86_w4a16_chunk_hi3(v)));
                         const __m512i hi = _mm512_srlv_epi32(_mm512_cvtepu8_epi32(_mm_unpacklo_epi64(h, h)), sh);
                         d = _mm512_or_si512(lo, _mm512_slli_epi32(hi, 8));
                     }
