@@ -93,12 +93,13 @@ static int64_t decode_mchunk(const mpl_x86_w4a16_kernel *kn, const mpl_x86_w4a16
     return rows < 4 ? 4 : rows;
 }
 
-/* Rows per prefill chunk: x rows of the chunk fill at most half of a 2 MiB L2 (multiple of 32). */
+/* Rows per prefill chunk: x rows of the chunk fill at most half of a 2 MiB L2 (multiple of 32), at least the
+ * path's mchunk_min. */
 static int64_t prefill_mchunk(const mpl_x86_w4a16_kernel *kn, const mpl_x86_w4a16_path_impl *pi) {
     if (pi->mchunk) return pi->mchunk;
     size_t row = pi->xs == MPL_X86_W4A16_XS_F32 ? (size_t)kn->l.k * 4 : (size_t)kn->kp * 2;
-    int64_t rows = (int64_t)((1u << 20) / row) / 32 * 32;
-    return rows < 32 ? 32 : rows;
+    int64_t rows = (int64_t)((1u << 20) / row) / 32 * 32, lo = pi->mchunk_min > 32 ? pi->mchunk_min : 32;
+    return rows < lo ? lo : rows;
 }
 
 static void plan(const mpl_x86_w4a16_kernel *kn, const mpl_x86_w4a16_path_impl *pi, int64_t m, int threads,
