@@ -302,8 +302,10 @@ static void fake_gpus(int devices, int cc) {
 }
 
 /* The path the table picks by default for m rows, stated independently of src/ (cuda_w4a16.c's rows). */
-/* 8-bit layers (g_w8): two 4-bit planes; no skinny-rounded, no wg, dq from m = 65 when k % 64 == 0 */
+/* 8-bit layers (g_w8): two 4-bit planes; no skinny-rounded, no wg-streamk; on cc 9.0 with k % 64 == 0 skinny stops
+ * at m = 3 when n > k and wg (both planes per stage) runs from skinny's end to m = 256; dq from m = 65 (k % 64 == 0) */
 static int g_w8;
+#define W8_WG_HI 256
 /* the weight types of the non-8-bit device cases (the 2-, 3-bit and int4 rounds set them): packed as 4-bit codes,
  * they take the 4-bit paths and ranges (skinny-rounded: the symmetric ones) */
 static mpl_wtype g_sym = MPL_WTYPE_UINT4B8, g_asym = MPL_WTYPE_UINT4;
@@ -342,8 +344,11 @@ static int expected_streamk(int64_t m, int64_t k, int64_t n) {
 
 static const char *expected_default(int64_t m, int64_t k, int64_t n, int cc, mpl_act act, int zp) {
     /* skinny-rounded comes first with skinny's range and takes bf16 uint4b8 */
-    if (m <= 8 || (m <= 16 && (g_w8 ? 2 * k : k) >= 8192))
+    const int w8wg = g_w8 && cc == 90 && k % 64 == 0;
+    const int64_t skinny_top = w8wg && n > k ? 3 : (g_w8 ? 2 * k : k) >= 8192 ? 16 : 8;
+    if (m <= skinny_top)
         return act == MPL_ACT_BF16 && !zp && !g_w8 ? "cuda_w4a16:skinny-rounded" : "cuda_w4a16:skinny";
+    if (w8wg && m <= W8_WG_HI) return "cuda_w4a16:wg";
     if (g_w8) return m >= 65 && k % 64 == 0 ? "cuda_w4a16:dq" : "cuda_w4a16:tc";
     if (cc == 90 && !zp && expected_streamk(m, k, n)) return "cuda_w4a16:wg-streamk";
     if (cc == 90 && m >= 33 && m <= 512) return "cuda_w4a16:wg";
@@ -842,11 +847,11 @@ done:
 static const int64_t all_m[] = {1, 2, 7, 8, 9, 16, 17, 64, 65, 257, 1024};
 
 /* Paths that refuse the case's config (tested in path_refusals): skinny-rounded takes bf16 uint4b8 only;
- * 8-bit layers have no wg and dq only with k % 64 == 0. */
+ * 8-bit layers have no wg-streamk, and wg and dq only with k % 64 == 0. */
 static int refused(const dcase *d, const char *path) {
     if (!strcmp(path, "cuda_w4a16:skinny-rounded") && (d->act != MPL_ACT_BF16 || d->zp || g_w8)) return 1;
-    if (g_w8 && (!strcmp(path, "cuda_w4a16:wg") || !strcmp(path, "cuda_w4a16:wg-streamk"))) return 1;
-    if (g_w8 && !strcmp(path, "cuda_w4a16:dq") && d->k % 64 != 0) return 1;
+    if (g_w8 && !strcmp(path, "cuda_w4a16:wg-streamk")) return 1;
+    if (g_w8 && (!strcmp(path, "cuda_w4a16:dq") || !strcmp(path, "cuda_w4a16:wg")) && d->k % 64 != 0) return 1;
     return 0;
 }
 static const int64_t few_m[] = {1, 9, 17, 65};
@@ -989,6 +994,26 @@ static int device_matrix_body(void) {
             bad += !run_forced(&w8c[i], 65, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:dq", 0), cases++;
         g_tune = mpl_cuda_w4a16_tuning_default;
     }
+    /* 8-bit on wg (both planes of a chunk per stage, one rounding of (c - z) s): every token tile (16, 32, 64, 128)
+     * and its edges, the exact form (m <= 32, groups of 64k) and the rounded one, every scale form (bf16 / f16
+     * activations with scales in their own type, f16 scales under bf16 and f32 scales: the fp32 form), zero points,
+     * act-order, group sizes 16 / 32 (four slots per chunk) / 64 / 128 / 256 / -1, N tails, bias, split-K 1, 2, 4 */
+    const dcase w8wg[] = {
+        {960, 72, 32, 1, 0, MPL_ACT_BF16, RN, F16, G, 1},   {1024, 104, 256, 0, 1, MPL_ACT_F16, RN, F16, G, 1},
+        {768, 40, 16, 0, 0, MPL_ACT_BF16, RN, F32, G, 0},   {1536, 264, -1, 1, 0, MPL_ACT_BF16, EX, BF16, G, 1}, /* group -1: no act-order */
+        {1024, 200, 64, 1, 1, MPL_ACT_F16, EX, F16, G, 1},
+        {512, 1024, 128, 0, 0, MPL_ACT_BF16, RN, F16, G, 0}, /* n > k: skinny to m = 3, wg from 4 */
+    };
+    const int64_t w8wg_m[] = {16, 31, 32, 33, 64, 65, 128, 129, 300};
+    for (size_t i = 0; i < sizeof w8wg / sizeof w8wg[0]; i++)
+        for (size_t j = 0; j < sizeof w8wg_m / sizeof w8wg_m[0]; j++)
+            bad += !run_forced(&w8wg[i], w8wg_m[j], tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg", 0), cases++;
+    const int ks[] = {1, 2, 4};
+    for (int j = 0; j < 3; j++)
+        bad += !run_forced(&w8c[5], 64, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg", ks[j]), cases++;
+    for (size_t i = 0; i < 2; i++) /* the default choice (and every path forced) at m = 17 and 1024 */
+        bad += run_ms(&w8wg[i], (const int64_t[]){17, 1024}, 2, seed, &cases);
+    bad += run_ms(&w8wg[5], (const int64_t[]){3, 4, 256, 257}, 4, seed, &cases); /* both ends of the n > k ranges */
     g_w8 = 0;
     /* 2- and 3-bit weights (symmetric and with zero points) and int4, as 4-bit codes: every path, default and
      * forced, both activation types, exact and random data, act-order, group sizes -1 / 32 / 64 / 128, K and N

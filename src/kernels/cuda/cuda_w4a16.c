@@ -6,14 +6,14 @@
  *
  * Widths: every weight type. 2-, 3-bit and int4 are stored as 4-bit codes (exact; the 4-bit paths and ranges serve
  * them unchanged: H200 v15 measured them at the 4-bit times, bench/results/h200-widths.md), 8-bit as two 4-bit
- * planes (its own ranges below; wg and skinny-rounded refuse it).
+ * planes (its own ranges below; wg reads both planes of a chunk at once, wg-streamk and skinny-rounded refuse it).
  * Paths, in priority order (the rows below; an apply of m rows runs the first allowed one whose default
  * range holds m, docs/kernel-contract.md), all on the packed layout of docs/layouts/cuda_w4a16.md:
  *   skinny-rounded  m 1..16 (1..8 when K < 8192), bf16 activations without zero points: the skinny kernel
  *           with weights rounded once to bf16 when the scales are bf16 (else exact sums, scaled by 2^-6)
  *   skinny  the same range: f16 activations and zero points; streaming GEMV-like, mma.sync, exact group sums
  *   wg-streamk  m 33..256 where it pays (K, N), cc 9.0 only: wg's kernel on a persistent stream-K grid, rounded weights
- *   wg      m 33..512, cc 9.0 only        wgmma tiles, exact group sums only for m <= 32 (else rounded weights)
+ *   wg      m 33..512 (8-bit: skinny's end..256), cc 9.0 only   wgmma tiles, exact group sums only for m <= 32 (else rounded weights)
  *   dq      m >= 161 (>= 513 on cc 9.0)   slabs dequantized to 16-bit weights + cuBLAS: rounded weights
  *   tc      any m (the fallback)           mma.sync tiles, exact group sums
  * Launchers: w4a16_launch.h. The numbers behind each range are the rows' `why` (bench/cuda/NOTES.md has
@@ -65,22 +65,50 @@ static mpl_reason skinny_rounded_can_implement(const mpl_config *c, const mpl_pl
 static bool is_w8(const mpl_config *c) { return c->wtype == MPL_WTYPE_UINT8B128 || c->wtype == MPL_WTYPE_UINT8; }
 
 /* Skinny's switch point depends on the packed K (8-bit layers pack 2k channels): it wins up to m = 8 on every
- * layer, up to 16 only when K is large. */
+ * layer, up to 16 only when K is large. 8-bit layers on cc 9.0, where wg reads both planes (k % 64 == 0): wg's
+ * time is flat from m = 1 to 16 (one token tile), skinny's grows with m, and wg is ahead from m = 4 wherever n > k
+ * (H200 v17, bf16, f16 scales, us, skinny vs wg: m = 4 8B qkv 20.4 vs 18.1, 8B gate_up 52.3 vs 47.6, 70B gate_up
+ * 181.1 vs 164.4, 70B qkv 48.0 vs 47.2; m = 16 61.6 vs 47.7 on 70B qkv) and behind to m = 16 where n <= k (70B o
+ * 36.3 vs 48.4, 70B down 106.3 vs 144.9 at m = 16); at m = 1 skinny is ahead (70B gate_up 153.4 vs ~164). */
+static int64_t skinny_max_m(const mpl_config *c, const mpl_platform *p) {
+    if (is_w8(c) && p->cuda_cc == 90 && c->k % MPL_CUDA_W4A16_KC == 0 && c->n > c->k) return 3;
+    return (is_w8(c) ? 2 * c->k : c->k) < 8192 ? 8 : MPL_CUDA_W4A16_SKINNY_MAX_M;
+}
 static void skinny_m_range(const mpl_config *c, const mpl_platform *p, int64_t *m_min, int64_t *m_max) {
-    (void)p, (void)m_min;
-    if ((is_w8(c) ? 2 * c->k : c->k) < 8192 && *m_max > 8) *m_max = 8;
+    (void)m_min;
+    const int64_t top = skinny_max_m(c, p);
+    if (*m_max > top) *m_max = top;
 }
 
-/* 8-bit layers run as two 4-bit planes; wg's rounded form (m > 32) would round each plane's w * s on its
- * own, so its error would not be bounded by u |w s| (low and high parts can cancel): refused. */
+/* 8-bit layers (two 4-bit planes): wg reads both planes of a chunk in one stage and rebuilds the byte code, so
+ * each weight is rounded once, round16((c - z) s) (w4a16_wg.cu, dequant8); the high plane must start on a
+ * 64-channel chunk, as for dq. */
 static mpl_reason wg_can_implement(const mpl_config *c, const mpl_platform *p, char *msg, size_t cap) {
     (void)p;
+    if (is_w8(c) && c->k % MPL_CUDA_W4A16_KC != 0)
+        return mpl_refuse(msg, cap, MPL_REASON_SHAPE,
+                          "k = %lld with 8-bit weights: cuda_w4a16:wg needs k a multiple of %d (it reads the "
+                          "high-nibble plane's chunk beside the low one's)",
+                          (long long)c->k, MPL_CUDA_W4A16_KC);
+    return MPL_REASON_OK;
+}
+
+/* The stream-K form has no 8-bit (two-plane) kernels: 8-bit layers carry zero points, whose stream-K kernels
+ * already spill at 4 bits (bench/cuda/NOTES.md v13), and a stage of two planes is larger still. */
+static mpl_reason wg_sk_can_implement(const mpl_config *c, const mpl_platform *p, char *msg, size_t cap) {
     if (is_w8(c))
         return mpl_refuse(msg, cap, MPL_REASON_WEIGHT_TYPE,
-                          "weight type %s: cuda_w4a16:wg would round the two 4-bit planes of an 8-bit weight "
-                          "separately (tc and dq keep one rounding)",
+                          "weight type %s: cuda_w4a16:wg-streamk has no two-plane (8-bit) kernels (cuda_w4a16:wg "
+                          "runs them)",
                           mpl_wtype_name(c->wtype));
-    return MPL_REASON_OK;
+    return wg_can_implement(c, p, msg, cap);
+}
+
+/* wg's 8-bit default range: from where skinny stops to m = 256 (H200 v17: ahead of tc at every m from 17 and of dq
+ * to 256, 70B gate_up m = 64 248.0 vs tc 545.7 / dq 733.8 us, m = 256 637.5 vs dq 833.2; at 512 dq is ahead or
+ * level: 8B gate_up 289.3 vs 343.7, 70B qkv 214.5 vs 328.9, 70B gate_up 1132.9 vs 1127.5). */
+static void wg_m_range(const mpl_config *c, const mpl_platform *p, int64_t *m_min, int64_t *m_max) {
+    if (is_w8(c)) *m_min = skinny_max_m(c, p) + 1, *m_max = 256;
 }
 
 /*
@@ -164,8 +192,9 @@ static const mpl_path_desc paths[NPATHS] = {
         .m_min = 1, .m_max = MPL_CUDA_W4A16_SKINNY_MAX_M, .m_limit = MPL_CUDA_W4A16_SKINNY_MAX_M,
         .why = "f16 activations and zero points (skinny-rounded takes neither); H200 v3: beats tc up to m = 8 on every layer, at m = 9..16 only when K >= 8192 "
                "(70B down m = 16: 51 vs 84 us; K = 4096: tc wins slightly, 8B gate_up 31.7 vs 33.4 us); 8-bit layers: "
-               "the same rule on the packed K (2k), not measured for 8-bit at m = 9..16 (H200 v11: 8-bit m = 1 70B gate_up "
-               "154.5 us, 70B down 80.3 at 70-72% of read BW; v15 153.4 / 79.9); uint2 / uint3 with zero points: the "
+               "the same rule on the packed K (2k), but on cc 9.0 to m = 3 where n > k (H200 v17, m = 4: wg 164.4 vs 181.1 us "
+               "on 70B gate_up, 18.1 vs 20.4 on 8B qkv; n <= k: skinny to 16, 70B down m = 16 106.3 vs wg 144.9; H200 "
+               "v11: 8-bit m = 1 70B gate_up 154.5 us, 70B down 80.3 at 70-72% of read BW; v15 153.4 / 79.9); uint2 / uint3 with zero points: the "
                "4-bit ranges (as uint4 codes, the same bytes and kernel)",
         .m_range = skinny_m_range,
     },
@@ -179,7 +208,7 @@ static const mpl_path_desc paths[NPATHS] = {
                "70B gate_up m = 64 136.0 vs 143.3, m = 256 383.9 vs 449.8; 70B qkv m = 256 84.3 vs 112.1; 8B down "
                "m = 256 67.9 vs 87.6; loses where the rule keeps wg: 70B o m = 256 70.5 vs 58.0, 8B qkv m = 64 23.5 "
                "vs 17.8, 8B gate_up m = 256 113.8 vs 112.3",
-        .can_implement = wg_can_implement,
+        .can_implement = wg_sk_can_implement,
     },
     [PATH_WG] = {
         .name = "cuda_w4a16:wg",
@@ -189,8 +218,12 @@ static const mpl_path_desc paths[NPATHS] = {
         .why = "H200 v6: beats tc from m = 33 (70B gate_up m = 64: 171 vs 289 us; loses at 32, 157 vs 147 us) and dq "
                "up to m = 512 (70B down m = 256: 188 vs 381 us); ties dq at 1024, loses at 4096 (0.80-0.85x vs "
                "0.96-0.99x of cuBLAS); 2- and 3-bit layers (4-bit codes) at the 4-bit times, H200 v15 same call: 70B "
-               "down m = 256 213.6 / 189.8 vs 219.3 us, 8B gate_up 116.0 / 122.7 vs 117.1",
+               "down m = 256 213.6 / 189.8 vs 219.3 us, 8B gate_up 116.0 / 122.7 vs 117.1. 8-bit (both planes "
+               "per stage, one rounding): from skinny's end to m = 256, H200 v17: 70B gate_up m = 64 248.0 vs tc 545.7 "
+               "us, m = 256 637.5 vs dq 833.2, 70B down m = 24 159.0 vs tc 209.4; dq ahead from 512 (70B qkv 214.5 vs "
+               "328.9)",
         .can_implement = wg_can_implement,
+        .m_range = wg_m_range,
     },
     [PATH_DQ] = {
         .name = "cuda_w4a16:dq",

@@ -75,13 +75,15 @@ struct WgRegs {
     static_assert(128 * PRODUCER + CONSUMERS * CONSUMER <= ENTRY * THREADS && CONSUMER >= ENTRY, "register split");
 };
 
-template <int BT, int STAGES>
+/* PL: planes per weight, 1 (4-bit codes) or 2 (8-bit layers: the low- and high-nibble plane's chunks of the same
+ * channels in one stage, docs/layouts/cuda_w4a16.md "8-bit: two planes") */
+template <int BT, int STAGES, int PL = 1>
 struct WgShape {
     static constexpr int R = WG_NWG * WG_MW * 64; /* rows of N per block */
     static constexpr int B_BYTES = BT * 128;  /* x tile (swizzled), a multiple of 1024 */
-    static constexpr int W_BYTES = R * 32;    /* R / 16 blocks of 512 bytes */
+    static constexpr int W_BYTES = PL * R * 32; /* per plane R / 16 blocks of 512 bytes (low plane first) */
     static constexpr int S_BYTES = 4 * R * 2; /* four slots (k16 steps) of R 16-bit scales */
-    static constexpr int Z_BYTES = 4 * R;
+    static constexpr int Z_BYTES = PL * 4 * R; /* per plane four slots of R zero bytes (low plane first) */
     static constexpr int STAGE = (B_BYTES + W_BYTES + 2 * S_BYTES + Z_BYTES + 1023) / 1024 * 1024;
     static constexpr int LD = R + 4; /* fp32 epilogue tile row (conflict-free fragment writes) */
     static constexpr int C_BYTES = BT * LD * 4;
@@ -89,7 +91,8 @@ struct WgShape {
     static constexpr int PART = WG_NWG * 128 * WG_MW * BT / 2;
     /* 1024 alignment slack + 1024 for the mbarriers + the ring (the epilogue tile reuses it) */
     static constexpr int SMEM = 2048 + (STAGES * STAGE > C_BYTES ? STAGES * STAGE : C_BYTES);
-    static_assert(BT % 8 == 0 && STAGES >= 2 && STAGES <= 64, "tile");
+    static_assert(BT % 8 == 0 && STAGES >= 2 && STAGES <= 64 && (PL == 1 || PL == 2), "tile");
+    static_assert(SMEM <= 227 * 1024, "a block's opt-in shared memory");
     static_assert(MPL_CUDA_W4A16_N_ALIGN % R == 0, "a block's rows of N stay inside n_pad (no bounds checks)");
 };
 
@@ -154,6 +157,35 @@ __device__ __forceinline__ void split_f16_scale(uint32_t h, uint32_t &hi2, uint3
     lo2 = lb * 0x10001u;
 }
 
+/*
+ * 8-bit weights (PL = 2): the low-plane word wl and the high-plane word wh of the same lane and k16 step hold the
+ * two nibbles of the same eight weights (nibble i of each: row g + 8 (i & 1), the column of the table in
+ * docs/layouts/cuda_w4a16.md). Two selects rebuild the byte codes: e = bytes (c0, c2, c4, c6), o = (c1, c3, c5, c7);
+ * one prmt per register then places the pair (c_p, c_p+4) of register p in the low bytes of two 16-bit halves:
+ *   f16:  high byte 0x64: 1024 + c (exact, 10 mantissa bits), and one fma (x 1, + -(1024 + z)) gives c - z;
+ *   bf16: high byte 0: the bf16 pattern c is c 2^-133 exactly (exponent field 0 or 1, as ActBF16::nib_sub), and one
+ *         fma (x 2^127, + -z 2^-6) gives (c - z) 2^-6, exact (|c - z| <= 255: 8 significant bits); the scale the
+ *         weights are multiplied by (W8_MUL) or the fold's is then 2^6 s, exact (a power of two).
+ * So every weight is the exact integer c - z (times 2^-6 for bf16) before its one multiplication by the scale.
+ * add_g / add_g8: the rows' additive constants (w8_add). Cost per 8 weights: 2 shifts, 2 selects, 4 prmt, 4 fma.
+ */
+template <class A>
+__device__ __forceinline__ uint32_t w8_add(uint32_t z) {
+    if constexpr (A::id == MPL_CUDA_W4A16_ACT_F16) return (0xE400u + z) * 0x10001u; /* -(1024 + z): z <= 255 */
+    else return (uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(-(float)z * 0.015625f)) * 0x10001u; /* -z 2^-6, exact */
+}
+template <class A>
+__device__ __forceinline__ void dequant8(uint32_t wl, uint32_t wh, uint32_t add_g, uint32_t add_g8, uint32_t q[4]) {
+    const uint32_t M = 0x0f0f0f0fu;
+    const uint32_t e = (wl & M) | ((wh << 4) & ~M), o = ((wl >> 4) & M) | (wh & ~M);
+    constexpr uint32_t HI = A::id == MPL_CUDA_W4A16_ACT_F16 ? 0x64646464u : 0u;
+    constexpr uint32_t MUL = A::id == MPL_CUDA_W4A16_ACT_F16 ? 0x3C003C00u : 0x7F007F00u; /* 1, or 2^127 */
+    q[0] = fma16x2(A::id, __byte_perm(e, HI, 0x4240), MUL, add_g);  /* (c0, c4): row g */
+    q[1] = fma16x2(A::id, __byte_perm(o, HI, 0x4240), MUL, add_g8); /* (c1, c5): row g + 8 */
+    q[2] = fma16x2(A::id, __byte_perm(e, HI, 0x4341), MUL, add_g);  /* (c2, c6) */
+    q[3] = fma16x2(A::id, __byte_perm(o, HI, 0x4341), MUL, add_g8); /* (c3, c7) */
+}
+
 /* The persistent schedule of the stream-K form (file comment; the host's plan, wg_plan, as the kernel reads it). */
 struct WgSched {
     int G;              /* blocks */
@@ -181,14 +213,17 @@ __device__ __forceinline__ bool wg_unit(const WgSched &s, int kc, int u, int &ti
     return true;
 }
 
-template <class A, bool ZP, bool FOLD, int SC, int BT, int STAGES, bool SK>
+template <class A, bool ZP, bool FOLD, int SC, int BT, int STAGES, bool SK, int PL>
 __global__ void __launch_bounds__(WgRegs::THREADS, 1)
     w4a16_wg(const mpl_cuda_w4a16_args a, const __grid_constant__ CUtensorMap wmap, const unsigned char *__restrict__ xt,
              int tiles_m, int tiles_n, int nslot, const WgSched sk) {
-    using Sh = WgShape<BT, STAGES>;
+    using Sh = WgShape<BT, STAGES, PL>;
     using Rg = WgRegs;
     constexpr int R = Sh::R, MW = WG_MW;
     static_assert(!(SK && FOLD), "the stream-K form runs rounded weights only");
+    static_assert(PL == 1 || (ZP && !SK), "8-bit layers carry zero points (both planes'); no stream-K form for them");
+    /* bf16 8-bit weights come out of dequant8 as (c - z) 2^-6: their scale is 2^6 s */
+    constexpr float W8_MUL = PL == 2 && A::id == MPL_CUDA_W4A16_ACT_BF16 ? 64.0f : 1.0f;
     extern __shared__ unsigned char smem_raw[];
     const uint32_t raw = smem_addr(smem_raw), base = (raw + 1023u) & ~1023u;
     unsigned char *smem = smem_raw + (base - raw) + 1024; /* the ring; mbarriers just below */
@@ -202,7 +237,8 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
     const int2 mn = raster_tile(tile, tiles_m, tiles_n);
     const int mt = mn.x, m0 = mt * BT, n0 = mn.y * R;
 
-    const int KC = a.k_pad >> MPL_CUDA_W4A16_KC_SHIFT;
+    /* chunks along K: of the packed K, or (PL = 2) of one plane, the high plane's chunk c being KCL + c */
+    const int KC = (PL == 2 ? a.planes_k : a.k_pad) >> MPL_CUDA_W4A16_KC_SHIFT;
     const int S = gridDim.y, split = blockIdx.y;
     const int c_begin = (int)((long long)KC * split / S), c_end = (int)((long long)KC * (split + 1) / S);
     volatile int *arrived = reinterpret_cast<volatile int *>(smem - 512); /* SK: in the mbarriers' KB, past 2 x 64 */
@@ -228,7 +264,7 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(Rg::PRODUCER));
         if (warp == Rg::CONSUMERS / 32 && lane == 0) {
             const uint32_t bytes =
-                Sh::B_BYTES + Sh::W_BYTES + nslot * R * 2 * (a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32 ? 2 : 1) + (ZP ? nslot * R : 0);
+                Sh::B_BYTES + Sh::W_BYTES + nslot * R * 2 * (a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32 ? 2 : 1) + (ZP ? PL * nslot * R : 0);
             int s = 0, use = 0;
             auto produce = [&](int pmt, int pn0, int cb, int ce) {
                 const unsigned char *xsrc = xt + (size_t)pmt * KC * Sh::B_BYTES;
@@ -238,12 +274,17 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
                     mbar_expect_tx(fb, bytes);
                     bulk_g2s(st, xsrc + (size_t)c * Sh::B_BYTES, Sh::B_BYTES, fb);
                     tensor_g2s(st + Sh::B_BYTES, &wmap, c * 128, pn0 / 16, fb); /* R/16 tiles x 512 bytes */
+                    if constexpr (PL == 2) tensor_g2s(st + Sh::B_BYTES + R * 32, &wmap, (KC + c) * 128, pn0 / 16, fb);
                     const uint32_t ss = st + Sh::B_BYTES + Sh::W_BYTES;
                     for (int q = 0; q < nslot; q++) {
                         size_t at = (size_t)group_of_step(c * 4 + q, a.inv_gs16) * a.n_pad + pn0;
                         bulk_g2s(ss + q * R * 2, a.scales + at, R * 2, fb);
                         if (a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32) bulk_g2s(ss + Sh::S_BYTES + q * R * 2, a.scales_lo + at, R * 2, fb);
                         if (ZP) bulk_g2s(ss + 2 * Sh::S_BYTES + q * R, a.zeros + at, R, fb);
+                        if constexpr (PL == 2) { /* the high plane's zeros (its groups follow the low plane's) */
+                            size_t ath = (size_t)group_of_step((KC + c) * 4 + q, a.inv_gs16) * a.n_pad + pn0;
+                            bulk_g2s(ss + 2 * Sh::S_BYTES + 4 * R + q * R, a.zeros + ath, R, fb);
+                        }
                     }
                     if (++s == STAGES) s = 0, use++;
                 }
@@ -281,8 +322,8 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
                     const int off = ((wgi * MW + s) * 4 + wq) * 32 + 4 * g; /* slot 0, word g: rows (g, g+8) */
                     uint32_t hi = *reinterpret_cast<const uint32_t *>(ss + off);
                     uint32_t lo = a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32 ? *reinterpret_cast<const uint32_t *>(ss + Sh::S_BYTES + off) : 0u;
-                    float s_g = scale_value(hi & 0xffffu, lo & 0xffffu, a.scale_fmt);
-                    float s_g8 = scale_value(hi >> 16, lo >> 16, a.scale_fmt);
+                    float s_g = scale_value(hi & 0xffffu, lo & 0xffffu, a.scale_fmt) * W8_MUL;
+                    float s_g8 = scale_value(hi >> 16, lo >> 16, a.scale_fmt) * W8_MUL;
 #pragma unroll
                     for (int e = 0; e < BT / 2; e++) acc[s][e] += ((e & 3) >> 1 ? s_g8 : s_g) * pg[s][e];
                 }
@@ -306,24 +347,41 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
             for (int s = 0; s < MW; s++) {
                 const int lt = (wgi * MW + s) * 4 + wq; /* the warp's 16-row tile within the block */
                 uint4 wv = *reinterpret_cast<const uint4 *>(sw + (lt * 32 + lane) * 16);
+                uint4 wvh = make_uint4(0u, 0u, 0u, 0u); /* PL = 2: the high plane's words */
+                if constexpr (PL == 2) wvh = *reinterpret_cast<const uint4 *>(sw + R * 32 + (lt * 32 + lane) * 16);
 #pragma unroll
                 for (int j = 0; j < 4; j++) {
                     const int slot = nslot == 1 ? 0 : j;
                     uint32_t add_g, add_g8;
                     if (j == 0 || nslot != 1) {
-                        uint32_t z16 = ZP ? *reinterpret_cast<const uint16_t *>(ss + 2 * Sh::S_BYTES + slot * R + lt * 16 + 2 * g) : 0u;
-                        zero_consts<A, ZP>(z16, add_g, add_g8);
+                        const unsigned char *zs = ss + 2 * Sh::S_BYTES + slot * R + lt * 16 + 2 * g;
+                        uint32_t z16 = ZP ? *reinterpret_cast<const uint16_t *>(zs) : 0u;
+                        if constexpr (PL == 2) { /* z = zl + 16 zh per row (rows g, g + 8: the two bytes) */
+                            const uint32_t zh = *reinterpret_cast<const uint16_t *>(zs + 4 * R);
+                            add_g = w8_add<A>((z16 & 0xffu) + 16u * (zh & 0xffu));
+                            add_g8 = w8_add<A>((z16 >> 8) + 16u * (zh >> 8));
+                        } else {
+                            zero_consts<A, ZP>(z16, add_g, add_g8);
+                        }
                     }
                     uint32_t w = j == 0 ? wv.x : j == 1 ? wv.y : j == 2 ? wv.z : wv.w;
+                    uint32_t wh = j == 0 ? wvh.x : j == 1 ? wvh.y : j == 2 ? wvh.z : wvh.w;
+                    (void)wh;
                     if constexpr (FOLD) { /* exact integers; the scale is applied at the fold */
-                        A::dequant(w, add_g, add_g8, cur[s][j]);
+                        if constexpr (PL == 2) dequant8<A>(w, wh, add_g, add_g8, cur[s][j]);
+                        else A::dequant(w, add_g, add_g8, cur[s][j]);
                     } else {
                         uint32_t q[4];
-                        A::dequant(w, add_g, add_g8, q);
+                        if constexpr (PL == 2) dequant8<A>(w, wh, add_g, add_g8, q);
+                        else A::dequant(w, add_g, add_g8, q);
                         const int off = slot * R * 2 + lt * 32 + 4 * g; /* word g: rows (g, g+8) */
                         uint32_t hi = *reinterpret_cast<const uint32_t *>(ss + off);
                         if constexpr (SC == SC_S16) {
-                            const uint32_t s_g = __byte_perm(hi, 0, 0x1010), s_g8 = __byte_perm(hi, 0, 0x3232);
+                            uint32_t s_g = __byte_perm(hi, 0, 0x1010), s_g8 = __byte_perm(hi, 0, 0x3232);
+                            if constexpr (W8_MUL != 1.0f) { /* 2^6 s: exact below bf16's 2^122 (docs: 8-bit on wg) */
+                                s_g = fma16x2(A::id, s_g, 0x42804280u, 0x80008000u);
+                                s_g8 = fma16x2(A::id, s_g8, 0x42804280u, 0x80008000u);
+                            }
                             cur[s][j][0] = fma16x2(A::id, q[0], s_g, 0x80008000u);
                             cur[s][j][1] = fma16x2(A::id, q[1], s_g8, 0x80008000u);
                             cur[s][j][2] = fma16x2(A::id, q[2], s_g, 0x80008000u);
@@ -339,8 +397,8 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
                             cur[s][j][3] = fma16x2(BF16, q[3], h_g8, fma16x2(BF16, q[3], l_g8, 0x80008000u));
                         } else {
                             uint32_t lo = a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32 ? *reinterpret_cast<const uint32_t *>(ss + Sh::S_BYTES + off) : 0u;
-                            float s_g = scale_value(hi & 0xffffu, lo & 0xffffu, a.scale_fmt);
-                            float s_g8 = scale_value(hi >> 16, lo >> 16, a.scale_fmt);
+                            float s_g = scale_value(hi & 0xffffu, lo & 0xffffu, a.scale_fmt) * W8_MUL;
+                            float s_g8 = scale_value(hi >> 16, lo >> 16, a.scale_fmt) * W8_MUL;
                             cur[s][j][0] = mul32<A>(q[0], s_g);
                             cur[s][j][1] = mul32<A>(q[1], s_g8);
                             cur[s][j][2] = mul32<A>(q[2], s_g);
@@ -544,7 +602,8 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
  * 16-byte unit u ^ (r % 8), whose 4-byte pair p (p = 4 (u ^ (r % 8)) + i) is MMA pair p % 8 of k16
  * step p / 8, i.e. channels 16 (p / 8) + 2 sigma(p % 8) + (0, 1), sigma = (0 2 4 6 1 3 5 7).
  */
-__global__ void w4a16_xtile(const uint32_t *__restrict__ x, uint4 *__restrict__ xt, int m, int k, int kc, int bt,
+/* x rows of ld elements, channels [0, k) of each read (8-bit layers: the low plane's k of the gathered 2k) */
+__global__ void w4a16_xtile(const uint32_t *__restrict__ x, uint4 *__restrict__ xt, int m, int k, int ld, int kc, int bt,
                           long long units, int *cnt, int ncnt) {
     /* the stream-K arrival counters of the wg kernel that follows on the stream (none in the split-K form) */
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < ncnt; i += gridDim.x * blockDim.x) cnt[i] = 0;
@@ -557,7 +616,7 @@ __global__ void w4a16_xtile(const uint32_t *__restrict__ x, uint4 *__restrict__ 
         for (int i = 0; i < 4; i++) {
             int p = 4 * lu + i, pp = p & 7;
             int ch = c * 64 + 16 * (p >> 3) + 2 * (pp < 4 ? 2 * pp : 2 * (pp - 4) + 1);
-            o[i] = tok < m && ch < k ? x[((size_t)tok * k + ch) >> 1] : 0u;
+            o[i] = tok < m && ch < k ? x[((size_t)tok * ld + ch) >> 1] : 0u;
         }
         xt[u] = make_uint4(o[0], o[1], o[2], o[3]);
     }
@@ -588,7 +647,7 @@ static WgPlan wg_plan(const mpl_cuda_w4a16_args *a, int sk) {
     p.bt = wg_bt(a->m, sk);
     p.tiles_m = (a->m - 1) / p.bt + 1; /* m >= 1 */
     p.tiles_n = (a->n + WG_NWG * WG_MW * 64 - 1) / (WG_NWG * WG_MW * 64);
-    p.kc = a->k_pad / MPL_CUDA_W4A16_KC;
+    p.kc = (a->planes_k ? a->planes_k : a->k_pad) / MPL_CUDA_W4A16_KC; /* 8-bit: one plane's chunks */
     p.xt_bytes = ((size_t)p.tiles_m * p.kc * p.bt * 128 + 255) / 256 * 256;
     p.G = 0, p.dp_tiles = 0, p.sk_iters = 0, p.ws_bytes = 0, p.cnt_bytes = 0;
     if (!sk) return p;
@@ -607,12 +666,12 @@ static WgPlan wg_plan(const mpl_cuda_w4a16_args *a, int sk) {
     return p;
 }
 
-template <class A, bool ZP, bool FOLD, int SC, int BT, int STAGES, bool SK>
+template <class A, bool ZP, bool FOLD, int SC, int BT, int STAGES, bool SK, int PL>
 static cudaError_t wg_launch(const mpl_cuda_w4a16_args *a, const CUtensorMap *wmap, const void *xt, const WgPlan &p,
                              cudaStream_t stream) {
-    using Sh = WgShape<BT, STAGES>;
+    using Sh = WgShape<BT, STAGES, PL>;
     static_assert(Sh::R == 256, "the weight tensor map's box is 16 tiles");
-    auto kern = w4a16_wg<A, ZP, FOLD, SC, BT, STAGES, SK>;
+    auto kern = w4a16_wg<A, ZP, FOLD, SC, BT, STAGES, SK, PL>;
     static KernelSetup setup;
     cudaError_t e = setup_kernel(kern, a->device, WgRegs::THREADS, Sh::SMEM, setup, nullptr);
     if (e != cudaSuccess) return e;
@@ -652,41 +711,55 @@ static cudaError_t wg_launch(const mpl_cuda_w4a16_args *a, const CUtensorMap *wm
  * opt in to; 5 x 29 KB at BT 128, where each chunk's wgmmas take longest, so fewer chunks cover the copy
  * latency. v6 design values (bench/cuda/NOTES.md), not swept one by one.
  */
-template <class A, bool ZP, bool FOLD, int SC>
+/* 8-bit (PL = 2): stages carry two planes' weights and zeros (+ 8 KB and 1 KB), so the rings are shallower for the
+ * same ~180-190 KB in flight: 8 x 24 KB (BT 16), 7 x 26 KB (32), 6 x 30 KB (64), 5 x 38 KB (128); design values,
+ * not swept. */
+template <class A, bool ZP, bool FOLD, int SC, int PL>
 static cudaError_t wg_dispatch_bt(const mpl_cuda_w4a16_args *a, const CUtensorMap *wmap, const void *xt, const WgPlan &p,
                                   int sk, cudaStream_t s) {
     if (sk) {
-        if constexpr (!FOLD) {
-            if (p.bt == 64) return wg_launch<A, ZP, false, SC, 64, 8, true>(a, wmap, xt, p, s);
-            return wg_launch<A, ZP, false, SC, 128, 5, true>(a, wmap, xt, p, s);
+        if constexpr (!FOLD && PL == 1) {
+            if (p.bt == 64) return wg_launch<A, ZP, false, SC, 64, 8, true, 1>(a, wmap, xt, p, s);
+            return wg_launch<A, ZP, false, SC, 128, 5, true, 1>(a, wmap, xt, p, s);
         }
-        return cudaErrorInvalidValue; /* wg_dispatch_zp never asks for FOLD with sk */
+        return cudaErrorInvalidValue; /* wg_dispatch_zp never asks for FOLD with sk; the descriptor no 8-bit stream-K */
+    }
+    if constexpr (PL == 2) {
+        switch (p.bt) {
+        case 16: return wg_launch<A, ZP, FOLD, SC, 16, 8, false, 2>(a, wmap, xt, p, s);
+        case 32: return wg_launch<A, ZP, FOLD, SC, 32, 7, false, 2>(a, wmap, xt, p, s);
+        case 64: return wg_launch<A, ZP, false, SC, 64, 6, false, 2>(a, wmap, xt, p, s);
+        default: return wg_launch<A, ZP, false, SC, 128, 5, false, 2>(a, wmap, xt, p, s);
+        }
     }
     switch (p.bt) {
-    case 16: return wg_launch<A, ZP, FOLD, SC, 16, 12, false>(a, wmap, xt, p, s);
-    case 32: return wg_launch<A, ZP, FOLD, SC, 32, 10, false>(a, wmap, xt, p, s);
-    case 64: return wg_launch<A, ZP, false, SC, 64, 8, false>(a, wmap, xt, p, s);
-    default: return wg_launch<A, ZP, false, SC, 128, 5, false>(a, wmap, xt, p, s);
+    case 16: return wg_launch<A, ZP, FOLD, SC, 16, 12, false, 1>(a, wmap, xt, p, s);
+    case 32: return wg_launch<A, ZP, FOLD, SC, 32, 10, false, 1>(a, wmap, xt, p, s);
+    case 64: return wg_launch<A, ZP, false, SC, 64, 8, false, 1>(a, wmap, xt, p, s);
+    default: return wg_launch<A, ZP, false, SC, 128, 5, false, 1>(a, wmap, xt, p, s);
     }
 }
 
 /* The dequantization form: FOLD (exact group sums) where mpl_cuda_w4a16_wg_exact holds (split-K form only),
  * else rounded weights with the cheapest exact-product form for the scale format (S16, SPLIT, F32: file comment). */
-template <class A, bool ZP>
+template <class A, bool ZP, int PL>
 static cudaError_t wg_dispatch_zp(const mpl_cuda_w4a16_args *a, const CUtensorMap *wmap, const void *xt, const WgPlan &p,
                                   int sk, cudaStream_t s) {
     const int own = A::id == MPL_CUDA_W4A16_ACT_F16 ? MPL_CUDA_W4A16_SCALE_F16 : MPL_CUDA_W4A16_SCALE_BF16;
-    if (!sk && mpl_cuda_w4a16_wg_exact(a->m, a->gs16)) return wg_dispatch_bt<A, ZP, true, SC_F32>(a, wmap, xt, p, sk, s);
-    if (a->scale_fmt == own) return wg_dispatch_bt<A, ZP, false, SC_S16>(a, wmap, xt, p, sk, s);
-    if constexpr (A::id == MPL_CUDA_W4A16_ACT_BF16) /* bf16 activations, f16 scales: the common GPTQ / AWQ case for bf16 models */
-        if (a->scale_fmt == MPL_CUDA_W4A16_SCALE_F16) return wg_dispatch_bt<A, ZP, false, SC_SPLIT>(a, wmap, xt, p, sk, s);
-    return wg_dispatch_bt<A, ZP, false, SC_F32>(a, wmap, xt, p, sk, s);
+    if (!sk && mpl_cuda_w4a16_wg_exact(a->m, a->gs16)) return wg_dispatch_bt<A, ZP, true, SC_F32, PL>(a, wmap, xt, p, sk, s);
+    if (a->scale_fmt == own) return wg_dispatch_bt<A, ZP, false, SC_S16, PL>(a, wmap, xt, p, sk, s);
+    /* bf16 activations, f16 scales: the common GPTQ / AWQ case for bf16 models. Not for 8-bit: v lo (v = c - z up to
+     * 8 bits, lo up to 3) is not exact in bf16, so 8-bit weights take the fp32 form (v s exact in fp32: 8 + 11 bits). */
+    if constexpr (A::id == MPL_CUDA_W4A16_ACT_BF16 && PL == 1)
+        if (a->scale_fmt == MPL_CUDA_W4A16_SCALE_F16) return wg_dispatch_bt<A, ZP, false, SC_SPLIT, PL>(a, wmap, xt, p, sk, s);
+    return wg_dispatch_bt<A, ZP, false, SC_F32, PL>(a, wmap, xt, p, sk, s);
 }
 
 template <class A>
 static cudaError_t wg_dispatch(const mpl_cuda_w4a16_args *a, const CUtensorMap *wmap, const void *xt, const WgPlan &p, int sk,
                                cudaStream_t s) {
-    return a->zeros ? wg_dispatch_zp<A, true>(a, wmap, xt, p, sk, s) : wg_dispatch_zp<A, false>(a, wmap, xt, p, sk, s);
+    if (a->planes_k) return wg_dispatch_zp<A, true, 2>(a, wmap, xt, p, sk, s); /* checked by mpl_cuda_w4a16_launch_wg */
+    return a->zeros ? wg_dispatch_zp<A, true, 1>(a, wmap, xt, p, sk, s) : wg_dispatch_zp<A, false, 1>(a, wmap, xt, p, sk, s);
 }
 
 } // namespace cuda_w4a16
@@ -728,6 +801,9 @@ extern "C" int mpl_cuda_w4a16_wg_weight_map(const uint32_t *qweight, int k_pad, 
 extern "C" int mpl_cuda_w4a16_launch_wg(const mpl_cuda_w4a16_args *a, int streamk, void *xt, void *stream) {
     if (a->cc != 90) return (int)cudaErrorNoKernelImageForDevice; /* sm_90a code only */
     if (!a->wg_map) return (int)cudaErrorNotSupported;
+    /* 8-bit (two planes): zero points always, the high plane on a chunk (k % 64 == 0), the split-K form only */
+    if (a->planes_k && (!a->zeros || streamk || a->planes_k % MPL_CUDA_W4A16_KC != 0 || 2 * a->planes_k != a->k_pad))
+        return (int)cudaErrorInvalidValue;
     cudaStream_t s = (cudaStream_t)stream;
     CUtensorMap wmap;
     memcpy(&wmap, a->wg_map, sizeof wmap);
@@ -737,8 +813,9 @@ extern "C" int mpl_cuda_w4a16_launch_wg(const mpl_cuda_w4a16_args *a, int stream
     if (blocks > 4096) blocks = 4096; /* grid-stride beyond ~31 blocks per SM: a copy pass gains nothing more */
     int *cnt = (int *)((unsigned char *)xt + p.xt_bytes + p.ws_bytes);
     const int ncnt = streamk ? (int)((long long)p.tiles_m * p.tiles_n - p.dp_tiles) : 0;
-    cuda_w4a16::w4a16_xtile<<<(unsigned)blocks, 256, 0, s>>>((const uint32_t *)a->x, (uint4 *)xt, a->m, a->k, p.kc, p.bt,
-                                                           units, cnt, ncnt);
+    /* 8-bit: x is the gathered 2k columns (both planes read channel j at j and k + j); the tiles take the first k */
+    cuda_w4a16::w4a16_xtile<<<(unsigned)blocks, 256, 0, s>>>((const uint32_t *)a->x, (uint4 *)xt, a->m,
+                                                           a->planes_k ? a->planes_k : a->k, a->k, p.kc, p.bt, units, cnt, ncnt);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return (int)e;
     return (int)(a->act == MPL_CUDA_W4A16_ACT_F16 ? cuda_w4a16::wg_dispatch<cuda_w4a16::ActF16>(a, &wmap, xt, p, streamk, s)
