@@ -342,9 +342,9 @@ static int expected_streamk(int64_t m, int64_t k, int64_t n) {
     return 0;
 }
 
-static const char *expected_default(int64_t m, int64_t k, int64_t n, int cc, mpl_act act, int zp) {
+static const char *expected_default(int64_t m, int64_t k, int64_t n, int64_t gs, int cc, mpl_act act, int zp) {
     /* skinny-rounded comes first with skinny's range and takes bf16 uint4b8 */
-    const int w8wg = g_w8 && cc == 90 && k % 64 == 0;
+    const int w8wg = g_w8 && cc == 90 && k % 64 == 0 && gs > 0 && gs < k; /* grouped 8-bit only, as yet */
     const int64_t skinny_top = w8wg && n > k ? 3 : (g_w8 ? 2 * k : k) >= 8192 ? 16 : 8;
     if (m <= skinny_top)
         return act == MPL_ACT_BF16 && !zp && !g_w8 ? "cuda_w4a16:skinny-rounded" : "cuda_w4a16:skinny";
@@ -430,7 +430,7 @@ static void default_paths(void **state) {
             mpl_config c;
             mpl_config_init(&c, ks[kj], 1024); /* group -1: 8184 (just below skinny's K switch) has no 128-groups */
             for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++) {
-                const char *got = NULL, *want = expected_default(ms[mi], ks[kj], 1024, ccs[ci], c.act, c.zero_points);
+                const char *got = NULL, *want = expected_default(ms[mi], ks[kj], 1024, c.group_size, ccs[ci], c.act, c.zero_points);
                 mpl_status st = mpl_choose_path(&c, &o, ms[mi], &got);
                 if (st != MPL_OK || !got || strcmp(got, want))
                     fail_msg("cc %d k %lld m %lld: %s (%s), want %s", ccs[ci], (long long)ks[kj], (long long)ms[mi],
@@ -483,7 +483,7 @@ static void default_paths(void **state) {
         c.zero_points = 0, c.wtype = MPL_WTYPE_UINT4B8;
         static const int64_t at[] = {32, 33, 64, 65, 128, 129, 256, 257};
         for (size_t j = 0; j < sizeof at / sizeof at[0]; j++) {
-            const char *got = NULL, *want = expected_default(at[j], sk[i].k, sk[i].n, 90, c.act, 0);
+            const char *got = NULL, *want = expected_default(at[j], sk[i].k, sk[i].n, c.group_size, 90, c.act, 0);
             assert_int_equal(mpl_choose_path(&c, &o, at[j], &got), MPL_OK);
             if (!got || strcmp(got, want))
                 fail_msg("k %lld n %lld m %lld: %s, want %s", (long long)sk[i].k, (long long)sk[i].n, (long long)at[j],
@@ -554,6 +554,34 @@ static void path_refusals(void **state) {
     assert_int_equal(mpl_choose_path(&c, &o, 1, &got), MPL_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(mpl_last_error(), "cuda_w4a16:tc"));
     o.kernel = NULL;
+
+    /* 8-bit on cc 9.0 (H200 v17): grouped layers with n > k leave skinny at m = 4 for wg, n <= k keep skinny to 16;
+     * wg to 256, dq after; one group per channel: wg refuses (not yet run on a GPU), skinny / tc / dq as before */
+    {
+        static const struct {
+            int64_t k, n, gs, m;
+            const char *want;
+        } w8[] = {
+            {8192, 57344, 128, 3, "cuda_w4a16:skinny"}, {8192, 57344, 128, 4, "cuda_w4a16:wg"},
+            {8192, 57344, 128, 256, "cuda_w4a16:wg"},   {8192, 57344, 128, 257, "cuda_w4a16:dq"},
+            {28672, 8192, 128, 16, "cuda_w4a16:skinny"}, {28672, 8192, 128, 17, "cuda_w4a16:wg"},
+            {8192, 57344, -1, 4, "cuda_w4a16:skinny"},  {8192, 57344, -1, 17, "cuda_w4a16:tc"},
+            {8192, 57344, -1, 65, "cuda_w4a16:dq"},
+        };
+        fake_gpus(1, 90);
+        for (size_t i = 0; i < sizeof w8 / sizeof w8[0]; i++) {
+            mpl_config c8;
+            mpl_config_init(&c8, w8[i].k, w8[i].n);
+            c8.wtype = MPL_WTYPE_UINT8B128;
+            c8.group_size = w8[i].gs;
+            assert_int_equal(mpl_choose_path(&c8, &o, w8[i].m, &got), MPL_OK);
+            if (!got || strcmp(got, w8[i].want))
+                fail_msg("8-bit k %lld n %lld group %lld m %lld: %s, want %s", (long long)w8[i].k, (long long)w8[i].n,
+                         (long long)w8[i].gs, (long long)w8[i].m, got ? got : "no path", w8[i].want);
+            assert_int_equal(mpl_check(&c8, &o, "cuda_w4a16:wg", &v), MPL_OK);
+            assert_int_equal(v.reason, w8[i].gs > 0 ? MPL_REASON_OK : MPL_REASON_GROUP_SIZE);
+        }
+    }
 
     /* disabled by name: the next row whose range holds m, else the first whose limit allows it */
     setenv("MPL_DISABLED_KERNELS", "cuda_w4a16:wg", 1);
@@ -732,7 +760,7 @@ static int run_case(const dcase *d, int64_t m, uint64_t seed, const char *path, 
         goto done;
     }
     /* the path that runs: the forced one, or the table's default for (m, K, this device) */
-    const char *runs = path ? path : expected_default(m, d->k, d->n, g_cc, d->act, d->zp);
+    const char *runs = path ? path : expected_default(m, d->k, d->n, d->gs, g_cc, d->act, d->zp);
     const char *says = mpl_layer_path(kl, m);
     if (!says || strcmp(says, runs) != 0) {
         fprintf(stderr, "FAIL %s: mpl_layer_path = %s, expected %s%s\n", what, says ? says : "NULL", runs,
@@ -852,6 +880,7 @@ static int refused(const dcase *d, const char *path) {
     if (!strcmp(path, "cuda_w4a16:skinny-rounded") && (d->act != MPL_ACT_BF16 || d->zp || g_w8)) return 1;
     if (g_w8 && !strcmp(path, "cuda_w4a16:wg-streamk")) return 1;
     if (g_w8 && (!strcmp(path, "cuda_w4a16:dq") || !strcmp(path, "cuda_w4a16:wg")) && d->k % 64 != 0) return 1;
+    if (g_w8 && !strcmp(path, "cuda_w4a16:wg") && (d->gs <= 0 || d->gs >= d->k)) return 1; /* grouped only, as yet */
     return 0;
 }
 static const int64_t few_m[] = {1, 9, 17, 65};
@@ -863,7 +892,7 @@ static int run_ms(const dcase *d, const int64_t *ms, int nm, uint64_t seed, int 
     for (int i = 0; i < nm; i++) {
         uint64_t s = tu_case_seed(seed, (uint64_t)(*cases)++);
         bad += !run_case(d, ms[i], s, NULL, 0);
-        const char *def = expected_default(ms[i], d->k, d->n, g_cc, d->act, d->zp);
+        const char *def = expected_default(ms[i], d->k, d->n, d->gs, g_cc, d->act, d->zp);
         for (int j = 0; j < g_npaths; j++) {
             if (!g_path_runs[j] || ms[i] > g_path_limit[j] || !strcmp(g_path_name[j], def)) continue;
             if (refused(d, g_path_name[j])) continue;
@@ -1000,7 +1029,7 @@ static int device_matrix_body(void) {
      * act-order, group sizes 16 / 32 (four slots per chunk) / 64 / 128 / 256 / -1, N tails, bias, split-K 1, 2, 4 */
     const dcase w8wg[] = {
         {960, 72, 32, 1, 0, MPL_ACT_BF16, RN, F16, G, 1},   {1024, 104, 256, 0, 1, MPL_ACT_F16, RN, F16, G, 1},
-        {768, 40, 16, 0, 0, MPL_ACT_BF16, RN, F32, G, 0},   {1536, 264, -1, 1, 0, MPL_ACT_BF16, EX, BF16, G, 1}, /* group -1: no act-order */
+        {768, 40, 16, 0, 0, MPL_ACT_BF16, RN, F32, G, 0},   {1536, 264, -1, 1, 0, MPL_ACT_BF16, EX, BF16, G, 1}, /* group -1: wg refuses (8-bit, as yet) */
         {1024, 200, 64, 1, 1, MPL_ACT_F16, EX, F16, G, 1},
         {512, 1024, 128, 0, 0, MPL_ACT_BF16, RN, F16, G, 0}, /* n > k: skinny to m = 3, wg from 4 */
     };

@@ -63,6 +63,8 @@ static mpl_reason skinny_rounded_can_implement(const mpl_config *c, const mpl_pl
 }
 
 static bool is_w8(const mpl_config *c) { return c->wtype == MPL_WTYPE_UINT8B128 || c->wtype == MPL_WTYPE_UINT8; }
+/* Groups smaller than k (8-bit wg is verified on those only: wg_can_implement). */
+static bool w8_grouped(const mpl_config *c) { return c->group_size > 0 && c->group_size < c->k; }
 
 /* Skinny's switch point depends on the packed K (8-bit layers pack 2k channels): it wins up to m = 8 on every
  * layer, up to 16 only when K is large. 8-bit layers on cc 9.0, where wg reads both planes (k % 64 == 0): wg's
@@ -71,7 +73,7 @@ static bool is_w8(const mpl_config *c) { return c->wtype == MPL_WTYPE_UINT8B128 
  * 181.1 vs 164.4, 70B qkv 48.0 vs 47.2; m = 16 61.6 vs 47.7 on 70B qkv) and behind to m = 16 where n <= k (70B o
  * 36.3 vs 48.4, 70B down 106.3 vs 144.9 at m = 16); at m = 1 skinny is ahead (70B gate_up 153.4 vs ~164). */
 static int64_t skinny_max_m(const mpl_config *c, const mpl_platform *p) {
-    if (is_w8(c) && p->cuda_cc == 90 && c->k % MPL_CUDA_W4A16_KC == 0 && c->n > c->k) return 3;
+    if (is_w8(c) && p->cuda_cc == 90 && c->k % MPL_CUDA_W4A16_KC == 0 && w8_grouped(c) && c->n > c->k) return 3;
     return (is_w8(c) ? 2 * c->k : c->k) < 8192 ? 8 : MPL_CUDA_W4A16_SKINNY_MAX_M;
 }
 static void skinny_m_range(const mpl_config *c, const mpl_platform *p, int64_t *m_min, int64_t *m_max) {
@@ -90,6 +92,11 @@ static mpl_reason wg_can_implement(const mpl_config *c, const mpl_platform *p, c
                           "k = %lld with 8-bit weights: cuda_w4a16:wg needs k a multiple of %d (it reads the "
                           "high-nibble plane's chunk beside the low one's)",
                           (long long)c->k, MPL_CUDA_W4A16_KC);
+    if (is_w8(c) && !w8_grouped(c))
+        return mpl_refuse(msg, cap, MPL_REASON_GROUP_SIZE,
+                          "8-bit weights with one group per channel: cuda_w4a16:wg's two-plane kernel has not run on a "
+                          "GPU for it yet (the H200 run that verified the grouped cases had no valid such case, "
+                          "bench/cuda/NOTES.md v17); skinny, tc and dq serve it");
     return MPL_REASON_OK;
 }
 
@@ -219,7 +226,7 @@ static const mpl_path_desc paths[NPATHS] = {
                "up to m = 512 (70B down m = 256: 188 vs 381 us); ties dq at 1024, loses at 4096 (0.80-0.85x vs "
                "0.96-0.99x of cuBLAS); 2- and 3-bit layers (4-bit codes) at the 4-bit times, H200 v15 same call: 70B "
                "down m = 256 213.6 / 189.8 vs 219.3 us, 8B gate_up 116.0 / 122.7 vs 117.1. 8-bit (both planes "
-               "per stage, one rounding): from skinny's end to m = 256, H200 v17: 70B gate_up m = 64 248.0 vs tc 545.7 "
+               "per stage, one rounding; grouped layers: group -1 is not yet verified on a GPU): from skinny's end to m = 256, H200 v17: 70B gate_up m = 64 248.0 vs tc 545.7 "
                "us, m = 256 637.5 vs dq 833.2, 70B down m = 24 159.0 vs tc 209.4; dq ahead from 512 (70B qkv 214.5 vs "
                "328.9)",
         .can_implement = wg_can_implement,
