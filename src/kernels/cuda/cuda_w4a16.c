@@ -63,8 +63,11 @@ static mpl_reason skinny_rounded_can_implement(const mpl_config *c, const mpl_pl
 }
 
 static bool is_w8(const mpl_config *c) { return c->wtype == MPL_WTYPE_UINT8B128 || c->wtype == MPL_WTYPE_UINT8; }
-/* Groups smaller than k (8-bit wg is verified on those only: wg_can_implement). */
-static bool w8_grouped(const mpl_config *c) { return c->group_size > 0 && c->group_size < c->k; }
+/* The 8-bit layers wg's two-plane kernel takes (wg_can_implement says why the others are refused): the high plane's
+ * chunk starts on a 64-channel chunk, and groups are smaller than k (group -1 is not yet verified on a GPU). */
+static bool wg_takes_w8(const mpl_config *c) {
+    return c->k % MPL_CUDA_W4A16_KC == 0 && c->group_size > 0 && c->group_size < c->k;
+}
 
 /* Skinny's switch point depends on the packed K (8-bit layers pack 2k channels): it wins up to m = 8 on every
  * layer, up to 16 only when K is large. 8-bit layers on cc 9.0, where wg reads both planes (k % 64 == 0): wg's
@@ -73,7 +76,7 @@ static bool w8_grouped(const mpl_config *c) { return c->group_size > 0 && c->gro
  * 181.1 vs 164.4, 70B qkv 48.0 vs 47.2; m = 16 61.6 vs 47.7 on 70B qkv) and behind to m = 16 where n <= k (70B o
  * 36.3 vs 48.4, 70B down 106.3 vs 144.9 at m = 16); at m = 1 skinny is ahead (70B gate_up 153.4 vs ~164). */
 static int64_t skinny_max_m(const mpl_config *c, const mpl_platform *p) {
-    if (is_w8(c) && p->cuda_cc == 90 && c->k % MPL_CUDA_W4A16_KC == 0 && w8_grouped(c) && c->n > c->k) return 3;
+    if (is_w8(c) && p->cuda_cc == 90 && wg_takes_w8(c) && c->n > c->k) return 3;
     return (is_w8(c) ? 2 * c->k : c->k) < 8192 ? 8 : MPL_CUDA_W4A16_SKINNY_MAX_M;
 }
 static void skinny_m_range(const mpl_config *c, const mpl_platform *p, int64_t *m_min, int64_t *m_max) {
@@ -92,7 +95,7 @@ static mpl_reason wg_can_implement(const mpl_config *c, const mpl_platform *p, c
                           "k = %lld with 8-bit weights: cuda_w4a16:wg needs k a multiple of %d (it reads the "
                           "high-nibble plane's chunk beside the low one's)",
                           (long long)c->k, MPL_CUDA_W4A16_KC);
-    if (is_w8(c) && !w8_grouped(c))
+    if (is_w8(c) && !wg_takes_w8(c)) /* the other half of wg_takes_w8: k % 64 is refused above */
         return mpl_refuse(msg, cap, MPL_REASON_GROUP_SIZE,
                           "8-bit weights with one group per channel: cuda_w4a16:wg's two-plane kernel has not run on a "
                           "GPU for it yet (the H200 run that verified the grouped cases had no valid such case, "

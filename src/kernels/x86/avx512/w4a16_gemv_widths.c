@@ -107,15 +107,30 @@ XW_INLINE void put_channel_order(__m512 a[4]) {
     a[3] = _mm512_permutex2var_ps(p1, i1, p3);
 }
 
-/* tile_fold for accumulators in the line order of the 2-bit tiles (put back in channel order first). */
-XW_INLINE void tile_fold_permuted(const mpl_x86_w4a16_layout *l, const uint8_t *const grp[4], __m512 acc[16], float *c,
-                                  int64_t ldc, const int MR, const int NBLK) {
+#define AP(r, i, u) (((r) * NBLK + (i)) * 4 + (u))
+/* tile_fold for accumulators in the line order of the table tiles (lane j of accumulator u: channel 4j + u):
+ * with zero points (zt: the rows' zero parts, xw_zero_parts; NULL without) each lane first adds its channel's
+ * lane of zt -- byte u of dword j of the 64 zero points is that channel's zero --, then the accumulators are put
+ * back in channel order and folded with the scales. */
+XW_INLINE void tile_fold_lines(const mpl_x86_w4a16_layout *l, const uint8_t *const grp[4], __m512 acc[16],
+                               const __m512 *zt, float *c, int64_t ldc, const int MR, const int NBLK) {
+    if (zt)
+#pragma GCC unroll 4
+        for (int i = 0; i < NBLK; i++) {
+            const __m512i zd = _mm512_loadu_si512((const void *)(grp[i] + l->scale_bytes));
+#pragma GCC unroll 4
+            for (int u = 0; u < 4; u++) {
+                const __m512i zi = u ? _mm512_srli_epi32(zd, (unsigned)(8 * u)) : zd;
+#pragma GCC unroll 4
+                for (int r = 0; r < MR; r++)
+                    acc[AP(r, i, u)] = _mm512_add_ps(acc[AP(r, i, u)], _mm512_permutexvar_ps(zi, zt[r]));
+            }
+        }
 #pragma GCC unroll 4
     for (int j = 0; j < MR * NBLK; j++) put_channel_order(&acc[4 * j]);
     xw_tile_fold(l, grp, acc, c, ldc, MR, NBLK);
 }
 
-#define AP(r, i, u) (((r) * NBLK + (i)) * 4 + (u))
 XW_INLINE void tile_p2(const mpl_x86_w4a16_kernel *kn, const float *xr, const int MR, const int NBLK, const bool ZP,
                        int64_t b, int64_t k0, int64_t k1, float *c, int64_t ldc) {
     const mpl_x86_w4a16_layout *l = &kn->l;
@@ -158,24 +173,9 @@ XW_INLINE void tile_p2(const mpl_x86_w4a16_kernel *kn, const float *xr, const in
                 wp[i] += 64;
             }
         }
-        if (ZP)
-#pragma GCC unroll 4
-            for (int i = 0; i < NBLK; i++) {
-                /* the 64 zero points, one byte per channel: dword j holds channels 4j .. 4j+3, so byte u
-                 * of dword j (shifted to bits 0-3) is the zero of lane j of accumulator u */
-                const __m512i zd = _mm512_loadu_si512((const void *)(grp[i] + l->scale_bytes));
-#pragma GCC unroll 4
-                for (int u = 0; u < 4; u++) {
-                    const __m512i zi = u ? _mm512_srli_epi32(zd, (unsigned)(8 * u)) : zd;
-#pragma GCC unroll 4
-                    for (int r = 0; r < MR; r++)
-                        acc[AP(r, i, u)] = _mm512_add_ps(acc[AP(r, i, u)], _mm512_permutexvar_ps(zi, zt[r]));
-                }
-            }
-        tile_fold_permuted(l, grp, acc, c, ldc, MR, NBLK);
+        tile_fold_lines(l, grp, acc, ZP ? zt : NULL, c, ldc, MR, NBLK);
     }
 }
-#undef AP
 
 /*
  * 3-bit: split tables. A channel's 12-bit word (docs/layouts/x86_w4a16.md) is read as three nibbles,
@@ -196,9 +196,8 @@ XW_INLINE void tile_p2(const mpl_x86_w4a16_kernel *kn, const float *xr, const in
  * otherwise), then shifted by 8u. Per 96-byte step: 1 vpermd, 10 shifts, 12 vpermps, 12 adds (35 uops,
  * 0.36 per byte, as tile_p2; the chunk-at-a-time form it replaces widened each chunk's bytes and nibbles
  * with two vpmovzxbd: 40 uops per step, 5 of each 10 on port 5 of Intel cores). The accumulators hold
- * channel 4j+u in lane j of vector u, put back in channel order once per group (tile_fold_permuted).
+ * channel 4j+u in lane j of vector u, put back in channel order once per group (tile_fold_lines).
  */
-#define AP(r, i, u) (((r) * NBLK + (i)) * 4 + (u))
 XW_INLINE void tile_p3(const mpl_x86_w4a16_kernel *kn, const float *xr, const int MR, const int NBLK, const bool ZP,
                        int64_t b, int64_t k0, int64_t k1, float *c, int64_t ldc) {
     const mpl_x86_w4a16_layout *l = &kn->l;
@@ -256,21 +255,7 @@ XW_INLINE void tile_p3(const mpl_x86_w4a16_kernel *kn, const float *xr, const in
                 wp[i] += 96;
             }
         }
-        if (ZP)
-#pragma GCC unroll 4
-            for (int i = 0; i < NBLK; i++) {
-                /* the 64 zero points, one byte per channel: byte u of dword j is the zero of lane j of
-                 * accumulator u (as tile_p2) */
-                const __m512i zd = _mm512_loadu_si512((const void *)(grp[i] + l->scale_bytes));
-#pragma GCC unroll 4
-                for (int u = 0; u < 4; u++) {
-                    const __m512i zi = u ? _mm512_srli_epi32(zd, (unsigned)(8 * u)) : zd;
-#pragma GCC unroll 4
-                    for (int r = 0; r < MR; r++)
-                        acc[AP(r, i, u)] = _mm512_add_ps(acc[AP(r, i, u)], _mm512_permutexvar_ps(zi, zt[r]));
-                }
-            }
-        tile_fold_permuted(l, grp, acc, c, ldc, MR, NBLK);
+        tile_fold_lines(l, grp, acc, ZP ? zt : NULL, c, ldc, MR, NBLK);
     }
 }
 #undef AP
