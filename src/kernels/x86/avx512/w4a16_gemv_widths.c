@@ -3,17 +3,13 @@
  * 2-bit layouts (docs/layouts/x86_w4a16.md "Other widths"); w4a16_gemv.c runs the 4-bit one and
  * hands these over.
  *
- * One chunk (16 channels x 4 inputs, 8 * bits bytes) is one vector per input: its fields widened to
- * one dword per channel in channel order (xw_wchunk in common/w4a16_zmm.inc: a vpmovzx and shifts
- * and masks), converted to f32 and the zero subtracted (the bias, or the group's zero points): the
- * exact integer weights stored - zero of 16 channels, then one FMA per row with the broadcast input.
- * Per 16 weights: 1-2 field ops + vcvtdq2ps + vsubps + MR FMAs (tile_w). The accumulators are in
- * channel order, so unlike the 4-bit line step nothing is reordered at the end. That is ~1.1 uops
- * per weight byte at 2 and 3 bits, three times the 4-bit line step's: 30-34% of the read bandwidth at
- * one thread (Xeon 4096x14336, M = 1), so tile_w now runs 8-bit only. The 2- and 3-bit layouts index
- * per-step tables of sums of products of x with whole or split weights (tile_p2, tile_p3): 82% / 82%
- * at one thread, 108% / 104% at two (the same run: 30% / 34% and 41% / 43% with tile_w;
- * bench/results/x86-widths-avx512.md); with zero points the same tables and the zero parts of
+ * 8 bits (tile_w8): one chunk (16 channels x 4 inputs, 64 bytes) is one vector per input, the exact
+ * integer weights stored - zero of 16 channels in channel order, then one FMA per row with the broadcast
+ * input; tile_w8 says how each vector is made in two uops. The same per-input form at 2 and 3 bits (fields
+ * widened, converted, zero subtracted: ~1.1 uops per weight byte) ran at 30-34% of the read bandwidth at
+ * one thread (Xeon 4096x14336, M = 1), so the 2- and 3-bit layouts index per-step tables of sums of
+ * products of x with whole or split weights (tile_p2, tile_p3): 82% / 82% at one thread, 108% / 104% at
+ * two (bench/results/x86-widths-avx512.md); with zero points the same tables and the zero parts of
  * xw_zero_parts (common/w4a16_zmm.inc).
  *
  * Streams and tiles as the 4-bit decode (w4a16_gemv.c says why): one row runs 4 blocks at once
@@ -27,27 +23,43 @@
 #define XW_GEMV_PF_TOTAL 4096
 
 /*
- * Rows xr[r * K ..] (r < MR) x blocks b .. b+NBLK-1 over inputs [k0, k1): row r of block i goes to
- * c + i * ldc + r * 64. MR * NBLK <= 4 (16 accumulators); MR, NBLK and BITS are constants at every
- * call site, so the accumulators stay in registers.
+ * 8 bits: rows xr[r * K ..] (r < MR) x blocks b .. b+NBLK-1 over inputs [k0, k1): row r of block i goes to
+ * c + i * ldc + r * 64. MR * NBLK <= 4 (16 accumulators); MR, NBLK and ZP are constants at every call site,
+ * so the accumulators stay in registers.
+ * A chunk half (16 channels x inputs 2h, 2h + 1, a word per channel) widened to dwords d (vpmovzxwd) holds
+ * input 2h in bits 0-7 and 2h + 1 in bits 8-15. One byte blend each (vpblendmb, non-destructive: no copy of
+ * d) puts a field under an exponent: byte 0 of d in 0x4B000000 is the float 2^23 + lo, byte 1 in 0x47000000 is
+ * 2^15 + hi (mantissa bit 8 weighs 1 under the exponent 2^15), and one vsubps of 2^23 + z (2^15 + z) leaves
+ * lo - z (hi - z) exactly: per 64 weights 2 vpmovzxwd + 4 vpblendmb + 4 vsubps + 4 FMA per row, 14 uops against 18 with the
+ * and/shift + vcvtdq2ps + vsubps form it replaces (Intel's two 512-bit ports: ~7 cycles per 64 bytes, the
+ * old 9 ran at the read bandwidth's edge). The weights and the FMA order are the same: results are
+ * bit-identical.
  */
 #define A(r, i, v) (((r) * NBLK + (i)) * 4 + (v))
-XW_INLINE void tile_w(const mpl_x86_w4a16_kernel *kn, const float *xr, const int MR, const int NBLK, const int BITS,
-                      int64_t b, int64_t k0, int64_t k1, float *c, int64_t ldc) {
+XW_INLINE void tile_w8(const mpl_x86_w4a16_kernel *kn, const float *xr, const int MR, const int NBLK, const bool ZP,
+                       int64_t b, int64_t k0, int64_t k1, float *c, int64_t ldc) {
     const mpl_x86_w4a16_layout *l = &kn->l;
     const int64_t K = l->k, gs = l->group_size;
-    const size_t cb = (size_t)BITS * 8, sb = 4 * cb;
+    const size_t sb = 4 * 64;
     const size_t pf = XW_GEMV_PF_TOTAL / NBLK;
+    const __mmask64 klo = 0x1111111111111111ull, khi = 0x2222222222222222ull;
+    const __m512i elo = _mm512_set1_epi32(0x4B000000), ehi = _mm512_set1_epi32(0x47000000);
+    const __m512 blo = _mm512_set1_ps(8388608.0f + (float)l->bias), bhi = _mm512_set1_ps(32768.0f + (float)l->bias);
     xw_tile_zero(c, ldc, MR, NBLK);
     for (int64_t g = k0 / gs; g * gs < k1; g++) {
         int64_t ks = k0 > g * gs ? k0 : g * gs, ke = k1 < (g + 1) * gs ? k1 : (g + 1) * gs;
         const uint8_t *grp[4], *wp[4];
-        __m512 acc[16], z[16];
+        __m512 acc[16], zlo[16], zhi[16];
         xw_tile_group(l, b, g, ks, sb, pf, NBLK, grp, wp);
 #pragma GCC unroll 4
         for (int i = 0; i < NBLK; i++) {
+            if (ZP)
 #pragma GCC unroll 4
-            for (int v = 0; v < 4; v++) z[4 * i + v] = xw_load_zeros_f32(l, grp[i], v);
+                for (int v = 0; v < 4; v++) {
+                    const __m512 z = xw_load_zeros_f32(l, grp[i], v);
+                    zlo[4 * i + v] = _mm512_add_ps(z, _mm512_set1_ps(8388608.0f));
+                    zhi[4 * i + v] = _mm512_add_ps(z, _mm512_set1_ps(32768.0f));
+                }
 #pragma GCC unroll 4
             for (int r = 0; r < MR; r++)
 #pragma GCC unroll 4
@@ -59,17 +71,21 @@ XW_INLINE void tile_w(const mpl_x86_w4a16_kernel *kn, const float *xr, const int
             for (int i = 0; i < NBLK; i++) {
                 for (size_t o = 0; o < sb; o += 64) _mm_prefetch((const char *)wp[i] + pf + o, _MM_HINT_T0);
 #pragma GCC unroll 4
-                for (int v = 0; v < 4; v++) {
-                    __m512i s[4];
-                    xw_wchunk(BITS, wp[i], v, s);
+                for (int v = 0; v < 4; v++)
+#pragma GCC unroll 2
+                    for (int h = 0; h < 2; h++) {
+                        const __m512i d = _mm512_cvtepu16_epi32(
+                            _mm256_load_si256((const __m256i *)(wp[i] + mpl_x86_w4a16_chunk_lo(8, v) + 32 * (size_t)h)));
+                        const __m512 w0 = _mm512_sub_ps(_mm512_castsi512_ps(_mm512_mask_blend_epi8(klo, elo, d)),
+                                                        ZP ? zlo[4 * i + v] : blo);
+                        const __m512 w1 = _mm512_sub_ps(_mm512_castsi512_ps(_mm512_mask_blend_epi8(khi, ehi, d)),
+                                                        ZP ? zhi[4 * i + v] : bhi);
 #pragma GCC unroll 4
-                    for (int e = 0; e < 4; e++) {
-                        __m512 w = _mm512_sub_ps(_mm512_cvtepi32_ps(s[e]), z[4 * i + v]);
-#pragma GCC unroll 4
-                        for (int r = 0; r < MR; r++)
-                            acc[A(r, i, v)] = _mm512_fmadd_ps(_mm512_set1_ps(xk[r * K + e]), w, acc[A(r, i, v)]);
+                        for (int r = 0; r < MR; r++) {
+                            acc[A(r, i, v)] = _mm512_fmadd_ps(_mm512_set1_ps(xk[r * K + 2 * h]), w0, acc[A(r, i, v)]);
+                            acc[A(r, i, v)] = _mm512_fmadd_ps(_mm512_set1_ps(xk[r * K + 2 * h + 1]), w1, acc[A(r, i, v)]);
+                        }
                     }
-                }
                 wp[i] += sb;
             }
         }
@@ -260,7 +276,7 @@ XW_INLINE void tile_p3(const mpl_x86_w4a16_kernel *kn, const float *xr, const in
 }
 #undef AP
 
-/* One tile of the decode: the table tiles at 2 and 3 bits (ZP: with zero points), tile_w at 8. */
+/* One tile of the decode: the table tiles at 2 and 3 bits, tile_w8 at 8 (ZP: with zero points). */
 XW_INLINE void tile_any(const mpl_x86_w4a16_kernel *kn, const float *xr, const int MR, const int NBLK, const int BITS,
                         const bool ZP, int64_t b, int64_t k0, int64_t k1, float *c, int64_t ldc) {
     if (BITS == 2)
@@ -268,7 +284,7 @@ XW_INLINE void tile_any(const mpl_x86_w4a16_kernel *kn, const float *xr, const i
     else if (BITS == 3)
         tile_p3(kn, xr, MR, NBLK, ZP, b, k0, k1, c, ldc);
     else
-        tile_w(kn, xr, MR, NBLK, BITS, b, k0, k1, c, ldc);
+        tile_w8(kn, xr, MR, NBLK, ZP, b, k0, k1, c, ldc);
 }
 #undef A
 
@@ -283,7 +299,12 @@ void mpl_x86_w4a16_gemv_widths_avx512(const mpl_x86_w4a16_kernel *kn, const floa
                                       int64_t nb, int64_t k0, int64_t k1, float *c) {
     const bool zp = kn->l.zero_points;
     switch (kn->l.bits) {
-    case 8: gemv_w(kn, xf, m, 8, false, b, nb, k0, k1, c); break; /* tile_w subtracts uint8's zeros itself */
+    case 8:
+        if (zp)
+            gemv_w(kn, xf, m, 8, true, b, nb, k0, k1, c);
+        else
+            gemv_w(kn, xf, m, 8, false, b, nb, k0, k1, c);
+        break;
     case 3:
         if (zp)
             gemv_w(kn, xf, m, 3, true, b, nb, k0, k1, c);
