@@ -178,7 +178,8 @@ mpl_status mpl_x86_w4a16_pack(const mpl_config *cfg, const mpl_canonical *w, mpl
     if (!mpl_size_mul3(w->group_size / MPL_X86_W4A16_CK, (int64_t)out->step_bytes, 1, &wbytes) ||
         mpl_add_overflow_sz(wbytes, out->scale_bytes + out->zero_bytes, &out->group_bytes) ||
         !mpl_size_mul3(w->groups, (int64_t)out->group_bytes, 1, &out->block_bytes) ||
-        !mpl_size_mul3(out->nblocks, (int64_t)out->block_bytes, 1, &total))
+        !mpl_size_mul3(out->nblocks, (int64_t)out->block_bytes, 1, &total) ||
+        mpl_add_overflow_sz(total, MPL_X86_W4A16_TAIL_BYTES, &total))
         return mpl_set_error(MPL_ERR_OVERFLOW, "x86_w4a16 layout: k = %lld, n = %lld: byte count overflows",
                              (long long)w->k, (long long)w->n);
     out->data = mpl_aligned_alloc(total);

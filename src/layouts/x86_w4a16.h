@@ -28,6 +28,9 @@
  * of width bits is 8 * bits bytes (mpl_x86_w4a16_layout.chunk_bytes). */
 #define MPL_X86_W4A16_CK 4
 #define MPL_X86_W4A16_CHUNK_BYTES 32
+/* Bytes after the last step that readers may load (never use): the 2- and 3-bit decodes load a line at
+ * byte offsets 1..3 to get the next byte's nibbles in place without a shift (avx512/w4a16_gemv_widths.c). */
+#define MPL_X86_W4A16_TAIL_BYTES 64
 
 typedef enum mpl_x86_w4a16_scale_fmt {
     MPL_X86_W4A16_SCALE_F32 = 0,

@@ -101,8 +101,13 @@ XW_INLINE void tile_w8(const mpl_x86_w4a16_kernel *kn, const float *xr, const in
  * reads bits 0-3 of each dword only. Each table entry is the sum of two exact products (both weights
  * whole), so a group is still the fp32 sum of x * (stored - bias), two terms at a time.
  * Per 64-byte line (64 channels x 4 inputs): the line's dword j holds channels 4j..4j+3 (byte u of it:
- * channel 4j+u), so 7 shifts bring each nibble to bits 0-3, and 8 vpermps + 8 adds: 23 uops per 256
- * weights, against ~72 (field ops, vcvtdq2ps, vsubps, FMA per 16 weights) in tile_w.
+ * channel 4j+u). The line loaded u bytes on (u = 1..3; loads run on the load ports) has byte u of each dword
+ * at bits 0-7, so 4 shifts by 4 bring the rest of the nibbles to bits 0-3, then 8 vpermps + 8 adds: 20 vector
+ * uops per 256 weights, against ~72 in the per-input form (field ops, vcvtdq2ps, vsubps, FMA per 16
+ * weights). Intel runs the shifts on port 0 and vpermps on port 5 (2 ports for 512-bit ops): the 7 shifts
+ * of a register-only form (23 uops) made the kernel port-bound at ~12 GB/s per core at 2.1 GHz, below the
+ * read bandwidth; the offset loads: Xeon EMR VM, hot 4096x1024 M=1 1 thread, old/new alternating 8x,
+ * best call 0.093 -> 0.081 ms (uint2b2), 0.101 -> 0.086 (uint2).
  * The accumulators hold channel 4j+u in lane j of vector u; once per group they are put back in channel
  * order (put_channel_order) and folded with the scales.
  */
@@ -175,17 +180,19 @@ XW_INLINE void tile_p2(const mpl_x86_w4a16_kernel *kn, const float *xr, const in
 #pragma GCC unroll 4
             for (int i = 0; i < NBLK; i++) {
                 _mm_prefetch((const char *)wp[i] + pf, _MM_HINT_T0);
-                const __m512i d = _mm512_loadu_si512((const void *)wp[i]);
 #pragma GCC unroll 4
-                for (int u = 0; u < 4; u++)
+                for (int u = 0; u < 4; u++) {
+                    /* byte u of each dword at bits 0-7: the line loaded u bytes on (over-reading into the
+                     * next step or MPL_X86_W4A16_TAIL_BYTES, bits no lane uses) */
+                    const __m512i d = _mm512_loadu_si512((const void *)(wp[i] + u));
 #pragma GCC unroll 2
                     for (int h = 0; h < 2; h++) {
-                        const int sh = 8 * u + 4 * h;
-                        const __m512i idx = sh ? _mm512_srli_epi32(d, (unsigned)sh) : d;
+                        const __m512i idx = h ? _mm512_srli_epi32(d, 4) : d;
 #pragma GCC unroll 4
                         for (int r = 0; r < MR; r++)
                             acc[AP(r, i, u)] = _mm512_add_ps(acc[AP(r, i, u)], _mm512_permutexvar_ps(idx, t[r][h]));
                     }
+                }
                 wp[i] += 64;
             }
         }
@@ -206,12 +213,13 @@ XW_INLINE void tile_p2(const mpl_x86_w4a16_kernel *kn, const float *xr, const in
  * on exact data the result is bit-identical to ref). With zero points the tables have bias 0 and the
  * zero parts come from xw_zero_parts, added once per group.
  * A step of a block is read as lines, like tile_p2: the 64 low bytes are one zmm whose dword j holds
- * channels 4j..4j+3 (byte u: channel 4j+u), shifted by 8u and 8u + 4 to bring nA and nB of channel 4j+u to
- * bits 0-3 of lane j; the 32-byte nibble plane is spread by one vpermd so that lane j holds the plane's
- * dword with the nibbles of channels 4j..4j+3 (low nibbles for j % 4 < 2, high ones, shifted down by 4,
- * otherwise), then shifted by 8u. Per 96-byte step: 1 vpermd, 10 shifts, 12 vpermps, 12 adds (35 uops,
- * 0.36 per byte, as tile_p2; the chunk-at-a-time form it replaces widened each chunk's bytes and nibbles
- * with two vpmovzxbd: 40 uops per step, 5 of each 10 on port 5 of Intel cores). The accumulators hold
+ * channels 4j..4j+3 (byte u: channel 4j+u), loaded u bytes on (as tile_p2) and shifted by 4 to bring nA
+ * and nB of channel 4j+u to bits 0-3 of lane j; the 32-byte nibble plane is spread by one vpermd so that
+ * lane j holds the plane's dword with the nibbles of channels 4j..4j+3 (low nibbles for j % 4 < 2, high
+ * ones, shifted down by 4, otherwise), then shifted by 8u. Per 96-byte step: 1 vpermd, 7 shifts, 12
+ * vpermps, 12 adds (32 uops, 0.33 per byte; 35 with the low line shifted in registers, 40 in the
+ * chunk-at-a-time form before that, which widened each chunk's bytes and nibbles with two vpmovzxbd, 5 of
+ * each 10 uops on port 5 of Intel cores). The accumulators hold
  * channel 4j+u in lane j of vector u, put back in channel order once per group (tile_fold_lines).
  */
 XW_INLINE void tile_p3(const mpl_x86_w4a16_kernel *kn, const float *xr, const int MR, const int NBLK, const bool ZP,
@@ -252,14 +260,14 @@ XW_INLINE void tile_p3(const mpl_x86_w4a16_kernel *kn, const float *xr, const in
 #pragma GCC unroll 4
             for (int i = 0; i < NBLK; i++) {
                 for (size_t o = 0; o < 96; o += 64) _mm_prefetch((const char *)wp[i] + pf + o, _MM_HINT_T0);
-                const __m512i lo = _mm512_loadu_si512((const void *)wp[i]);
                 const __m512i np = _mm512_srlv_epi32(
                     _mm512_permutexvar_epi32(nidx, _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(wp[i] + 64)))),
                     nsh);
 #pragma GCC unroll 4
                 for (int u = 0; u < 4; u++) {
-                    const __m512i na = u ? _mm512_srli_epi32(lo, (unsigned)(8 * u)) : lo;
-                    const __m512i nb = _mm512_srli_epi32(lo, (unsigned)(8 * u + 4));
+                    /* byte u of each dword of the low bytes at bits 0-7, as in tile_p2 */
+                    const __m512i na = _mm512_loadu_si512((const void *)(wp[i] + u));
+                    const __m512i nb = _mm512_srli_epi32(na, 4);
                     const __m512i nc = u ? _mm512_srli_epi32(np, (unsigned)(8 * u)) : np;
 #pragma GCC unroll 4
                     for (int r = 0; r < MR; r++) {
