@@ -8,10 +8,10 @@
  * one buffer (hot, as in inference). Our kernel runs through mpl_layer_apply_device.
  *
  *   bench_cuda_w4a16 [--m 1,16,64] [--shapes name,...] [--reps n] [--crossover] [--sweep [--sets LABEL|LABEL,LABEL,...]]
- *                    [--act f16|bf16] [--wtype uint4b8|uint8b128|uint3b4|uint2b2] [--md file]
+ *                    [--act f16|bf16] [--wtype uint4b8|uint8b128|uint3b4|uint2b2] [--group 128|-1] [--md file]
  *
  * Table: per shape and M, cuBLAS bf16 and ours in us, speedup, the path that ran (mpl_layer_path), and for
- * ours the bytes of an ideal kernel at the layer's width (--wtype: 4, 8, 3 or 2-bit weights + group-128 f16
+ * ours the bytes of an ideal kernel at the layer's width (--wtype: 4, 8, 3 or 2-bit weights + the --group f16
  * scales + x + y; 2- and 3-bit layers hold 4-bit codes, so they read more than this count) over the time as a
  * share of the copy bandwidth. --crossover times cuda_w4a16:skinny against cuda_w4a16:tc for small M;
  * --sweep every path of the table (forced by name, mpl_options.kernel) and tuning variant (split-K, through
@@ -67,7 +67,9 @@ static const shape shapes[] = {
 #define NSHAPES ((int)(sizeof shapes / sizeof shapes[0]))
 
 #define ROTATE_BYTES ((size_t)128 << 20)
-#define GROUP 128
+/* --group G: the layers' group size (default 128; -1: one group per channel, llm-compressor's W8A16 preset) */
+static int64_t g_group = 128;
+static int64_t groups_of(int64_t k) { return g_group == -1 ? 1 : k / g_group; }
 
 static int g_reps = 10;
 static mpl_act g_act = MPL_ACT_BF16; /* --act: the activation type of our layers (cuBLAS stays bf16) */
@@ -192,11 +194,11 @@ static int copies_for(size_t bytes) {
 }
 static int calls_for(int copies) { return copies * ((8 + copies - 1) / copies); }
 
-/* R layers of one random uint4b8 group-128 checkpoint on kernel cuda_w4a16, its path forced when path names
+/* R layers of one random checkpoint (--wtype, --group) on kernel cuda_w4a16, its path forced when path names
  * one ("cuda_w4a16:tc"; NULL: the table's choice by m). NULL when the path cannot run here (reason printed). */
 static mpl_layer **make_layers(const mpl_checkpoint_tensors *ck, const mpl_config *cfg, const char *path, int *copies) {
     /* the bytes the layer holds (2- and 3-bit layers hold 4-bit codes), so R copies stay over the L2 */
-    size_t bytes = (size_t)(cfg->n * cfg->k / (cfg->wtype == MPL_WTYPE_UINT8B128 ? 1 : 2) + cfg->n * (cfg->k / GROUP) * 2);
+    size_t bytes = (size_t)(cfg->n * cfg->k / (cfg->wtype == MPL_WTYPE_UINT8B128 ? 1 : 2) + cfg->n * groups_of(cfg->k) * 2);
     int r = copies_for(bytes);
     mpl_layer **l = calloc((size_t)r, sizeof *l);
     if (!l) {
@@ -280,16 +282,16 @@ static mpl_cuda_w4a16_tuning g_tuning; /* what the sweep's applies read (mpl_cud
 /* --wtype: uint4b8 (default), uint8b128, uint3b4 or uint2b2: bits per weight */
 static int g_bits = 4;
 
-/* A random uint4b8 (or uint8b128) group-128 layer written straight into the compressed-tensors layout
- * (weight_packed [N][K*bits/32] int32, weight_scale [N][K/128] f16): no encoding pass over 470M codes. */
+/* A random layer (--wtype, --group; shapes' k divide by 128) written straight into the compressed-tensors layout
+ * (weight_packed [N][K*bits/32] int32, weight_scale [N][groups] f16): no encoding pass over 470M codes. */
 static void make_checkpoint(const shape *s, mpl_config *cfg, mpl_checkpoint_tensors *ck) {
     mpl_config_init(cfg, s->k, s->n);
-    cfg->group_size = GROUP;
+    cfg->group_size = g_group;
     cfg->act = g_act;
     cfg->wtype = g_bits == 8 ? MPL_WTYPE_UINT8B128 : g_bits == 3 ? MPL_WTYPE_UINT3B4 : g_bits == 2 ? MPL_WTYPE_UINT2B2
                                                                                     : MPL_WTYPE_UINT4B8;
     memset(ck, 0, sizeof *ck);
-    size_t words = (size_t)(s->n * s->k * g_bits / 32), ng = (size_t)(s->n * (s->k / GROUP));
+    size_t words = (size_t)(s->n * s->k * g_bits / 32), ng = (size_t)(s->n * groups_of(s->k));
     uint32_t *w = malloc(words * 4);
     uint16_t *sc = malloc(ng * 2);
     if (!w || !sc) exit(1);
@@ -301,7 +303,7 @@ static void make_checkpoint(const shape *s, mpl_config *cfg, mpl_checkpoint_tens
     ck->layout = MPL_LAYOUT_CT;
     ck->weight = (mpl_tensor){.data = w, .dtype = MPL_DTYPE_I32, .ndim = 2, .shape = {s->n, s->k * g_bits / 32}};
     ck->scales = (mpl_tensor){.data = sc, .dtype = g_scales_bf16 ? MPL_DTYPE_BF16 : MPL_DTYPE_F16, .ndim = 2,
-                              .shape = {s->n, s->k / GROUP}};
+                              .shape = {s->n, groups_of(s->k)}};
 }
 
 /* Random bf16 in [-1, 1): 16M values made on the host, tiled over the buffer on the device. */
@@ -343,7 +345,7 @@ static void free_copies(void **wb, int count) {
 }
 
 static double ideal_bytes(const shape *s, int64_t m) {
-    return (double)s->n * (double)s->k * g_bits / 8 + (double)s->n * (double)(s->k / GROUP) * 2 + (double)m * (double)s->k * 2 +
+    return (double)s->n * (double)s->k * g_bits / 8 + (double)s->n * (double)groups_of(s->k) * 2 + (double)m * (double)s->k * 2 +
            (double)m * (double)s->n * 2;
 }
 
@@ -387,13 +389,19 @@ int main(int argc, char **argv) {
             sweep = 1;
         else if (!strcmp(argv[i], "--md") && i + 1 < argc)
             md_path = argv[++i];
-        else if (!strcmp(argv[i], "--wtype") && i + 1 < argc) { /* uint4b8, uint8b128, uint3b4, uint2b2 (random codes) */
+        else if (!strcmp(argv[i], "--group") && i + 1 < argc) {
+            g_group = atoll(argv[++i]);
+            if (g_group != -1 && (g_group < 16 || g_group % 16)) {
+                fprintf(stderr, "--group %lld: -1 or a multiple of 16\n", (long long)g_group);
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--wtype") && i + 1 < argc) { /* uint4b8, uint8b128, uint3b4, uint2b2 (random codes) */
             const char *t = argv[++i];
             g_bits = !strcmp(t, "uint8b128") ? 8 : !strcmp(t, "uint3b4") ? 3 : !strcmp(t, "uint2b2") ? 2 : 4;
         }
         else {
             fprintf(stderr, "usage: %s [--m 1,16,...] [--shapes 8B.qkv,...] [--reps n] [--crossover] [--sweep [--sets LABEL]] "
-                    "[--act f16|bf16] [--wtype uint4b8|uint8b128|uint3b4|uint2b2] [--md file]\n",
+                    "[--act f16|bf16] [--wtype uint4b8|uint8b128|uint3b4|uint2b2] [--group G|-1] [--md file]\n",
                     argv[0]);
             return 2;
         }
