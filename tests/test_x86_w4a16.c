@@ -326,6 +326,24 @@ static void decode_row_chunks(void **state) {
     report("decode row chunks");
 }
 
+/* Prefill over row chunks where x of 128 rows overflows half of L2 (K = 4160: prefill-amx takes chunks of 512
+ * rows, the other prefill paths chunks of their L2 rule): m = 600 (512 + 88), 4- and 8-bit, 1 and 2 threads, zero
+ * points; a chunk's rows stored at the wrong offset, or a chunk missed, fails it. */
+static void prefill_row_chunks(void **state) {
+    (void)state;
+    for (int i = 0; i < 2; i++) {
+        mpl_config c;
+        tu_check_opts o;
+        tu_check_opts_init(&o);
+        o.quiet = 1;
+        o.threads = 1 + i;
+        o.data = i ? TU_DATA_EXACT : TU_DATA_RANDOM;
+        cfg_set(&c, 4160, 72, i ? MPL_WTYPE_UINT8 : MPL_WTYPE_UINT4B8, MPL_ACT_BF16, i ? 64 : 320, 0);
+        run_targets(&c, 600, &o);
+    }
+    report("prefill row chunks");
+}
+
 /* Tensor-parallel sizes that are not multiples of 128 channels, and the default config. */
 static void odd_tp_shapes(void **state) {
     (void)state;
@@ -877,7 +895,7 @@ int main(void) {
         cmocka_unit_test(chooser),         cmocka_unit_test(layout_round_trip), cmocka_unit_test(types_groups),
         cmocka_unit_test(m_edges),         cmocka_unit_test(shape_tails),   cmocka_unit_test(decode_runs),
         cmocka_unit_test(threads_split_k), cmocka_unit_test(threads_row_chunks),
-        cmocka_unit_test(decode_row_chunks), cmocka_unit_test(odd_tp_shapes),
+        cmocka_unit_test(decode_row_chunks), cmocka_unit_test(prefill_row_chunks), cmocka_unit_test(odd_tp_shapes),
         cmocka_unit_test(widths),          cmocka_unit_test(widths_long_k), cmocka_unit_test(long_groups),
         cmocka_unit_test(chunk_round_trip),
     };

@@ -14,12 +14,8 @@ S=${SHAPES:-70B.gate_up,70B.down,70B.qkv,70B.o}
 MS=${MS:-1,4,8,16,17,32,64,128,256,257,512,1024}
 t0=$(date +%s)
 stamp() { echo "== $(($(date +%s) - t0)) s: $*"; }
-nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu --format=csv > "$R/nvidia-smi.txt" 2>&1
 stamp tests
-( time timeout ${TEST_S:-330} $B/test_cuda_w4a16 ) > "$R/test_cuda_w4a16.log" 2>&1; echo "rc=$?" >> "$R/test_cuda_w4a16.log"
-( timeout 60 $B/test_cuda_faults ) > "$R/test_cuda_faults.log" 2>&1; echo "rc=$?" >> "$R/test_cuda_faults.log"
-grep -E "device matrix|FAIL|PASSED|rc=|real" "$R/test_cuda_w4a16.log" "$R/test_cuda_faults.log" | head -20
-timeout 30 $B/bench_cuda_bw --quick > "$R/bw.log" 2>&1
+dev_tests "$R"
 stamp "sweep 8-bit group -1"
 timeout ${SWEEP_S:-150} stdbuf -oL $B/bench_cuda_w4a16 --sweep --sets skinny,wg,tc,dq --shapes $S --m $MS --wtype uint8b128 \
     --group -1 --reps 10 > "$R/sweep_w8_g1.log" 2>&1

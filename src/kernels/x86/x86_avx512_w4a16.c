@@ -215,10 +215,16 @@ static const mpl_x86_w4a16_path_impl impls[NPATHS] = {
                      .prep = mpl_x86_w4a16_prep_amx,
                      .gemm = mpl_x86_w4a16_gemm_amx,
                      .scratch_bytes = MPL_X86_W4A16_AMX_SCRATCH_BYTES,
-                     /* 128 rows even when x of them overflows L2: a chunk of 32 rows (K = 14336) re-dequantized the
-                      * weights 16 times at m = 512, costlier than x's L2 misses (EMR, 14336 x 4096, m = 512, 1
-                      * thread: uint4b8 79 -> 68 ms, uint8b128 93 -> 73 ms; x fits L2 at K <= 4096: unchanged) */
-                     .mchunk_min = 128},
+                     /* 512 rows where x of 128 overflows L2 (K > 4096) or the weights are 8-bit: a chunk of 32 rows
+                      * (K = 14336) re-dequantized the weights 16 times at m = 512, costlier than x's L2 misses (EMR,
+                      * 14336 x 4096, m = 512, 1 thread: uint4b8 79 -> 68 ms, uint8b128 93 -> 73 ms with 128 rows);
+                      * 512 against 128 rows (EMR VM with its AMX shared, best of 5 alternating runs, 1 / 2 threads,
+                      * bench/results/x86-intel-zp.md): 14336 x 4096 m = 512 uint4b8 89.8 / 74.3 -> 86.0 / 57.3 ms,
+                      * m = 1024 198.9 / 111.1 -> 174.6 / 103.1; uint8b128 95.7 / 55.9 -> 88.4 / 52.8, m = 1024
+                      * 195.2 / 110.8 -> 169.5 / 101.3; 4096 x 4096 uint8b128 m = 512 27.0 / 17.2 -> 24.4 / 15.7;
+                      * but 4-bit where 128 rows of x fit (K = 4096) keeps the L2 rule: 4096 x 14336 m = 512 80.8 vs
+                      * 92.8 ms with 512 rows) */
+                     .mchunk_spill = 512},
     [PREFILL_BF16] = {.xs = MPL_X86_W4A16_XS_BF16,
                       .prep = mpl_x86_w4a16_prep_bf16_avx512,
                       .gemm = mpl_x86_w4a16_gemm_avx512bf16},

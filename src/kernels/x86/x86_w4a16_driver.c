@@ -93,13 +93,15 @@ static int64_t decode_mchunk(const mpl_x86_w4a16_kernel *kn, const mpl_x86_w4a16
     return rows < 4 ? 4 : rows;
 }
 
-/* Rows per prefill chunk: x rows of the chunk fill at most half of a 2 MiB L2 (multiple of 32), at least the
- * path's mchunk_min. */
+/* Rows per prefill chunk: x rows of the chunk fill at most half of a 2 MiB L2 (multiple of 32, at least 32);
+ * with the path's mchunk_spill, at least that many rows where x of 128 rows overflows that half or the weights are
+ * 8 bits wide (x then streams from L3 block after block, and fewer chunks mean fewer passes over the weights). */
 static int64_t prefill_mchunk(const mpl_x86_w4a16_kernel *kn, const mpl_x86_w4a16_path_impl *pi) {
     if (pi->mchunk) return pi->mchunk;
     size_t row = pi->xs == MPL_X86_W4A16_XS_F32 ? (size_t)kn->l.k * 4 : (size_t)kn->kp * 2;
-    int64_t rows = (int64_t)((1u << 20) / row) / 32 * 32, lo = pi->mchunk_min > 32 ? pi->mchunk_min : 32;
-    return rows < lo ? lo : rows;
+    int64_t rows = (int64_t)((1u << 20) / row) / 32 * 32;
+    if (pi->mchunk_spill && (rows < 128 || kn->l.bits == 8)) return rows > pi->mchunk_spill ? rows : pi->mchunk_spill;
+    return rows < 32 ? 32 : rows;
 }
 
 static void plan(const mpl_x86_w4a16_kernel *kn, const mpl_x86_w4a16_path_impl *pi, int64_t m, int threads,

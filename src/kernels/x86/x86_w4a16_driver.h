@@ -76,8 +76,9 @@ typedef struct mpl_x86_w4a16_path_impl {
     int mtile;                  /* prefill: rows per x tile (0: 32); with it, row ranges and chunks
                                    start on multiples of mchunk */
     int mchunk;                 /* prefill: rows per chunk (a multiple of mtile; 0: x of the chunk
-                                   fills half of a 2 MiB L2, but at least mchunk_min rows) */
-    int mchunk_min;             /* prefill with mchunk 0: the fewest rows per chunk (0: 32); each chunk
+                                   fills half of a 2 MiB L2, at least 32 rows, or mchunk_spill's rule) */
+    int mchunk_spill;           /* prefill with mchunk 0: 0, or the rows per chunk where x of 128 rows
+                                   overflows half of L2 or the weights are 8 bits wide: each chunk
                                    dequantizes and streams the weights once, so a path whose panels cost
                                    more than x's L2 misses sets it */
     size_t gemv_chunk_bytes;    /* decode: 0, or when x of m rows exceeds twice this, rows go in

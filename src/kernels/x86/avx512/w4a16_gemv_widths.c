@@ -303,27 +303,20 @@ XW_INLINE void gemv_w(const mpl_x86_w4a16_kernel *kn, const float *xf, int64_t m
 #undef TILE
 }
 
+/* zero points or not as a constant of the tile */
+XW_INLINE void gemv_bits(const mpl_x86_w4a16_kernel *kn, const float *xf, int64_t m, const int BITS, int64_t b,
+                         int64_t nb, int64_t k0, int64_t k1, float *c) {
+    if (kn->l.zero_points)
+        gemv_w(kn, xf, m, BITS, true, b, nb, k0, k1, c);
+    else
+        gemv_w(kn, xf, m, BITS, false, b, nb, k0, k1, c);
+}
+
 void mpl_x86_w4a16_gemv_widths_avx512(const mpl_x86_w4a16_kernel *kn, const float *xf, int64_t m, int64_t b,
                                       int64_t nb, int64_t k0, int64_t k1, float *c) {
-    const bool zp = kn->l.zero_points;
     switch (kn->l.bits) {
-    case 8:
-        if (zp)
-            gemv_w(kn, xf, m, 8, true, b, nb, k0, k1, c);
-        else
-            gemv_w(kn, xf, m, 8, false, b, nb, k0, k1, c);
-        break;
-    case 3:
-        if (zp)
-            gemv_w(kn, xf, m, 3, true, b, nb, k0, k1, c);
-        else
-            gemv_w(kn, xf, m, 3, false, b, nb, k0, k1, c);
-        break;
-    default:
-        if (zp)
-            gemv_w(kn, xf, m, 2, true, b, nb, k0, k1, c);
-        else
-            gemv_w(kn, xf, m, 2, false, b, nb, k0, k1, c);
-        break;
+    case 8: gemv_bits(kn, xf, m, 8, b, nb, k0, k1, c); break;
+    case 3: gemv_bits(kn, xf, m, 3, b, nb, k0, k1, c); break;
+    default: gemv_bits(kn, xf, m, 2, b, nb, k0, k1, c); break;
     }
 }
