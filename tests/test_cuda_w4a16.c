@@ -344,7 +344,8 @@ static int expected_streamk(int64_t m, int64_t k, int64_t n) {
 
 static const char *expected_default(int64_t m, int64_t k, int64_t n, int64_t gs, int cc, mpl_act act, int zp) {
     /* skinny-rounded comes first with skinny's range and takes bf16 uint4b8 */
-    const int w8wg = g_w8 && cc == 90 && k % 64 == 0 && gs > 0 && gs < k; /* grouped 8-bit only, as yet */
+    const int w8wg = g_w8 && cc == 90 && k % 64 == 0;
+    (void)gs;
     const int64_t skinny_top = w8wg && n > k ? 3 : (g_w8 ? 2 * k : k) >= 8192 ? 16 : 8;
     if (m <= skinny_top)
         return act == MPL_ACT_BF16 && !zp && !g_w8 ? "cuda_w4a16:skinny-rounded" : "cuda_w4a16:skinny";
@@ -556,7 +557,7 @@ static void path_refusals(void **state) {
     o.kernel = NULL;
 
     /* 8-bit on cc 9.0 (H200 v17): grouped layers with n > k leave skinny at m = 4 for wg, n <= k keep skinny to 16;
-     * wg to 256, dq after; one group per channel: wg refuses (not yet run on a GPU), skinny / tc / dq as before */
+     * wg to 256, dq after; one group per channel the same */
     {
         static const struct {
             int64_t k, n, gs, m;
@@ -565,8 +566,8 @@ static void path_refusals(void **state) {
             {8192, 57344, 128, 3, "cuda_w4a16:skinny"}, {8192, 57344, 128, 4, "cuda_w4a16:wg"},
             {8192, 57344, 128, 256, "cuda_w4a16:wg"},   {8192, 57344, 128, 257, "cuda_w4a16:dq"},
             {28672, 8192, 128, 16, "cuda_w4a16:skinny"}, {28672, 8192, 128, 17, "cuda_w4a16:wg"},
-            {8192, 57344, -1, 4, "cuda_w4a16:skinny"},  {8192, 57344, -1, 17, "cuda_w4a16:tc"},
-            {8192, 57344, -1, 65, "cuda_w4a16:dq"},
+            {8192, 57344, -1, 3, "cuda_w4a16:skinny"},  {8192, 57344, -1, 4, "cuda_w4a16:wg"},
+            {8192, 57344, -1, 256, "cuda_w4a16:wg"},    {8192, 57344, -1, 257, "cuda_w4a16:dq"},
         };
         fake_gpus(1, 90);
         for (size_t i = 0; i < sizeof w8 / sizeof w8[0]; i++) {
@@ -579,7 +580,7 @@ static void path_refusals(void **state) {
                 fail_msg("8-bit k %lld n %lld group %lld m %lld: %s, want %s", (long long)w8[i].k, (long long)w8[i].n,
                          (long long)w8[i].gs, (long long)w8[i].m, got ? got : "no path", w8[i].want);
             assert_int_equal(mpl_check(&c8, &o, "cuda_w4a16:wg", &v), MPL_OK);
-            assert_int_equal(v.reason, w8[i].gs > 0 ? MPL_REASON_OK : MPL_REASON_GROUP_SIZE);
+            assert_int_equal(v.reason, MPL_REASON_OK);
         }
     }
 
@@ -880,7 +881,6 @@ static int refused(const dcase *d, const char *path) {
     if (!strcmp(path, "cuda_w4a16:skinny-rounded") && (d->act != MPL_ACT_BF16 || d->zp || g_w8)) return 1;
     if (g_w8 && !strcmp(path, "cuda_w4a16:wg-streamk")) return 1;
     if (g_w8 && (!strcmp(path, "cuda_w4a16:dq") || !strcmp(path, "cuda_w4a16:wg")) && d->k % 64 != 0) return 1;
-    if (g_w8 && !strcmp(path, "cuda_w4a16:wg") && (d->gs <= 0 || d->gs >= d->k)) return 1; /* grouped only, as yet */
     return 0;
 }
 static const int64_t few_m[] = {1, 9, 17, 65};
@@ -1029,7 +1029,7 @@ static int device_matrix_body(void) {
      * act-order, group sizes 16 / 32 (four slots per chunk) / 64 / 128 / 256 / -1, N tails, bias, split-K 1, 2, 4 */
     const dcase w8wg[] = {
         {960, 72, 32, 1, 0, MPL_ACT_BF16, RN, F16, G, 1},   {1024, 104, 256, 0, 1, MPL_ACT_F16, RN, F16, G, 1},
-        {768, 40, 16, 0, 0, MPL_ACT_BF16, RN, F32, G, 0},   {1536, 264, -1, 1, 0, MPL_ACT_BF16, EX, BF16, G, 1}, /* group -1: wg refuses (8-bit, as yet) */
+        {768, 40, 16, 0, 0, MPL_ACT_BF16, RN, F32, G, 0},   {1536, 264, -1, 1, 0, MPL_ACT_BF16, EX, BF16, G, 1}, /* group -1 */
         {1024, 200, 64, 1, 1, MPL_ACT_F16, EX, F16, G, 1},
         {512, 1024, 128, 0, 0, MPL_ACT_BF16, RN, F16, G, 0}, /* n > k: skinny to m = 3, wg from 4 */
     };
@@ -1040,6 +1040,15 @@ static int device_matrix_body(void) {
     const int ks[] = {1, 2, 4};
     for (int j = 0; j < 3; j++)
         bad += !run_forced(&w8c[5], 64, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg", ks[j]), cases++;
+    /* 8-bit on skinny (both planes of a chunk per ring stage, exact, FORM_W8; k % 64 == 0): the wg cases' group sizes
+     * (16 and 32: zeros and scales per k16 step from global memory; 64..256 and -1: in the ring), scale formats, zero
+     * points, act-order and N tails at m 1 / 8 / 9 / 16 (one and two token tiles), split-K 1, 2, 4 on K = 8192 */
+    const int64_t w8sk_m[] = {1, 8, 9, 16};
+    for (size_t i = 0; i < sizeof w8wg / sizeof w8wg[0]; i++)
+        for (size_t j = 0; j < sizeof w8sk_m / sizeof w8sk_m[0]; j++)
+            bad += !run_forced(&w8wg[i], w8sk_m[j], tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:skinny", 0), cases++;
+    for (int j = 0; j < 3; j++)
+        bad += !run_forced(&w8c[5], j == 2 ? 9 : 1, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:skinny", ks[j]), cases++;
     for (size_t i = 0; i < 2; i++) /* the default choice (and every path forced) at m = 17 and 1024 */
         bad += run_ms(&w8wg[i], (const int64_t[]){17, 1024}, 2, seed, &cases);
     bad += run_ms(&w8wg[5], (const int64_t[]){3, 4, 256, 257}, 4, seed, &cases); /* both ends of the n > k ranges */

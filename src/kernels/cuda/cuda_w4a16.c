@@ -6,7 +6,8 @@
  *
  * Widths: every weight type. 2-, 3-bit and int4 are stored as 4-bit codes (exact; the 4-bit paths and ranges serve
  * them unchanged: H200 v15 measured them at the 4-bit times, bench/results/h200-widths.md), 8-bit as two 4-bit
- * planes (its own ranges below; wg reads both planes of a chunk at once, wg-streamk and skinny-rounded refuse it).
+ * planes (its own ranges below; skinny and wg read both planes of a chunk at once where k % 64 == 0, wg-streamk
+ * and skinny-rounded refuse it).
  * Paths, in priority order (the rows below; an apply of m rows runs the first allowed one whose default
  * range holds m, docs/kernel-contract.md), all on the packed layout of docs/layouts/cuda_w4a16.md:
  *   skinny-rounded  m 1..16 (1..8 when K < 8192), bf16 activations without zero points: the skinny kernel
@@ -64,10 +65,8 @@ static mpl_reason skinny_rounded_can_implement(const mpl_config *c, const mpl_pl
 
 static bool is_w8(const mpl_config *c) { return c->wtype == MPL_WTYPE_UINT8B128 || c->wtype == MPL_WTYPE_UINT8; }
 /* The 8-bit layers wg's two-plane kernel takes (wg_can_implement says why the others are refused): the high plane's
- * chunk starts on a 64-channel chunk, and groups are smaller than k (group -1 is not yet verified on a GPU). */
-static bool wg_takes_w8(const mpl_config *c) {
-    return c->k % MPL_CUDA_W4A16_KC == 0 && c->group_size > 0 && c->group_size < c->k;
-}
+ * chunk starts on a 64-channel chunk. */
+static bool wg_takes_w8(const mpl_config *c) { return c->k % MPL_CUDA_W4A16_KC == 0; }
 
 /* Skinny's switch point depends on the packed K (8-bit layers pack 2k channels): it wins up to m = 8 on every
  * layer, up to 16 only when K is large. 8-bit layers on cc 9.0, where wg reads both planes (k % 64 == 0): wg's
@@ -95,11 +94,6 @@ static mpl_reason wg_can_implement(const mpl_config *c, const mpl_platform *p, c
                           "k = %lld with 8-bit weights: cuda_w4a16:wg needs k a multiple of %d (it reads the "
                           "high-nibble plane's chunk beside the low one's)",
                           (long long)c->k, MPL_CUDA_W4A16_KC);
-    if (is_w8(c) && !wg_takes_w8(c)) /* the other half of wg_takes_w8: k % 64 is refused above */
-        return mpl_refuse(msg, cap, MPL_REASON_GROUP_SIZE,
-                          "8-bit weights with one group per channel: cuda_w4a16:wg's two-plane kernel has not run on a "
-                          "GPU for it yet (the H200 run that verified the grouped cases had no valid such case, "
-                          "bench/cuda/NOTES.md v17); skinny, tc and dq serve it");
     return MPL_REASON_OK;
 }
 
@@ -229,7 +223,8 @@ static const mpl_path_desc paths[NPATHS] = {
                "up to m = 512 (70B down m = 256: 188 vs 381 us); ties dq at 1024, loses at 4096 (0.80-0.85x vs "
                "0.96-0.99x of cuBLAS); 2- and 3-bit layers (4-bit codes) at the 4-bit times, H200 v15 same call: 70B "
                "down m = 256 213.6 / 189.8 vs 219.3 us, 8B gate_up 116.0 / 122.7 vs 117.1. 8-bit (both planes "
-               "per stage, one rounding; grouped layers: group -1 is not yet verified on a GPU): from skinny's end to m = 256, H200 v17: 70B gate_up m = 64 248.0 vs tc 545.7 "
+               "per stage, one rounding; group -1 too: v18/v19, H100, 70B gate_up m = 64 250.2 vs tc 527.3 us): from "
+               "skinny's end to m = 256, H200 v17: 70B gate_up m = 64 248.0 vs tc 545.7 "
                "us, m = 256 637.5 vs dq 833.2, 70B down m = 24 159.0 vs tc 209.4; dq ahead from 512 (70B qkv 214.5 vs "
                "328.9)",
         .can_implement = wg_can_implement,

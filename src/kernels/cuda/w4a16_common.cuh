@@ -158,6 +158,44 @@ struct ActBF16 {
     }
 };
 
+/* One fma of 16-bit pairs in the activation type act. */
+__device__ __forceinline__ uint32_t fma16x2(int act, uint32_t a, uint32_t b, uint32_t c) {
+    uint32_t r;
+    if (act == MPL_CUDA_W4A16_ACT_F16)
+        asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+    else
+        asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+    return r;
+}
+/*
+ * 8-bit weights (two planes: the wg path's PL = 2, the skinny path's FORM_W8): the low-plane word wl and the high-plane word wh of the same lane and k16 step hold the
+ * two nibbles of the same eight weights (nibble i of each: row g + 8 (i & 1), the column of the table in
+ * docs/layouts/cuda_w4a16.md). Two selects rebuild the byte codes: e = bytes (c0, c2, c4, c6), o = (c1, c3, c5, c7);
+ * one prmt per register then places the pair (c_p, c_p+4) of register p in the low bytes of two 16-bit halves:
+ *   f16:  high byte 0x64: 1024 + c (exact, 10 mantissa bits), and one fma (x 1, + -(1024 + z)) gives c - z;
+ *   bf16: high byte 0: the bf16 pattern c is c 2^-133 exactly (exponent field 0 or 1, as ActBF16::nib_sub), and one
+ *         fma (x 2^127, + -z 2^-6) gives (c - z) 2^-6, exact (|c - z| <= 255: 8 significant bits); the scale the
+ *         weights are multiplied by (W8_MUL) or the fold's is then 2^6 s, exact (a power of two).
+ * So every weight is the exact integer c - z (times 2^-6 for bf16) before its one multiplication by the scale.
+ * add_g / add_g8: the rows' additive constants (w8_add). Cost per 8 weights: 2 shifts, 2 selects, 4 prmt, 4 fma.
+ */
+template <class A>
+__device__ __forceinline__ uint32_t w8_add(uint32_t z) {
+    if constexpr (A::id == MPL_CUDA_W4A16_ACT_F16) return (0xE400u + z) * 0x10001u; /* -(1024 + z): z <= 255 */
+    else return (uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(-(float)z * 0.015625f)) * 0x10001u; /* -z 2^-6, exact */
+}
+template <class A>
+__device__ __forceinline__ void dequant8(uint32_t wl, uint32_t wh, uint32_t add_g, uint32_t add_g8, uint32_t q[4]) {
+    const uint32_t M = 0x0f0f0f0fu;
+    const uint32_t e = (wl & M) | ((wh << 4) & ~M), o = ((wl >> 4) & M) | (wh & ~M);
+    constexpr uint32_t HI = A::id == MPL_CUDA_W4A16_ACT_F16 ? 0x64646464u : 0u;
+    constexpr uint32_t MUL = A::id == MPL_CUDA_W4A16_ACT_F16 ? 0x3C003C00u : 0x7F007F00u; /* 1, or 2^127 */
+    q[0] = fma16x2(A::id, __byte_perm(e, HI, 0x4240), MUL, add_g);  /* (c0, c4): row g */
+    q[1] = fma16x2(A::id, __byte_perm(o, HI, 0x4240), MUL, add_g8); /* (c1, c5): row g + 8 */
+    q[2] = fma16x2(A::id, __byte_perm(e, HI, 0x4341), MUL, add_g);  /* (c2, c6) */
+    q[3] = fma16x2(A::id, __byte_perm(o, HI, 0x4341), MUL, add_g8); /* (c3, c7) */
+}
+
 /* Zero points of rows g (low byte) and g+8 (high byte) -> the two additive constants. */
 template <class A, bool ZP>
 __device__ __forceinline__ void zero_consts(uint32_t z16, uint32_t &add_g, uint32_t &add_g8) {

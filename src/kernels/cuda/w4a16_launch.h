@@ -48,8 +48,8 @@ typedef struct mpl_cuda_w4a16_args {
     int skinny_nw;             /* skinny row tiles per warp: 0 = by layer width, 2 or 4 */
     const void *wg_map;        /* wg path: the weight tensor map (MPL_CUDA_W4A16_WG_MAP_BYTES) */
     /* 8-bit layers (two 4-bit planes, docs/layouts/cuda_w4a16.md): the layer's k, where the high-nibble plane
-     * starts among the k packed channels; 0 for 4-bit layers. Only the dq path reads it (it dequantizes both
-     * planes into one 16-bit weight); the other paths run the planes as the 4-bit layer they are. (This
+     * starts among the k packed channels; 0 for 4-bit layers. dq, wg and skinny read it (both planes of a chunk
+     * into one byte code); tc runs the planes as the 4-bit layer they are. (This
      * field keeps the struct, every kernel's by-value parameter, at the 136 bytes all kernels were measured
      * with: at 128 bytes NVVM lowers the parameter differently, bench/cuda/NOTES.md v8.) */
     int planes_k;

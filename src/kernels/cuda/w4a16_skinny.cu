@@ -17,6 +17,9 @@
  *    (OFF + code) straight from the lop3s, one all-ones MMA per k16 step sums x, and the fold takes
  *    (OFF + zero) * sum(x) off before applying the scale -- no FMA per weight pair. (Measured in v5:
  *    ~30% fewer inner-loop instructions bought ~1.5% at M = 1, so this path is not issue-bound.)
+ *  - 8-bit layers (two 4-bit planes, k % 64 == 0): FORM_W8 copies the low and the high plane's block of the same
+ *    channels into one ring stage and rebuilds the byte codes (dequant8), exact like the offset form: one MMA
+ *    per 8 weights instead of two, and x read once per channel (bench/cuda/NOTES.md v19).
  */
 #include "w4a16_common.cuh"
 
@@ -26,14 +29,17 @@ constexpr int SK_THREADS = 256;
 constexpr int SK_WARPS = 8; /* warps along K within a block: 8 x 16 bytes x 32 lanes = 4 KB contiguous per row tile */
 /* Per-warp shape: NW 16-row tiles per warp (4: 2 KB per chunk, so per-chunk overheads amortize; 2 for
  * layers with few row tiles, where 4 would leave too few blocks) and a ring of the same 75 KB per block
- * either way (NW 4: 3 chunks = 6 KB in flight per warp; NW 2: 7 chunks = 7 KB). */
-template <int NW_>
+ * either way (NW 4: 3 chunks = 6 KB in flight per warp; NW 2: 7 chunks = 7 KB). PL: blocks per tile and
+ * chunk, 1, or 2 for the 8-bit form (FORM_W8: the low and the high plane's block of the same channels), whose
+ * shapes are those of NW PL blocks per chunk. */
+template <int NW_, int PL_ = 1>
 struct SkShape {
-    static constexpr int NW = NW_;
-    static constexpr int STAGES = NW_ == 4 ? 4 : 8; /* 5 for NW 4: no faster (rounded form), 2% slower (exact form) */
-    /* one ring stage: weights (NW x 512 B) | scales (NW x 32 B) | scales_lo (NW x 32 B) | zeros (NW x 16 B) */
-    static constexpr int OFF_S = NW * MPL_CUDA_W4A16_BLOCK_BYTES, OFF_L = OFF_S + NW * 32, OFF_Z = OFF_L + NW * 32;
-    static constexpr int STAGE = OFF_Z + NW * 16;
+    static constexpr int NW = NW_, PL = PL_;
+    static constexpr int STAGES = NW_ * PL_ == 4 ? 4 : 8; /* 5 for NW 4: no faster (rounded form), 2% slower (exact form) */
+    /* one ring stage: weights (PL x NW x 512 B, low plane first) | scales (NW x 32 B) | scales_lo (NW x 32 B) |
+     * zeros (PL x NW x 16 B, low plane first) */
+    static constexpr int OFF_S = PL * NW * MPL_CUDA_W4A16_BLOCK_BYTES, OFF_L = OFF_S + NW * 32, OFF_Z = OFF_L + NW * 32;
+    static constexpr int STAGE = OFF_Z + PL * NW * 16;
     static constexpr int SMEM = SK_WARPS * STAGES * STAGE;
     static_assert(STAGE % 16 == 0, "stage alignment");
     static_assert(MPL_CUDA_W4A16_N_ALIGN % (NW * MPL_CUDA_W4A16_NT) == 0, "a block's row tiles stay inside n_pad");
@@ -107,11 +113,40 @@ __device__ __forceinline__ void sub_step(float d[N][MT][4], const uint4 wv[N], i
     }
 }
 
-/* The exact subnormal form's fold of one row tile: acc += (64 s) cg, cg reset (hi/lo as fold_offset). */
+/*
+ * 8-bit step (FORM_W8): N row tiles, word j of each tile's low-plane (wv) and high-plane (wh) 16 bytes, rebuilt
+ * into the byte codes and made c - z exactly (times 2^-6 for bf16) by dequant8 (one prmt and one fma per register,
+ * the fma on the FMA pipe), then one MMA per tile: one MMA and 8 logic-pipe ops per 8 weights, where the two planes
+ * as 4-bit codes (the offset form) take two MMAs and 14.
+ */
+template <class A, int N, int MT>
+__device__ __forceinline__ void w8_step(float d[N][MT][4], const uint4 wv[N], const uint4 wh[N], int j, const uint2 xf[MT],
+                                        const uint32_t add_g[N], const uint32_t add_g8[N]) {
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        const uint32_t w = j == 0 ? wv[i].x : j == 1 ? wv[i].y : j == 2 ? wv[i].z : wv[i].w;
+        const uint32_t h = j == 0 ? wh[i].x : j == 1 ? wh[i].y : j == 2 ? wh[i].z : wh[i].w;
+        uint32_t af[4];
+        dequant8<A>(w, h, add_g[i], add_g8[i], af);
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) A::mma(d[i][mt], af, xf[mt].x, xf[mt].y);
+    }
+}
+
+/* FORM_W8: the two rows' additive constants from the low- and high-plane zero points (z = zl + 16 zh; rows g, g + 8
+ * in the low and high byte of each 16-bit word). */
+template <class A>
+__device__ __forceinline__ void w8_consts(uint32_t zl, uint32_t zh, uint32_t &add_g, uint32_t &add_g8) {
+    add_g = w8_add<A>((zl & 0xffu) + 16u * (zh & 0xffu));
+    add_g8 = w8_add<A>((zl >> 8) + 16u * (zh >> 8));
+}
+
+/* The fold of the exact forms for one row tile: acc += (MUL s) cg, cg reset (hi/lo as fold_offset; MUL: 64 for the
+ * subnormal form and bf16 FORM_W8, whose sums come out times 2^-6; 1 for f16 FORM_W8). */
 template <class A, int MT>
-__device__ __forceinline__ void fold_sub(float acc[MT][4], float cg[MT][4], uint32_t hi, uint32_t lo, int fmt) {
-    const float s_g = scale_value(hi & 0xffffu, lo & 0xffffu, fmt) * ActBF16::SUB_SCALE;
-    const float s_g8 = scale_value(hi >> 16, lo >> 16, fmt) * ActBF16::SUB_SCALE;
+__device__ __forceinline__ void fold_sub(float acc[MT][4], float cg[MT][4], uint32_t hi, uint32_t lo, int fmt, float mul) {
+    const float s_g = scale_value(hi & 0xffffu, lo & 0xffffu, fmt) * mul;
+    const float s_g8 = scale_value(hi >> 16, lo >> 16, fmt) * mul;
 #pragma unroll
     for (int mt = 0; mt < MT; mt++) {
         acc[mt][0] = fmaf(s_g, cg[mt][0], acc[mt][0]);
@@ -153,20 +188,26 @@ __device__ __forceinline__ void load_x_chunk(const mpl_cuda_w4a16_args &a, int c
 
 /* Copies of chunk c into one ring stage: each lane its own 16 bytes of each block (it alone reads
  * them back), and with CHUNK_GROUP a few lanes the group's scales and zeros for the whole warp. */
-template <int NW, bool ZP, bool CHUNK_GROUP>
-__device__ __forceinline__ void sk_issue(const mpl_cuda_w4a16_args &a, int nt0, int KC, int c, int lane, unsigned char *st) {
+template <int NW, int PL, bool ZP, bool CHUNK_GROUP>
+__device__ __forceinline__ void sk_issue(const mpl_cuda_w4a16_args &a, int nt0, int KC, int KL, int c, int lane, unsigned char *st) {
+    using Sh = SkShape<NW, PL>;
     const uint4 *wq = reinterpret_cast<const uint4 *>(a.qweight);
 #pragma unroll
-    for (int i = 0; i < NW; i++)
-        cp_async16(st + i * MPL_CUDA_W4A16_BLOCK_BYTES + lane * 16, wq + ((size_t)(nt0 + i) * KC + c) * 32 + lane, 16);
-    if (CHUNK_GROUP && lane < 5 * NW) {
+    for (int p = 0; p < PL; p++) /* PL = 2: the high plane's chunk of the same channels is KL + c */
+#pragma unroll
+        for (int i = 0; i < NW; i++)
+            cp_async16(st + (p * NW + i) * MPL_CUDA_W4A16_BLOCK_BYTES + lane * 16, wq + ((size_t)(nt0 + i) * KC + p * KL + c) * 32 + lane, 16);
+    if (CHUNK_GROUP && lane < (4 + PL) * NW) {
         size_t row0 = (size_t)group_of_step(c * 4, a.inv_gs16) * a.n_pad + (size_t)nt0 * 16;
         if (lane < 2 * NW) /* scales: 32 bytes per row tile */
-            cp_async16(st + SkShape<NW>::OFF_S + lane * 16, a.scales + row0 + lane * 8, 16);
+            cp_async16(st + Sh::OFF_S + lane * 16, a.scales + row0 + lane * 8, 16);
         else if (lane < 4 * NW) {
-            if (a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32) cp_async16(st + SkShape<NW>::OFF_L + (lane - 2 * NW) * 16, a.scales_lo + row0 + (lane - 2 * NW) * 8, 16);
-        } else if (ZP) /* zeros: 16 bytes per row tile */
-            cp_async16(st + SkShape<NW>::OFF_Z + (lane - 4 * NW) * 16, a.zeros + row0 + (lane - 4 * NW) * 16, 16);
+            if (a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32) cp_async16(st + Sh::OFF_L + (lane - 2 * NW) * 16, a.scales_lo + row0 + (lane - 2 * NW) * 8, 16);
+        } else if (ZP) { /* zeros: 16 bytes per row tile (PL = 2: then the high plane's, whose groups follow) */
+            const int zi = lane - 4 * NW;
+            if (zi >= NW) row0 = (size_t)group_of_step((KL + c) * 4, a.inv_gs16) * a.n_pad + (size_t)nt0 * 16;
+            cp_async16(st + Sh::OFF_Z + zi * 16, a.zeros + row0 + (zi % NW) * 16, 16);
+        }
     }
 }
 
@@ -178,20 +219,26 @@ __device__ __forceinline__ void sk_issue(const mpl_cuda_w4a16_args &a, int nt0, 
  * Each warp runs its own cp.async ring over its chunks (c = first, first + 8, ...): no block
  * barrier in the loop, and STAGES - 1 chunks stay in flight while one is computed.
  */
-/* Inner-loop forms (see sub_step): the offset form (f16), the exact subnormal form (bf16), the rounded
- * subnormal form (bf16, uint4b8, bf16 scales: path cuda_w4a16:skinny-rounded). */
-enum { FORM_OFFSET = 0, FORM_EXACT = 1, FORM_ROUNDED = 2 };
+/* Inner-loop forms (see sub_step, w8_step): the offset form (f16, and bf16 with zero points), the exact subnormal
+ * form (bf16), the rounded subnormal form (bf16, uint4b8, bf16 scales: path cuda_w4a16:skinny-rounded), and the
+ * 8-bit form (both planes of a chunk, PL = 2; exact). */
+enum { FORM_OFFSET = 0, FORM_EXACT = 1, FORM_ROUNDED = 2, FORM_W8 = 3 };
 
 template <class A, bool ZP, int MT, bool CHUNK_GROUP, int NW, int FORM>
 __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a16_args a) {
-    using Sh = SkShape<NW>;
-    static_assert(FORM == FORM_OFFSET || A::id == MPL_CUDA_W4A16_ACT_BF16, "subnormal forms: bf16 only");
-    static_assert(FORM == FORM_OFFSET || !ZP, "subnormal forms: uint4b8 only (skinny-rounded refuses zero points)");
+    constexpr int PL = FORM == FORM_W8 ? 2 : 1;
+    using Sh = SkShape<NW, PL>;
+    static_assert(FORM == FORM_OFFSET || FORM == FORM_W8 || A::id == MPL_CUDA_W4A16_ACT_BF16, "subnormal forms: bf16 only");
+    static_assert(FORM == FORM_OFFSET || FORM == FORM_W8 || !ZP, "subnormal forms: uint4b8 only (skinny-rounded refuses zero points)");
+    static_assert(FORM != FORM_W8 || ZP, "8-bit layers carry zero points (both planes')");
+    /* bf16 8-bit weights come out of dequant8 as (c - z) 2^-6: their scale is 2^6 s */
+    constexpr float W8_MUL = A::id == MPL_CUDA_W4A16_ACT_BF16 ? 64.0f : 1.0f;
     extern __shared__ __align__(16) unsigned char smem[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-    const int KC = a.k_pad >> MPL_CUDA_W4A16_KC_SHIFT;
+    const int KC = a.k_pad >> MPL_CUDA_W4A16_KC_SHIFT;             /* chunks per row tile */
+    const int KL = PL == 2 ? a.planes_k >> MPL_CUDA_W4A16_KC_SHIFT : KC; /* chunks the loop runs (PL = 2: one plane's) */
     const int S = gridDim.y, split = blockIdx.y;
-    const int c_begin = (int)((long long)KC * split / S), c_end = (int)((long long)KC * (split + 1) / S);
+    const int c_begin = (int)((long long)KL * split / S), c_end = (int)((long long)KL * (split + 1) / S);
     const int nt0 = blockIdx.x * Sh::NW;
     const uint32_t *sc32 = reinterpret_cast<const uint32_t *>(a.scales);
     const uint32_t *sl32 = reinterpret_cast<const uint32_t *>(a.scales_lo);
@@ -211,7 +258,7 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
     const int count = c_begin + (c_end - c_begin) * (warp + 1) / SK_WARPS - first;
 #pragma unroll
     for (int s = 0; s < Sh::STAGES - 1; s++) {
-        if (s < count) sk_issue<NW, ZP, CHUNK_GROUP>(a, nt0, KC, first + s, lane, ring + s * Sh::STAGE);
+        if (s < count) sk_issue<NW, PL, ZP, CHUNK_GROUP>(a, nt0, KC, KL, first + s, lane, ring + s * Sh::STAGE);
         cp_async_commit();
     }
     float cg[Sh::NW][MT][4]; /* the current group's partial sums (offset form: of (OFF + code) * x) */
@@ -239,7 +286,7 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
         __syncwarp(); /* stage `it` visible to the warp; the stage read last iteration is free */
         {
             int s = it + Sh::STAGES - 1;
-            if (s < count) sk_issue<NW, ZP, CHUNK_GROUP>(a, nt0, KC, first + s, lane, ring + (s % Sh::STAGES) * Sh::STAGE);
+            if (s < count) sk_issue<NW, PL, ZP, CHUNK_GROUP>(a, nt0, KC, KL, first + s, lane, ring + (s % Sh::STAGES) * Sh::STAGE);
             cp_async_commit();
         }
         const int c = first + it;
@@ -250,9 +297,18 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
             load_x_chunk<MT>(a, c + 1, g, t, xn);
         else
             load_x_chunk<MT>(a, c, g, t, xf);
-        uint4 wv[Sh::NW];
+        uint4 wv[Sh::NW], wh[PL == 2 ? Sh::NW : 1];
 #pragma unroll
         for (int i = 0; i < Sh::NW; i++) wv[i] = *reinterpret_cast<const uint4 *>(st + i * MPL_CUDA_W4A16_BLOCK_BYTES + lane * 16);
+        if constexpr (PL == 2) {
+#pragma unroll
+            for (int i = 0; i < Sh::NW; i++) wh[i] = *reinterpret_cast<const uint4 *>(st + (Sh::NW + i) * MPL_CUDA_W4A16_BLOCK_BYTES + lane * 16);
+            if (CHUNK_GROUP) /* the rows' zero constants of this chunk's group */
+#pragma unroll
+                for (int i = 0; i < Sh::NW; i++)
+                    w8_consts<A>(*reinterpret_cast<const uint16_t *>(st + Sh::OFF_Z + i * 16 + 2 * g),
+                                 *reinterpret_cast<const uint16_t *>(st + Sh::OFF_Z + (Sh::NW + i) * 16 + 2 * g), ag[i], ag8[i]);
+        }
         if (FORM == FORM_ROUNDED && CHUNK_GROUP) {
 #pragma unroll
             for (int i = 0; i < Sh::NW; i++) {
@@ -272,7 +328,17 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
                 sub_step<A, Sh::NW, MT>(acc, wv, j, xf[j], mq, m16, ag, ag8);
                 continue;
             }
-            if (FORM == FORM_EXACT) {
+            if constexpr (FORM == FORM_W8) {
+                if (!CHUNK_GROUP) /* this step's group's zero constants (low plane group grp, high plane's after it) */
+#pragma unroll
+                    for (int i = 0; i < Sh::NW; i++) {
+                        const int gh = group_of_step((KL + c) * 4 + j, a.inv_gs16);
+                        const size_t row = (size_t)(nt0 + i) * 16;
+                        w8_consts<A>(__ldg(z16 + ((size_t)grp * a.n_pad + row) / 2 + g), __ldg(z16 + ((size_t)gh * a.n_pad + row) / 2 + g),
+                                     ag[i], ag8[i]);
+                    }
+                w8_step<A, Sh::NW, MT>(cg, wv, wh, j, xf[j], ag, ag8);
+            } else if (FORM == FORM_EXACT) {
                 sub_step<A, Sh::NW, MT>(cg, wv, j, xf[j], mq, m16, ag, ag8);
             } else {
                 offset_step<A, Sh::NW, MT>(cg, c1, wv, j, xf[j]);
@@ -296,7 +362,9 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
                         if (ZP && FORM == FORM_OFFSET) zz = __ldg(z16 + at);
                     }
                     if (FORM == FORM_EXACT)
-                        fold_sub<A, MT>(acc[i], cg[i], hi, lo, a.scale_fmt);
+                        fold_sub<A, MT>(acc[i], cg[i], hi, lo, a.scale_fmt, ActBF16::SUB_SCALE);
+                    else if (FORM == FORM_W8)
+                        fold_sub<A, MT>(acc[i], cg[i], hi, lo, a.scale_fmt, W8_MUL);
                     else
                         fold_offset<A, MT>(acc[i], cg[i], c1, hi, lo, zz, a.scale_fmt);
                 }
@@ -373,11 +441,12 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
 template <class A, bool ZP, int MT, bool CG, int NW, int FORM>
 static cudaError_t launch_one(const mpl_cuda_w4a16_args *a, cudaStream_t stream, int ksplit) {
     int ntiles = (a->n + MPL_CUDA_W4A16_NT - 1) / MPL_CUDA_W4A16_NT;
+    constexpr int SMEM = SkShape<NW, FORM == FORM_W8 ? 2 : 1>::SMEM;
     static KernelSetup setup;
-    cudaError_t e = setup_kernel(w4a16_skinny<A, ZP, MT, CG, NW, FORM>, a->device, SK_THREADS, SkShape<NW>::SMEM, setup, nullptr);
+    cudaError_t e = setup_kernel(w4a16_skinny<A, ZP, MT, CG, NW, FORM>, a->device, SK_THREADS, SMEM, setup, nullptr);
     if (e != cudaSuccess) return e;
     return launch_ksplit(w4a16_skinny<A, ZP, MT, CG, NW, FORM>, (unsigned)((ntiles + NW - 1) / NW), ksplit, SK_THREADS,
-                         SkShape<NW>::SMEM, stream, *a);
+                         SMEM, stream, *a);
 }
 
 template <class A, bool ZP, int NW, int FORM>
@@ -387,11 +456,21 @@ static cudaError_t launch_zp(const mpl_cuda_w4a16_args *a, cudaStream_t stream, 
     return cg ? launch_one<A, ZP, 1, true, NW, FORM>(a, stream, ksplit) : launch_one<A, ZP, 1, false, NW, FORM>(a, stream, ksplit);
 }
 
-/* skinny: the offset form (f16 and bf16, as measured through v8). skinny-rounded (bf16, uint4b8; the path
- * refuses the rest): the rounded subnormal form on bf16 scales, the exact subnormal form on other scale formats. */
+/* Whether an 8-bit layer runs FORM_W8 (both planes of a chunk per ring stage): the high plane starts on a chunk.
+ * Otherwise (k % 64 != 0) the offset form runs its two planes as the 4-bit layer of 2k channels. */
+static bool skinny_w8(const mpl_cuda_w4a16_args *a) {
+    return a->planes_k && a->zeros && a->planes_k % MPL_CUDA_W4A16_KC == 0 && 2 * a->planes_k == a->k_pad;
+}
+
+/* skinny: the offset form (f16 and bf16, as measured through v8); 8-bit layers FORM_W8 (NW: blocks per chunk, so
+ * NW / 2 row tiles of two planes). skinny-rounded (bf16, uint4b8; the path refuses the rest): the rounded subnormal
+ * form on bf16 scales, the exact subnormal form on other scale formats. */
 template <int NW>
 static cudaError_t launch_act(const mpl_cuda_w4a16_args *a, cudaStream_t stream, int ksplit, bool rounded) {
     const bool zp = a->zeros != nullptr;
+    if (skinny_w8(a))
+        return a->act == MPL_CUDA_W4A16_ACT_F16 ? launch_zp<ActF16, true, NW / 2, FORM_W8>(a, stream, ksplit)
+                                                : launch_zp<ActBF16, true, NW / 2, FORM_W8>(a, stream, ksplit);
     if (a->act == MPL_CUDA_W4A16_ACT_F16)
         return zp ? launch_zp<ActF16, true, NW, FORM_OFFSET>(a, stream, ksplit) : launch_zp<ActF16, false, NW, FORM_OFFSET>(a, stream, ksplit);
     if (rounded && !zp)
@@ -415,7 +494,10 @@ static int launch_skinny(const mpl_cuda_w4a16_args *a, void *stream, bool rounde
     int KC = a->k_pad / MPL_CUDA_W4A16_KC, ntiles = (a->n + MPL_CUDA_W4A16_NT - 1) / MPL_CUDA_W4A16_NT;
     int nw = 4 * ((ntiles + 3) / 4) < 3 * a->sms ? 2 : 4;
     if (a->skinny_nw == 2 || a->skinny_nw == 4) nw = a->skinny_nw; /* tuning (mpl_cuda_w4a16_tuning) */
-    int blocks = (ntiles + nw - 1) / nw;
+    const bool w8 = cuda_w4a16::skinny_w8(a);
+    if (w8) KC = a->planes_k / MPL_CUDA_W4A16_KC; /* the loop's chunks: one plane's */
+    const int tiles = w8 ? nw / 2 : nw;          /* row tiles per warp (FORM_W8: nw blocks = nw / 2 tiles x 2 planes) */
+    int blocks = (ntiles + tiles - 1) / tiles;
     int ksplit = a->ksplit;
     if (ksplit <= 0) {
         int slots = a->sms * 2;
