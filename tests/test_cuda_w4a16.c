@@ -346,7 +346,7 @@ static const char *expected_default(int64_t m, int64_t k, int64_t n, int64_t gs,
     /* skinny-rounded comes first with skinny's range and takes bf16 uint4b8 */
     const int w8wg = g_w8 && cc == 90 && k % 64 == 0;
     (void)gs;
-    const int64_t skinny_top = w8wg && n > k ? 3 : (g_w8 ? 2 * k : k) >= 8192 ? 16 : 8;
+    const int64_t skinny_top = w8wg && n > k ? (n >= 16384 ? 3 : 8) : (g_w8 ? 2 * k : k) >= 8192 ? 16 : 8;
     if (m <= skinny_top)
         return act == MPL_ACT_BF16 && !zp && !g_w8 ? "cuda_w4a16:skinny-rounded" : "cuda_w4a16:skinny";
     if (w8wg && m <= W8_WG_HI) return "cuda_w4a16:wg";
@@ -556,8 +556,8 @@ static void path_refusals(void **state) {
     assert_non_null(strstr(mpl_last_error(), "cuda_w4a16:tc"));
     o.kernel = NULL;
 
-    /* 8-bit on cc 9.0 (H200 v17): grouped layers with n > k leave skinny at m = 4 for wg, n <= k keep skinny to 16;
-     * wg to 256, dq after; one group per channel the same */
+    /* 8-bit on cc 9.0 (H200 v17, H100 v19): layers with n > k leave skinny for wg at m = 4 where n >= 16384, at 9
+     * below; n <= k keep skinny to 16; wg to 256, dq after; one group per channel the same */
     {
         static const struct {
             int64_t k, n, gs, m;
@@ -567,6 +567,8 @@ static void path_refusals(void **state) {
             {8192, 57344, 128, 256, "cuda_w4a16:wg"},   {8192, 57344, 128, 257, "cuda_w4a16:dq"},
             {28672, 8192, 128, 16, "cuda_w4a16:skinny"}, {28672, 8192, 128, 17, "cuda_w4a16:wg"},
             {8192, 57344, -1, 3, "cuda_w4a16:skinny"},  {8192, 57344, -1, 4, "cuda_w4a16:wg"},
+            {8192, 10240, 128, 8, "cuda_w4a16:skinny"}, {8192, 10240, 128, 9, "cuda_w4a16:wg"}, /* n > k, n < 16384 */
+            {4096, 6144, -1, 8, "cuda_w4a16:skinny"},   {4096, 6144, -1, 9, "cuda_w4a16:wg"},
             {8192, 57344, -1, 256, "cuda_w4a16:wg"},    {8192, 57344, -1, 257, "cuda_w4a16:dq"},
         };
         fake_gpus(1, 90);
@@ -1031,7 +1033,7 @@ static int device_matrix_body(void) {
         {960, 72, 32, 1, 0, MPL_ACT_BF16, RN, F16, G, 1},   {1024, 104, 256, 0, 1, MPL_ACT_F16, RN, F16, G, 1},
         {768, 40, 16, 0, 0, MPL_ACT_BF16, RN, F32, G, 0},   {1536, 264, -1, 1, 0, MPL_ACT_BF16, EX, BF16, G, 1}, /* group -1 */
         {1024, 200, 64, 1, 1, MPL_ACT_F16, EX, F16, G, 1},
-        {512, 1024, 128, 0, 0, MPL_ACT_BF16, RN, F16, G, 0}, /* n > k: skinny to m = 3, wg from 4 */
+        {512, 1024, 128, 0, 0, MPL_ACT_BF16, RN, F16, G, 0}, /* n > k (n < 16384): skinny to m = 8, wg from 9 */
     };
     const int64_t w8wg_m[] = {16, 31, 32, 33, 64, 65, 128, 129, 300};
     for (size_t i = 0; i < sizeof w8wg / sizeof w8wg[0]; i++)
@@ -1051,7 +1053,7 @@ static int device_matrix_body(void) {
         bad += !run_forced(&w8c[5], j == 2 ? 9 : 1, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:skinny", ks[j]), cases++;
     for (size_t i = 0; i < 2; i++) /* the default choice (and every path forced) at m = 17 and 1024 */
         bad += run_ms(&w8wg[i], (const int64_t[]){17, 1024}, 2, seed, &cases);
-    bad += run_ms(&w8wg[5], (const int64_t[]){3, 4, 256, 257}, 4, seed, &cases); /* both ends of the n > k ranges */
+    bad += run_ms(&w8wg[5], (const int64_t[]){8, 9, 256, 257}, 4, seed, &cases); /* both ends of the n > k ranges */
     g_w8 = 0;
     /* 2- and 3-bit weights (symmetric and with zero points) and int4, as 4-bit codes: every path, default and
      * forced, both activation types, exact and random data, act-order, group sizes -1 / 32 / 64 / 128, K and N

@@ -69,13 +69,15 @@ static bool is_w8(const mpl_config *c) { return c->wtype == MPL_WTYPE_UINT8B128 
 static bool wg_takes_w8(const mpl_config *c) { return c->k % MPL_CUDA_W4A16_KC == 0; }
 
 /* Skinny's switch point depends on the packed K (8-bit layers pack 2k channels): it wins up to m = 8 on every
- * layer, up to 16 only when K is large. 8-bit layers on cc 9.0, where wg reads both planes (k % 64 == 0): wg's
- * time is flat from m = 1 to 16 (one token tile), skinny's grows with m, and wg is ahead from m = 4 wherever n > k
- * (H200 v17, bf16, f16 scales, us, skinny vs wg: m = 4 8B qkv 20.4 vs 18.1, 8B gate_up 52.3 vs 47.6, 70B gate_up
- * 181.1 vs 164.4, 70B qkv 48.0 vs 47.2; m = 16 61.6 vs 47.7 on 70B qkv) and behind to m = 16 where n <= k (70B o
- * 36.3 vs 48.4, 70B down 106.3 vs 144.9 at m = 16); at m = 1 skinny is ahead (70B gate_up 153.4 vs ~164). */
+ * layer, up to 16 only when K is large. 8-bit layers on cc 9.0 (k % 64 == 0), where skinny (FORM_W8) and wg both
+ * read the two planes of a chunk at once: wg's time is flat from m = 1 to 16 (one token tile), skinny's grows with
+ * m. Where n > k, wg is ahead from m = 4 on the wide layers (n >= 16384: enough 256-row tiles to fill the GPU
+ * without split-K) and from m = 12 on the others; where n <= k skinny stays ahead to 16. H100 v19, uint8b128 group
+ * 128, bf16, us, skinny vs wg: 70B gate_up (n 57344) m = 1 178.1 vs 182.1, m = 4 188.9 vs 182.8, 8 191.1 vs 185.1;
+ * 8B gate_up (n 28672) m = 4 58.9 vs 51.2; 70B qkv (n 10240) m = 8 40.3 vs 47.6, m = 12 57.3 vs 47.8; 8B qkv (n 6144)
+ * m = 8 18.8 vs 19.4, m = 12 21.1 vs 19.6; 70B o m = 16 34.6 vs 48.0; 70B down m = 16 101.8 vs 140.8. */
 static int64_t skinny_max_m(const mpl_config *c, const mpl_platform *p) {
-    if (is_w8(c) && p->cuda_cc == 90 && wg_takes_w8(c) && c->n > c->k) return 3;
+    if (is_w8(c) && p->cuda_cc == 90 && wg_takes_w8(c) && c->n > c->k) return c->n >= 16384 ? 3 : 8;
     return (is_w8(c) ? 2 * c->k : c->k) < 8192 ? 8 : MPL_CUDA_W4A16_SKINNY_MAX_M;
 }
 static void skinny_m_range(const mpl_config *c, const mpl_platform *p, int64_t *m_min, int64_t *m_max) {
@@ -196,9 +198,11 @@ static const mpl_path_desc paths[NPATHS] = {
         .m_min = 1, .m_max = MPL_CUDA_W4A16_SKINNY_MAX_M, .m_limit = MPL_CUDA_W4A16_SKINNY_MAX_M,
         .why = "f16 activations and zero points (skinny-rounded takes neither); H200 v3: beats tc up to m = 8 on every layer, at m = 9..16 only when K >= 8192 "
                "(70B down m = 16: 51 vs 84 us; K = 4096: tc wins slightly, 8B gate_up 31.7 vs 33.4 us); 8-bit layers: "
-               "the same rule on the packed K (2k), but on cc 9.0 to m = 3 where n > k (H200 v17, m = 4: wg 164.4 vs 181.1 us "
-               "on 70B gate_up, 18.1 vs 20.4 on 8B qkv; n <= k: skinny to 16, 70B down m = 16 106.3 vs wg 144.9; H200 "
-               "v11: 8-bit m = 1 70B gate_up 154.5 us, 70B down 80.3 at 70-72% of read BW; v15 153.4 / 79.9); uint2 / uint3 with zero points: the "
+               "the same rule on the packed K (2k), but on cc 9.0 where n > k to m = 3 when n >= 16384, else to 8 (H100 "
+               "v19, both planes per stage (FORM_W8) vs wg: m = 4 188.9 vs 182.8 us on 70B gate_up, 58.9 vs 51.2 on 8B "
+               "gate_up; m = 8 40.3 vs 47.6 on 70B qkv, 18.8 vs 19.4 on 8B qkv; m = 12 57.3 vs 47.8 on 70B qkv); n <= k: "
+               "skinny to 16 (70B down m = 16 101.8 vs wg 140.8); 8-bit m = 1: 70B gate_up 178.1 us, 70B down 91.8 "
+               "(H100 v19, 88% / 86% of read BW); uint2 / uint3 with zero points: the "
                "4-bit ranges (as uint4 codes, the same bytes and kernel)",
         .m_range = skinny_m_range,
     },
