@@ -938,6 +938,15 @@ static int device_matrix_body(void) {
     }
     for (size_t i = 0; i < sizeof full / sizeof full[0]; i++)
         bad += run_ms(&full[i], all_m, (int)(sizeof all_m / sizeof all_m[0]), seed, &cases);
+    /* skinny with four row tiles per warp (the shape the launcher gives layers with N above ~6400; these small ones
+     * get two), both forms, one and two token tiles */
+    g_tune.skinny_nw = 4;
+    for (size_t i = 0; i < sizeof full / sizeof full[0]; i++)
+        for (int j = 0; j < 2; j++) {
+            bad += !run_forced(&full[i], j ? 9 : 1, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:skinny", 0), cases++;
+            bad += !run_forced(&full[i], j ? 9 : 1, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:skinny-rounded", 0), cases++;
+        }
+    g_tune = mpl_cuda_w4a16_tuning_default;
     /* every group size (multiples of 16 and -1), zero points on and off, scale encodings */
     const dcase groups[] = {
         {960, 40, 16, 0, 0, MPL_ACT_F16, EX, F16, G, 1},   {960, 56, 48, 1, 0, MPL_ACT_BF16, RN, BF16, G, 1},
@@ -1051,6 +1060,11 @@ static int device_matrix_body(void) {
             bad += !run_forced(&w8wg[i], w8sk_m[j], tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:skinny", 0), cases++;
     for (int j = 0; j < 3; j++)
         bad += !run_forced(&w8c[5], j == 2 ? 9 : 1, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:skinny", ks[j]), cases++;
+    /* FORM_W8 with one row tile per warp (the tuning's skinny_nw 2; the default is two, 4 blocks per chunk) */
+    g_tune.skinny_nw = 2;
+    for (size_t i = 0; i < sizeof w8wg / sizeof w8wg[0]; i += 2)
+        bad += !run_forced(&w8wg[i], 9, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:skinny", 0), cases++;
+    g_tune = mpl_cuda_w4a16_tuning_default;
     for (size_t i = 0; i < 2; i++) /* the default choice (and every path forced) at m = 17 and 1024 */
         bad += run_ms(&w8wg[i], (const int64_t[]){17, 1024}, 2, seed, &cases);
     bad += run_ms(&w8wg[5], (const int64_t[]){8, 9, 256, 257}, 4, seed, &cases); /* both ends of the n > k ranges */

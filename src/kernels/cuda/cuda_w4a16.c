@@ -720,8 +720,9 @@ static mpl_status run_wg(const packed_layer *p, const mpl_cuda_w4a16_args *a, in
     return MPL_OK;
 }
 
-/* Path `path` on device pointers (x already permuted for act-order). */
-static mpl_status run_path(const packed_layer *p, int path, int m, const void *x, const void *bias, void *y,
+/* Path `path` on device pointers (x already permuted for act-order); ldx: x's row length (the kernels' a.k: the
+ * packed k, or k_in where x_unpermuted holds). */
+static mpl_status run_path(const packed_layer *p, int path, int m, const void *x, int ldx, const void *bias, void *y,
                            cudaStream_t stream) {
     const mpl_cuda_w4a16_tuning *t = tuning();
     const mpl_cuda_w4a16_args a = {
@@ -730,7 +731,7 @@ static mpl_status run_path(const packed_layer *p, int path, int m, const void *x
         .scales_lo = p->scales_lo,
         .zeros = p->zeros,
         .n = (int)p->meta.n,
-        .k = (int)p->meta.k,
+        .k = ldx,
         .n_pad = (int)p->meta.n_pad,
         .k_pad = (int)p->meta.k_pad,
         .gs16 = p->gs16,
@@ -768,16 +769,26 @@ static mpl_status run_path(const packed_layer *p, int path, int m, const void *x
     return mpl_set_error(MPL_ERR_INTERNAL, "cuda_w4a16: path index %d: must be 0..%d", path, NPATHS - 1);
 }
 
+/* 8-bit layers without act-order: the layout's perm is the identity twice (both planes read channel j), and the
+ * paths that read both planes of a chunk at once (skinny's FORM_W8, wg, dq: k % 64 == 0) read only x's first k_in
+ * packed columns, so they take x as it is, rows of k_in: no gather kernel (at M = 1 a launch of a few us, 5-10% of
+ * a small layer's call). tc and the skinny offset form (k % 64 != 0) read both planes' columns: gathered. */
+static bool x_unpermuted(const packed_layer *p, int path) {
+    return p->meta.planes == 2 && !p->cfg.act_order && p->meta.k_in % MPL_CUDA_W4A16_KC == 0 &&
+           (path == PATH_SKINNY || path == PATH_WG || path == PATH_DQ);
+}
+
 static mpl_status device_apply(const packed_layer *p, int path, int m, const void *x, const void *bias, void *y,
                                cudaStream_t stream) {
-    if (!p->perm) return run_path(p, path, m, x, bias, y, stream);
+    if (!p->perm) return run_path(p, path, m, x, (int)p->meta.k, bias, y, stream);
+    if (x_unpermuted(p, path)) return run_path(p, path, m, x, (int)p->meta.k_in, bias, y, stream);
     size_t bytes = (size_t)m * (size_t)p->meta.k * 2;
     void *xp = NULL;
     cudaError_t e = cudaMallocFromPoolAsync(&xp, bytes, p->pool, stream);
     if (e != cudaSuccess) return cuda_fail(e, p->device, "allocating act-order scratch");
     int le = mpl_cuda_w4a16_launch_permute(x, p->perm, xp, m, (int)p->meta.k_in, (int)p->meta.k, stream);
     mpl_status st = le ? cuda_fail((cudaError_t)le, p->device, "launching the act-order permutation")
-                       : run_path(p, path, m, xp, bias, y, stream);
+                       : run_path(p, path, m, xp, (int)p->meta.k, bias, y, stream);
     e = cudaFreeAsync(xp, stream);
     if (st == MPL_OK && e != cudaSuccess) st = cuda_fail(e, p->device, "freeing act-order scratch");
     return st;

@@ -15,7 +15,8 @@ typedef struct mpl_cuda_w4a16_tuning {
     /* Split-K factor of the skinny, tc and wg paths (blocks along K reducing through a cluster, sm_90; not wg-streamk):
      * 0 = each launcher's measured rule; 1..8 forced (clamped to what K allows; 1 below sm_90). */
     int ksplit;
-    /* Skinny row tiles per warp: 0 = by layer width (w4a16_skinny.cu), 2 or 4 forced. */
+    /* Skinny blocks per warp and chunk: 0 = the launcher's rule (w4a16_skinny.cu), 2 or 4 forced (row tiles; 8-bit
+     * layers' FORM_W8: half as many row tiles, each with its two planes). */
     int skinny_nw;
     /* dq: bytes of 16-bit weights per slab buffer; 0 = by m (dq_slab_rows in cuda_w4a16.c). */
     size_t dq_slab_bytes;

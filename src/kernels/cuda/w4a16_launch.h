@@ -45,7 +45,7 @@ typedef struct mpl_cuda_w4a16_args {
     int cc;                    /* compute capability, major*10+minor */
     /* tuning (mpl_cuda_w4a16_tuning, cuda_w4a16.h) */
     int ksplit;                /* blocks along K reducing through a cluster: 0 = the launcher's rule, 1..8 forced */
-    int skinny_nw;             /* skinny row tiles per warp: 0 = by layer width, 2 or 4 */
+    int skinny_nw;             /* skinny blocks per warp and chunk (row tiles; FORM_W8: x 2 planes): 0 = by rule, 2 or 4 */
     const void *wg_map;        /* wg path: the weight tensor map (MPL_CUDA_W4A16_WG_MAP_BYTES) */
     /* 8-bit layers (two 4-bit planes, docs/layouts/cuda_w4a16.md): the layer's k, where the high-nibble plane
      * starts among the k packed channels; 0 for 4-bit layers. dq, wg and skinny read it (both planes of a chunk

@@ -484,7 +484,9 @@ static cudaError_t launch_act(const mpl_cuda_w4a16_args *a, cudaStream_t stream,
 /*
  * Row tiles per warp: 4, unless that leaves fewer blocks than 3/4 of the SMs (layers with N below
  * ~6400), where 2 gives twice the blocks (measured: N = 4096 layers 7.4 vs 10.9 us at M = 1,
- * bench/cuda/NOTES.md).
+ * bench/cuda/NOTES.md). FORM_W8 (8-bit): always 4 blocks per chunk (2 row tiles x 2 planes): H100 v19, M = 1,
+ * uint8b128, 4 vs 2 blocks: 8B qkv (N 6144, where the 4-bit rule picks 2) 14.8 vs 16.2 us, 70B qkv 36.5 vs 42.6,
+ * 70B down 88.8 vs 120.9, 8B gate_up 51.8 vs 54.0, 70B gate_up 175.4 vs 178.5.
  * Split-K: one wave holds sms * 2 blocks (two per SM: launch bounds and the rings' shared
  * memory). A memory-bound kernel wants every SM busy but no second, partial wave, so K is split
  * by the largest factor that keeps blocks * split within one wave (at most 8, the portable
@@ -495,6 +497,7 @@ static int launch_skinny(const mpl_cuda_w4a16_args *a, void *stream, bool rounde
     int nw = 4 * ((ntiles + 3) / 4) < 3 * a->sms ? 2 : 4;
     if (a->skinny_nw == 2 || a->skinny_nw == 4) nw = a->skinny_nw; /* tuning (mpl_cuda_w4a16_tuning) */
     const bool w8 = cuda_w4a16::skinny_w8(a);
+    if (w8 && a->skinny_nw != 2) nw = 4;
     if (w8) KC = a->planes_k / MPL_CUDA_W4A16_KC; /* the loop's chunks: one plane's */
     const int tiles = w8 ? nw / 2 : nw;          /* row tiles per warp (FORM_W8: nw blocks = nw / 2 tiles x 2 planes) */
     int blocks = (ntiles + tiles - 1) / tiles;
