@@ -12,3 +12,30 @@ dev_tests() {
   grep -E "device matrix|FAIL|PASSED|rc=|real" "$1/test_cuda_w4a16.log" "$1/test_cuda_faults.log" | head -20
   timeout 30 .h200/bench_cuda_bw --quick > "$1/bw.log" 2>&1
 }
+
+# stamp TEXT: a progress line with the seconds since this file was sourced
+t0=$(date +%s)
+stamp() { echo "== $(($(date +%s) - t0)) s: $*"; }
+
+# dev_humming BITS DIR: the Humming peer (the wheel carried in .whl/, bench/cuda/humming_peer.py) at HUMMING_PEER_MS
+# (HMS, default 1,16,64,256,1024) within PEER_SECONDS (default 150), logs in DIR; prints its summary
+dev_humming() {
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+  mkdir -p "$2"
+  OUT="$2" PEER_SECONDS=${PEER_SECONDS:-150} HUMMING_PEER_PROBE=0 HUMMING_PEER_BITS=$1 HUMMING_PEER_MS=${HMS:-1,16,64,256,1024} \
+      PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 timeout 200 python3 bench/cuda/humming_peer.py > "$2/stdout.log" 2>&1
+  grep -A24 SUMMARY "$2/stdout.log"
+}
+
+# dev_ab ROUNDS DIR BENCH_ARGS...: A/B of .h200/bench_cuda_w4a16_old (a bench built from an earlier tree, packed
+# beside the current one) and .h200/bench_cuda_w4a16, taking turns for ROUNDS rounds; logs DIR/ab_{old,new}_R.log
+dev_ab() {
+  local rounds=$1 dir=$2 r v bin
+  shift 2
+  for r in $(seq "$rounds"); do
+    for v in old new; do
+      bin=.h200/bench_cuda_w4a16; [ $v = old ] && bin=.h200/bench_cuda_w4a16_old
+      timeout 60 stdbuf -oL $bin "$@" > "$dir/ab_${v}_$r.log" 2>&1
+    done
+  done
+}

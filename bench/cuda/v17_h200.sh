@@ -10,8 +10,6 @@ R=${OUT:-/tmp}
 B=.h200
 S=${SHAPES:-70B.gate_up,70B.down,70B.qkv,70B.o,8B.qkv,8B.gate_up}
 MS=${MS:-4,8,12,16,24,32,64,128,256,512,1024}
-t0=$(date +%s)
-stamp() { echo "== $(($(date +%s) - t0)) s: $*"; }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu --format=csv > "$R/nvidia-smi.txt" 2>&1
 stamp tests
 ( time timeout ${TEST_S:-330} $B/test_cuda_w4a16 ) > "$R/test_cuda_w4a16.log" 2>&1; echo "rc=$?" >> "$R/test_cuda_w4a16.log"
@@ -24,13 +22,7 @@ timeout ${SWEEP_S:-150} stdbuf -oL $B/bench_cuda_w4a16 --sweep --sets skinny,wg,
 stamp "4-bit default"
 timeout 60 stdbuf -oL $B/bench_cuda_w4a16 --shapes $S --m $MS --wtype uint4b8 --reps 10 > "$R/bench_w4.log" 2>&1
 stamp "humming 8"
-if [ "${HUMMING:-1}" = 1 ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-  mkdir -p "$R/humming8"
-  OUT="$R/humming8" PEER_SECONDS=${PEER_SECONDS:-150} HUMMING_PEER_PROBE=0 HUMMING_PEER_BITS=8 HUMMING_PEER_MS=${HMS:-1,16,64,256,1024} \
-      PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 timeout 180 python3 bench/cuda/humming_peer.py > "$R/humming8/stdout.log" 2>&1
-  tail -30 "$R/humming8/stdout.log"
-fi
+[ "${HUMMING:-1}" = 1 ] && dev_humming 8 "$R/humming8"
 stamp done
 grep -iE "read16" "$R/bw.log" | head -2
 grep -E "M=" "$R/sweep_w8.log" | awk '{print $2, $3, $4, $5}' | paste - - - - - | head -80

@@ -10,18 +10,10 @@ set -u
 R=${OUT:-/tmp}
 B=.h200
 S=${SHAPES:-70B.gate_up,70B.down,70B.qkv,70B.o}
-t0=$(date +%s)
-stamp() { echo "== $(($(date +%s) - t0)) s: $*"; }
 stamp tests
 dev_tests "$R"
 stamp "A/B skinny 8-bit (old = offset form over two 4-bit planes, new = FORM_W8)"
-for r in 1 2; do
-  for v in old new; do
-    bin=$B/bench_cuda_w4a16; [ $v = old ] && bin=$B/bench_cuda_w4a16_old
-    timeout 60 stdbuf -oL $bin --sweep --sets skinny --shapes 70B.gate_up,70B.down,70B.qkv,8B.qkv --m 1,4,16 \
-      --wtype uint8b128 --reps 10 > "$R/ab_${v}_$r.log" 2>&1
-  done
-done
+dev_ab 2 "$R" --sweep --sets skinny --shapes 70B.gate_up,70B.down,70B.qkv,8B.qkv --m 1,4,16 --wtype uint8b128 --reps 10
 stamp "sweep 8-bit group -1"
 timeout ${SWEEP_S:-110} stdbuf -oL $B/bench_cuda_w4a16 --sweep --sets skinny,wg,tc,dq --shapes $S --m ${MS:-1,4,8,16,17,32,64,128,256,257,512,1024} \
     --wtype uint8b128 --group -1 --reps 10 > "$R/sweep_w8_g1.log" 2>&1

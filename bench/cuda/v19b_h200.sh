@@ -8,8 +8,6 @@ set -u
 . bench/cuda/dev_unpack.sh
 R=$(mktemp -d)
 B=.h200
-t0=$(date +%s)
-stamp() { echo "== $(($(date +%s) - t0)) s: $*"; }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu --format=csv > "$R/nvidia-smi.txt" 2>&1
 timeout 30 $B/bench_cuda_bw --quick > "$R/bw.log" 2>&1
 stamp "sweep 8-bit skinny vs wg"
@@ -21,13 +19,7 @@ for w in uint8b128 uint4b8; do
       --wtype $w --reps 10 > "$R/default_$w.log" 2>&1
 done
 stamp "humming 8"
-if [ "${HUMMING:-1}" = 1 ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-  mkdir -p "$R/humming8"
-  OUT="$R/humming8" PEER_SECONDS=${PEER_SECONDS:-150} HUMMING_PEER_PROBE=0 HUMMING_PEER_BITS=8 HUMMING_PEER_MS=${HMS:-1,16,64,256,1024} \
-      PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 timeout 200 python3 bench/cuda/humming_peer.py > "$R/humming8/stdout.log" 2>&1
-  grep -A12 SUMMARY "$R/humming8/stdout.log"
-fi
+[ "${HUMMING:-1}" = 1 ] && dev_humming 8 "$R/humming8"
 stamp done
 tar -C "$R" -czf "${OUT:-/tmp}/v19b.tar.gz" .
 grep -iE "read16" "$R/bw.log" | head -2

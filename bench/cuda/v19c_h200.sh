@@ -7,18 +7,10 @@ set -u
 . bench/cuda/dev_unpack.sh
 R=$(mktemp -d)
 B=.h200
-t0=$(date +%s)
-stamp() { echo "== $(($(date +%s) - t0)) s: $*"; }
 stamp tests
 dev_tests "$R"
 stamp "A/B gather vs none"
-for r in 1 2; do
-  for v in old new; do
-    bin=$B/bench_cuda_w4a16; [ $v = old ] && bin=$B/bench_cuda_w4a16_old
-    timeout 60 stdbuf -oL $bin --sweep --sets skinny,wg,dq --shapes 70B.qkv,70B.o,8B.qkv,70B.gate_up --m 1,4,16,64,512 \
-      --wtype uint8b128 --reps 10 > "$R/ab_${v}_$r.log" 2>&1
-  done
-done
+dev_ab 2 "$R" --sweep --sets skinny,wg,dq --shapes 70B.qkv,70B.o,8B.qkv,70B.gate_up --m 1,4,16,64,512 --wtype uint8b128 --reps 10
 stamp "8-bit skinny row tiles and split-K"
 timeout 60 stdbuf -oL $B/bench_cuda_w4a16 --sweep --sets "skinny,skinny nw2,skinny nw4,skinny ksplit2" \
   --shapes 70B.gate_up,70B.down,70B.qkv,8B.qkv,8B.gate_up --m 1,4 --wtype uint8b128 --reps 10 > "$R/skinny_tune.log" 2>&1
