@@ -26,13 +26,11 @@
  * 8 bits: rows xr[r * K ..] (r < MR) x blocks b .. b+NBLK-1 over inputs [k0, k1): row r of block i goes to
  * c + i * ldc + r * 64. MR * NBLK <= 4 (16 accumulators); MR, NBLK and ZP are constants at every call site,
  * so the accumulators stay in registers.
- * A chunk half (16 channels x inputs 2h, 2h + 1, a word per channel) widened to dwords d (vpmovzxwd) holds
- * input 2h in bits 0-7 and 2h + 1 in bits 8-15. One byte blend each (vpblendmb, non-destructive: no copy of
- * d) puts a field under an exponent: byte 0 of d in 0x4B000000 is the float 2^23 + lo, byte 1 in 0x47000000 is
- * 2^15 + hi (mantissa bit 8 weighs 1 under the exponent 2^15), and one vsubps of 2^23 + z (2^15 + z) leaves
- * lo - z (hi - z) exactly: per 64 weights 2 vpmovzxwd + 4 vpblendmb + 4 vsubps + 4 FMA per row, 14 uops against 18 with the
- * and/shift + vcvtdq2ps + vsubps form it replaces (Intel's two 512-bit ports: ~7 cycles per 64 bytes, the
- * old 9 ran at the read bandwidth's edge). The weights and the FMA order are the same: results are
+ * A chunk half (16 channels x inputs 2h, 2h + 1, a word per channel) widened to dwords d (vpmovzxwd) gives the
+ * exact integers code - zero of both inputs in 2 uops each (xw_w8_values, common/w4a16_zmm.inc: a byte blend under
+ * an exponent, non-destructive, and a vsubps): per 64 weights 2 vpmovzxwd + 4 vpblendmb + 4 vsubps + 4 FMA per row,
+ * 14 uops against 18 with the and/shift + vcvtdq2ps + vsubps form it replaces (Intel's two 512-bit ports: ~7 cycles
+ * per 64 bytes, the old 9 ran at the read bandwidth's edge). The weights and the FMA order are the same: results are
  * bit-identical.
  */
 #define A(r, i, v) (((r) * NBLK + (i)) * 4 + (v))
@@ -42,9 +40,8 @@ XW_INLINE void tile_w8(const mpl_x86_w4a16_kernel *kn, const float *xr, const in
     const int64_t K = l->k, gs = l->group_size;
     const size_t sb = 4 * 64;
     const size_t pf = XW_GEMV_PF_TOTAL / NBLK;
-    const __mmask64 klo = 0x1111111111111111ull, khi = 0x2222222222222222ull;
-    const __m512i elo = _mm512_set1_epi32(0x4B000000), ehi = _mm512_set1_epi32(0x47000000);
-    const __m512 blo = _mm512_set1_ps(8388608.0f + (float)l->bias), bhi = _mm512_set1_ps(32768.0f + (float)l->bias);
+    __m512 blo, bhi; /* the bases of the bias (without zero points) */
+    xw_w8_bases(_mm512_set1_ps((float)l->bias), &blo, &bhi);
     xw_tile_zero(c, ldc, MR, NBLK);
     for (int64_t g = k0 / gs; g * gs < k1; g++) {
         int64_t ks = k0 > g * gs ? k0 : g * gs, ke = k1 < (g + 1) * gs ? k1 : (g + 1) * gs;
@@ -55,11 +52,7 @@ XW_INLINE void tile_w8(const mpl_x86_w4a16_kernel *kn, const float *xr, const in
         for (int i = 0; i < NBLK; i++) {
             if (ZP)
 #pragma GCC unroll 4
-                for (int v = 0; v < 4; v++) {
-                    const __m512 z = xw_load_zeros_f32(l, grp[i], v);
-                    zlo[4 * i + v] = _mm512_add_ps(z, _mm512_set1_ps(8388608.0f));
-                    zhi[4 * i + v] = _mm512_add_ps(z, _mm512_set1_ps(32768.0f));
-                }
+                for (int v = 0; v < 4; v++) xw_w8_bases(xw_load_zeros_f32(l, grp[i], v), &zlo[4 * i + v], &zhi[4 * i + v]);
 #pragma GCC unroll 4
             for (int r = 0; r < MR; r++)
 #pragma GCC unroll 4
@@ -76,10 +69,8 @@ XW_INLINE void tile_w8(const mpl_x86_w4a16_kernel *kn, const float *xr, const in
                     for (int h = 0; h < 2; h++) {
                         const __m512i d = _mm512_cvtepu16_epi32(
                             _mm256_load_si256((const __m256i *)(wp[i] + mpl_x86_w4a16_chunk_lo(8, v) + 32 * (size_t)h)));
-                        const __m512 w0 = _mm512_sub_ps(_mm512_castsi512_ps(_mm512_mask_blend_epi8(klo, elo, d)),
-                                                        ZP ? zlo[4 * i + v] : blo);
-                        const __m512 w1 = _mm512_sub_ps(_mm512_castsi512_ps(_mm512_mask_blend_epi8(khi, ehi, d)),
-                                                        ZP ? zhi[4 * i + v] : bhi);
+                        __m512 w0, w1;
+                        xw_w8_values(d, ZP ? zlo[4 * i + v] : blo, ZP ? zhi[4 * i + v] : bhi, &w0, &w1);
 #pragma GCC unroll 4
                         for (int r = 0; r < MR; r++) {
                             acc[A(r, i, v)] = _mm512_fmadd_ps(_mm512_set1_ps(xk[r * K + 2 * h]), w0, acc[A(r, i, v)]);
