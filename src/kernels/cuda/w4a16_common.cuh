@@ -184,6 +184,13 @@ __device__ __forceinline__ uint32_t w8_add(uint32_t z) {
     if constexpr (A::id == MPL_CUDA_W4A16_ACT_F16) return (0xE400u + z) * 0x10001u; /* -(1024 + z): z <= 255 */
     else return (uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(-(float)z * 0.015625f)) * 0x10001u; /* -z 2^-6, exact */
 }
+/* The two rows' additive constants from the low- and high-plane zero points (z = zl + 16 zh; rows g, g + 8 in the
+ * low and high byte of each 16-bit word). */
+template <class A>
+__device__ __forceinline__ void w8_consts(uint32_t zl, uint32_t zh, uint32_t &add_g, uint32_t &add_g8) {
+    add_g = w8_add<A>((zl & 0xffu) + 16u * (zh & 0xffu));
+    add_g8 = w8_add<A>((zl >> 8) + 16u * (zh >> 8));
+}
 template <class A>
 __device__ __forceinline__ void dequant8(uint32_t wl, uint32_t wh, uint32_t add_g, uint32_t add_g8, uint32_t q[4]) {
     const uint32_t M = 0x0f0f0f0fu;

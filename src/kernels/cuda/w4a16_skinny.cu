@@ -133,14 +133,6 @@ __device__ __forceinline__ void w8_step(float d[N][MT][4], const uint4 wv[N], co
     }
 }
 
-/* FORM_W8: the two rows' additive constants from the low- and high-plane zero points (z = zl + 16 zh; rows g, g + 8
- * in the low and high byte of each 16-bit word). */
-template <class A>
-__device__ __forceinline__ void w8_consts(uint32_t zl, uint32_t zh, uint32_t &add_g, uint32_t &add_g8) {
-    add_g = w8_add<A>((zl & 0xffu) + 16u * (zh & 0xffu));
-    add_g8 = w8_add<A>((zl >> 8) + 16u * (zh >> 8));
-}
-
 /* The fold of the exact forms for one row tile: acc += (MUL s) cg, cg reset (hi/lo as fold_offset; MUL: 64 for the
  * subnormal form and bf16 FORM_W8, whose sums come out times 2^-6; 1 for f16 FORM_W8). */
 template <class A, int MT>
@@ -303,7 +295,7 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
         if constexpr (PL == 2) {
 #pragma unroll
             for (int i = 0; i < Sh::NW; i++) wh[i] = *reinterpret_cast<const uint4 *>(st + (Sh::NW + i) * MPL_CUDA_W4A16_BLOCK_BYTES + lane * 16);
-            if (CHUNK_GROUP) /* the rows' zero constants of this chunk's group */
+            if (CHUNK_GROUP && (it == 0 || rem == a.gs16)) /* the rows' zero constants, where this chunk starts a group */
 #pragma unroll
                 for (int i = 0; i < Sh::NW; i++)
                     w8_consts<A>(*reinterpret_cast<const uint16_t *>(st + Sh::OFF_Z + i * 16 + 2 * g),

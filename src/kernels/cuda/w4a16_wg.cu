@@ -319,11 +319,9 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
                     if (j == 0 || nslot != 1) {
                         const unsigned char *zs = ss + 2 * Sh::S_BYTES + slot * R + lt * 16 + 2 * g;
                         uint32_t z16 = ZP ? *reinterpret_cast<const uint16_t *>(zs) : 0u;
-                        if constexpr (PL == 2) { /* z = zl + 16 zh per row (rows g, g + 8: the two bytes) */
-                            const uint32_t zh = *reinterpret_cast<const uint16_t *>(zs + 4 * R);
-                            add_g = w8_add<A>((z16 & 0xffu) + 16u * (zh & 0xffu));
-                            add_g8 = w8_add<A>((z16 >> 8) + 16u * (zh >> 8));
-                        } else {
+                        if constexpr (PL == 2) /* z = zl + 16 zh per row (rows g, g + 8: the two bytes) */
+                            w8_consts<A>(z16, *reinterpret_cast<const uint16_t *>(zs + 4 * R), add_g, add_g8);
+                        else {
                             zero_consts<A, ZP>(z16, add_g, add_g8);
                         }
                     }
