@@ -302,8 +302,9 @@ static void fake_gpus(int devices, int cc) {
 }
 
 /* The path the table picks by default for m rows, stated independently of src/ (cuda_w4a16.c's rows). */
-/* 8-bit layers (g_w8): two 4-bit planes; no skinny-rounded, no wg-streamk; on cc 9.0 with k % 64 == 0 skinny stops
- * at m = 3 when n > k and wg (both planes per stage) runs from skinny's end to m = 256; dq from m = 65 (k % 64 == 0) */
+/* 8-bit layers (g_w8): two 4-bit planes; no skinny-rounded; on cc 9.0 with k % 64 == 0 skinny stops at m = 3 when n > k
+ * (8 when n < 16384) and wg (both planes per stage) runs from skinny's end to m = 256, wg-streamk first where its rule
+ * (expected_streamk, zero points and all) says; dq from m = 65 (k % 64 == 0) */
 static int g_w8;
 #define W8_WG_HI 256
 /* the weight types of the non-8-bit device cases (the 2-, 3-bit and int4 rounds set them): packed as 4-bit codes,
@@ -349,7 +350,7 @@ static const char *expected_default(int64_t m, int64_t k, int64_t n, int64_t gs,
     const int64_t skinny_top = w8wg && n > k ? (n >= 16384 ? 3 : 8) : (g_w8 ? 2 * k : k) >= 8192 ? 16 : 8;
     if (m <= skinny_top)
         return act == MPL_ACT_BF16 && !zp && !g_w8 ? "cuda_w4a16:skinny-rounded" : "cuda_w4a16:skinny";
-    if (w8wg && m <= W8_WG_HI) return "cuda_w4a16:wg";
+    if (w8wg && m <= W8_WG_HI) return expected_streamk(m, k, n) ? "cuda_w4a16:wg-streamk" : "cuda_w4a16:wg";
     if (g_w8) return m >= 65 && k % 64 == 0 ? "cuda_w4a16:dq" : "cuda_w4a16:tc";
     if (cc == 90 && !zp && expected_streamk(m, k, n)) return "cuda_w4a16:wg-streamk";
     if (cc == 90 && m >= 33 && m <= 512) return "cuda_w4a16:wg";
@@ -482,6 +483,30 @@ static void default_paths(void **state) {
         if (v.m_min <= v.m_max) fail_msg("k %lld n %lld, zero points: wg-streamk m %lld..%lld, want forced only",
                                          (long long)sk[i].k, (long long)sk[i].n, (long long)v.m_min, (long long)v.m_max);
         c.zero_points = 0, c.wtype = MPL_WTYPE_UINT4B8;
+        /* 8-bit layers (both planes per stage; zeros always): the same range, measured (H100 v20), and the choices
+         * around it (skinny to 3 or 8, wg to 256, dq after) */
+        static const mpl_wtype w8[] = {MPL_WTYPE_UINT8B128, MPL_WTYPE_UINT8};
+        for (size_t w = 0; w < 2; w++) {
+            c.wtype = w8[w], c.zero_points = w8[w] == MPL_WTYPE_UINT8;
+            assert_int_equal(mpl_check(&c, &o, "cuda_w4a16:wg-streamk", &v), MPL_OK);
+            assert_int_equal(v.reason, MPL_REASON_OK);
+            if (v.m_min != sk[i].m_min || v.m_max != sk[i].m_max)
+                fail_msg("k %lld n %lld, %s: wg-streamk m %lld..%lld, want %lld..%lld", (long long)sk[i].k, (long long)sk[i].n,
+                         mpl_wtype_name(c.wtype), (long long)v.m_min, (long long)v.m_max, (long long)sk[i].m_min,
+                         (long long)sk[i].m_max);
+            g_w8 = 1;
+            static const int64_t at8[] = {1, 3, 4, 9, 17, 33, 64, 65, 128, 129, 256, 257};
+            for (size_t j = 0; j < sizeof at8 / sizeof at8[0]; j++) {
+                const char *got = NULL, *want = expected_default(at8[j], sk[i].k, sk[i].n, c.group_size, 90, c.act, c.zero_points);
+                assert_int_equal(mpl_choose_path(&c, &o, at8[j], &got), MPL_OK);
+                if (!got || strcmp(got, want))
+                    fail_msg("k %lld n %lld m %lld, %s: %s, want %s", (long long)sk[i].k, (long long)sk[i].n,
+                             (long long)at8[j], mpl_wtype_name(c.wtype), got ? got : "no path", want);
+                checked++;
+            }
+            g_w8 = 0;
+        }
+        c.zero_points = 0, c.wtype = MPL_WTYPE_UINT4B8;
         static const int64_t at[] = {32, 33, 64, 65, 128, 129, 256, 257};
         for (size_t j = 0; j < sizeof at / sizeof at[0]; j++) {
             const char *got = NULL, *want = expected_default(at[j], sk[i].k, sk[i].n, c.group_size, 90, c.act, 0);
@@ -556,20 +581,24 @@ static void path_refusals(void **state) {
     assert_non_null(strstr(mpl_last_error(), "cuda_w4a16:tc"));
     o.kernel = NULL;
 
-    /* 8-bit on cc 9.0 (H200 v17, H100 v19): layers with n > k leave skinny for wg at m = 4 where n >= 16384, at 9
-     * below; n <= k keep skinny to 16; wg to 256, dq after; one group per channel the same */
+    /* 8-bit on cc 9.0 (H200 v17, H100 v19, v20): layers with n > k leave skinny for wg at m = 4 where n >= 16384, at 9
+     * below; n <= k keep skinny to 16; wg to 256 (wg-streamk first on the wide 70B layers from m = 33), dq after;
+     * one group per channel the same */
     {
         static const struct {
             int64_t k, n, gs, m;
             const char *want;
         } w8[] = {
             {8192, 57344, 128, 3, "cuda_w4a16:skinny"}, {8192, 57344, 128, 4, "cuda_w4a16:wg"},
-            {8192, 57344, 128, 256, "cuda_w4a16:wg"},   {8192, 57344, 128, 257, "cuda_w4a16:dq"},
+            {8192, 57344, 128, 32, "cuda_w4a16:wg"},    {8192, 57344, 128, 33, "cuda_w4a16:wg-streamk"},
+            {8192, 57344, 128, 256, "cuda_w4a16:wg-streamk"}, {8192, 57344, 128, 257, "cuda_w4a16:dq"},
+            {28672, 8192, 128, 128, "cuda_w4a16:wg-streamk"}, {28672, 8192, 128, 129, "cuda_w4a16:wg"},
+            {4096, 28672, 128, 64, "cuda_w4a16:wg"}, /* 8B gate_up: wg throughout */
             {28672, 8192, 128, 16, "cuda_w4a16:skinny"}, {28672, 8192, 128, 17, "cuda_w4a16:wg"},
             {8192, 57344, -1, 3, "cuda_w4a16:skinny"},  {8192, 57344, -1, 4, "cuda_w4a16:wg"},
             {8192, 10240, 128, 8, "cuda_w4a16:skinny"}, {8192, 10240, 128, 9, "cuda_w4a16:wg"}, /* n > k, n < 16384 */
             {4096, 6144, -1, 8, "cuda_w4a16:skinny"},   {4096, 6144, -1, 9, "cuda_w4a16:wg"},
-            {8192, 57344, -1, 256, "cuda_w4a16:wg"},    {8192, 57344, -1, 257, "cuda_w4a16:dq"},
+            {8192, 57344, -1, 256, "cuda_w4a16:wg-streamk"}, {8192, 57344, -1, 257, "cuda_w4a16:dq"},
         };
         fake_gpus(1, 90);
         for (size_t i = 0; i < sizeof w8 / sizeof w8[0]; i++) {
@@ -878,11 +907,12 @@ done:
 static const int64_t all_m[] = {1, 2, 7, 8, 9, 16, 17, 64, 65, 257, 1024};
 
 /* Paths that refuse the case's config (tested in path_refusals): skinny-rounded takes bf16 uint4b8 only;
- * 8-bit layers have no wg-streamk, and wg and dq only with k % 64 == 0. */
+ * 8-bit layers take wg, wg-streamk and dq only with k % 64 == 0. */
 static int refused(const dcase *d, const char *path) {
     if (!strcmp(path, "cuda_w4a16:skinny-rounded") && (d->act != MPL_ACT_BF16 || d->zp || g_w8)) return 1;
-    if (g_w8 && !strcmp(path, "cuda_w4a16:wg-streamk")) return 1;
-    if (g_w8 && (!strcmp(path, "cuda_w4a16:dq") || !strcmp(path, "cuda_w4a16:wg")) && d->k % 64 != 0) return 1;
+    if (g_w8 && (!strcmp(path, "cuda_w4a16:dq") || !strcmp(path, "cuda_w4a16:wg") || !strcmp(path, "cuda_w4a16:wg-streamk")) &&
+        d->k % 64 != 0)
+        return 1;
     return 0;
 }
 static const int64_t few_m[] = {1, 9, 17, 65};
@@ -1064,6 +1094,18 @@ static int device_matrix_body(void) {
     g_tune.skinny_nw = 2;
     for (size_t i = 0; i < sizeof w8wg / sizeof w8wg[0]; i += 2)
         bad += !run_forced(&w8wg[i], 9, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:skinny", 0), cases++;
+    g_tune = mpl_cuda_w4a16_tuning_default;
+    /* 8-bit on wg-streamk (forced: the default on the wide 70B layers only): both token tiles (64, 128; m <= 32 pads to 64), the wg cases' group sizes,
+     * scale forms, zero points, act-order, N tails, and few persistent blocks (whole tiles, then split ones) */
+    const int64_t w8sk2_m[] = {17, 64, 65, 200};
+    for (size_t i = 0; i < sizeof w8wg / sizeof w8wg[0]; i++)
+        for (size_t j = 0; j < sizeof w8sk2_m / sizeof w8sk2_m[0]; j++)
+            bad += !run_forced(&w8wg[i], w8sk2_m[j], tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
+    for (int b = 1; b <= 3; b += 2) {
+        g_tune.wg_blocks = b;
+        bad += !run_forced(&w8c[5], 129, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
+        bad += !run_forced(&w8wg[3], 64, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
+    }
     g_tune = mpl_cuda_w4a16_tuning_default;
     for (size_t i = 0; i < 2; i++) /* the default choice (and every path forced) at m = 17 and 1024 */
         bad += run_ms(&w8wg[i], (const int64_t[]){17, 1024}, 2, seed, &cases);

@@ -99,14 +99,9 @@ static mpl_reason wg_can_implement(const mpl_config *c, const mpl_platform *p, c
     return MPL_REASON_OK;
 }
 
-/* The stream-K form has no 8-bit (two-plane) kernels: 8-bit layers carry zero points, whose stream-K kernels
- * already spill at 4 bits (bench/cuda/NOTES.md v13), and a stage of two planes is larger still. */
+/* The stream-K form takes what wg takes (8-bit layers: both planes of a chunk per stage, k % 64 == 0; their kernels
+ * keep a 24-32 byte stack frame, bench/results/v20/ptxas_wg_spills.txt, and still win where the rule below says). */
 static mpl_reason wg_sk_can_implement(const mpl_config *c, const mpl_platform *p, char *msg, size_t cap) {
-    if (is_w8(c))
-        return mpl_refuse(msg, cap, MPL_REASON_WEIGHT_TYPE,
-                          "weight type %s: cuda_w4a16:wg-streamk has no two-plane (8-bit) kernels (cuda_w4a16:wg "
-                          "runs them)",
-                          mpl_wtype_name(c->wtype));
     return wg_can_implement(c, p, msg, cap);
 }
 
@@ -141,9 +136,16 @@ static void wg_streamk_m_range(const mpl_config *c, const mpl_platform *p, int64
     (void)p;
     static const int64_t lo[] = {33, 65, 129}, hi[] = {64, 128, 256};
     int64_t a = 1, b = 0; /* empty */
-    /* zero points: forced only. Not measured, and their stream-K kernels spill (16-byte stack frame, 12-24 bytes of
-     * spill stores, ptxas -v: bench/results/v13/ptxas_wg.txt; the uint4b8 ones do not). */
-    for (int i = 0; i < 3 && !c->zero_points; i++) {
+    /* 4-bit zero points: forced only. Not measured, and their stream-K kernels spill (16-byte stack frame, 12-24
+     * bytes of spill stores, ptxas -v: bench/results/v13/ptxas_wg.txt; the uint4b8 ones do not). 8-bit layers (whose
+     * planes always carry zeros): the same rule, measured (H100 v20, uint8b128 group 128 and -1, forced wg vs
+     * wg-streamk, us): it picks the faster in every cell of the six benchmark layers at m 33..256 --
+     *   stream-K: 70B down m = 64 134.5 vs 207.6, m = 128 173.1 vs 251.5; 70B o m = 64 54.2 vs 66.5, 128 71.4 vs 79.5;
+     *             70B qkv m = 64 61.1 vs 66.6, m = 256 128.2 vs 160.6; 70B gate_up m = 64 228.9 vs 239.0, m = 256
+     *             579.0 vs 612.2;
+     *   wg:       70B down m = 256 310.3 vs 340.9, 70B o m = 256 81.1 vs 106.0; 8B qkv m = 64 26.0 vs 32.7, 8B gate_up
+     *             m = 128 80.1 vs 97.2 (group -1 within 1.5% of these). */
+    for (int i = 0; i < 3 && (!c->zero_points || is_w8(c)); i++) {
         const int64_t bt = hi[i] <= 64 ? 64 : 128, tiles = (hi[i] + bt - 1) / bt * ((c->n + 255) / 256);
         const bool pays = tiles >= MPL_CUDA_W4A16_WG_SK_MIN_TILES &&
                           mpl_cuda_w4a16_wg_chunks_per_sm(hi[i], c->k, c->n, 132, 0) -
@@ -215,7 +217,9 @@ static const mpl_path_desc paths[NPATHS] = {
         .why = "H200 v13 (bf16, same run as forced wg): 70B down m = 64 77.4 vs 121.3 us, m = 128 109.6 vs 161.5; "
                "70B gate_up m = 64 136.0 vs 143.3, m = 256 383.9 vs 449.8; 70B qkv m = 256 84.3 vs 112.1; 8B down "
                "m = 256 67.9 vs 87.6; loses where the rule keeps wg: 70B o m = 256 70.5 vs 58.0, 8B qkv m = 64 23.5 "
-               "vs 17.8, 8B gate_up m = 256 113.8 vs 112.3",
+               "vs 17.8, 8B gate_up m = 256 113.8 vs 112.3; 8-bit (both planes per stage), the same rule: H100 v20, "
+               "70B down m = 64 134.5 vs 207.6 us, 70B qkv m = 256 128.2 vs 160.6, 70B gate_up m = 256 579.0 vs 612.2; "
+               "kept on wg: 70B o m = 256 106.0 vs 81.1, 8B gate_up m = 128 97.2 vs 80.1",
         .can_implement = wg_sk_can_implement,
     },
     [PATH_WG] = {

@@ -184,7 +184,7 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
     using Rg = WgRegs;
     constexpr int R = Sh::R, MW = WG_MW;
     static_assert(!(SK && FOLD), "the stream-K form runs rounded weights only");
-    static_assert(PL == 1 || (ZP && !SK), "8-bit layers carry zero points (both planes'); no stream-K form for them");
+    static_assert(PL == 1 || ZP, "8-bit layers carry zero points (both planes')");
     /* bf16 8-bit weights come out of dequant8 as (c - z) 2^-6: their scale is 2^6 s */
     constexpr float W8_MUL = PL == 2 && A::id == MPL_CUDA_W4A16_ACT_BF16 ? 64.0f : 1.0f;
     extern __shared__ unsigned char smem_raw[];
@@ -683,7 +683,11 @@ static cudaError_t wg_dispatch_bt(const mpl_cuda_w4a16_args *a, const CUtensorMa
             if (p.bt == 64) return wg_launch<A, ZP, false, SC, 64, 8, true, 1>(a, wmap, xt, p, s);
             return wg_launch<A, ZP, false, SC, 128, 5, true, 1>(a, wmap, xt, p, s);
         }
-        return cudaErrorInvalidValue; /* wg_dispatch_zp never asks for FOLD with sk; the descriptor no 8-bit stream-K */
+        if constexpr (!FOLD && PL == 2) { /* 8-bit: the split-K form's rings (two planes per stage) */
+            if (p.bt == 64) return wg_launch<A, ZP, false, SC, 64, 6, true, 2>(a, wmap, xt, p, s);
+            return wg_launch<A, ZP, false, SC, 128, 5, true, 2>(a, wmap, xt, p, s);
+        }
+        return cudaErrorInvalidValue; /* wg_dispatch_zp never asks for FOLD with sk */
     }
     if constexpr (PL == 2) {
         switch (p.bt) {
@@ -762,8 +766,8 @@ extern "C" int mpl_cuda_w4a16_wg_weight_map(const uint32_t *qweight, int k_pad, 
 extern "C" int mpl_cuda_w4a16_launch_wg(const mpl_cuda_w4a16_args *a, int streamk, void *xt, void *stream) {
     if (a->cc != 90) return (int)cudaErrorNoKernelImageForDevice; /* sm_90a code only */
     if (!a->wg_map) return (int)cudaErrorNotSupported;
-    /* 8-bit (two planes): zero points always, the high plane on a chunk (k % 64 == 0), the split-K form only */
-    if (a->planes_k && (!a->zeros || streamk || a->planes_k % MPL_CUDA_W4A16_KC != 0 || 2 * a->planes_k != a->k_pad))
+    /* 8-bit (two planes): zero points always, the high plane on a chunk (k % 64 == 0) */
+    if (a->planes_k && (!a->zeros || a->planes_k % MPL_CUDA_W4A16_KC != 0 || 2 * a->planes_k != a->k_pad))
         return (int)cudaErrorInvalidValue;
     cudaStream_t s = (cudaStream_t)stream;
     CUtensorMap wmap;
