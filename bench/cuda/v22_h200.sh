@@ -23,6 +23,9 @@ prof w4_wg_down256 w4a16_wg uint4b8 wg 70B.down 256
 prof w8_sk_down64 w4a16_wg uint8b128 wg-streamk 70B.down 64
 prof w4_sk_down64 w4a16_wg uint4b8 wg-streamk 70B.down 64
 prof w4_skr_gu16 w4a16_skinny uint4b8 skinny-rounded 70B.gate_up 16
+stamp "4-bit skinny-rounded variants (row tiles, split-K) at M = 1 and 16"
+timeout 90 stdbuf -oL $B --sweep --sets skinny-rounded --shapes 70B.gate_up,70B.down,70B.qkv,70B.o,8B.gate_up --m 1,16 --wtype uint4b8 --reps 10 > "$R/skr_variants.log" 2>&1
+grep -E "^sweep" "$R/skr_variants.log" | grep -v cuBLAS | awk '{print $2, $3, $4, $5, $6, $7}' | head -80
 stamp "8-bit defaults (the v20 range) and the read ceiling"
 timeout 60 stdbuf -oL $B --shapes 70B.gate_up,70B.down,70B.qkv,70B.o,8B.qkv,8B.gate_up --m 64,128,256 --wtype uint8b128 --reps 10 > "$R/default_w8.log" 2>&1
 timeout 30 .h200/bench_cuda_bw --quick > "$R/bw.log" 2>&1
