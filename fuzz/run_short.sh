@@ -1,6 +1,6 @@
 #!/bin/bash
 # fuzz/run_short.sh -- build the libFuzzer targets with clang (ASan + UBSan) and run each
-# for a short while (default 30 s each, ~90 s in all) from the committed seed corpus.
+# for a short while (default 30 s each, ~2 min in all) from the committed seed corpus.
 # Usage: fuzz/run_short.sh [seconds-per-target]   (env BUILD_DIR, default build-fuzz)
 # Everything it writes -- the build, its configure log, the working corpora, reproducers --
 # stays under $BUILD_DIR (git ignores build*/): the clone itself is left as it was.
@@ -13,9 +13,9 @@ build=${BUILD_DIR:-build-fuzz}
 mkdir -p "$build"
 CC=clang cmake -S . -B "$build" -DMPLINEAR_FUZZ=ON -DMPLINEAR_TESTS=OFF -DMPLINEAR_CUDA=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo > "$build/configure.log" 2>&1 || { cat "$build/configure.log"; exit 1; }
-cmake --build "$build" -j2 --target fuzz_safetensors fuzz_hfconfig fuzz_npy
+cmake --build "$build" -j2 --target fuzz_safetensors fuzz_hfconfig fuzz_npy fuzz_decode
 mkdir -p "$build/artifacts"
-for t in safetensors hfconfig npy; do
+for t in safetensors hfconfig npy decode; do
   work="$build/corpus-$t"
   rm -rf "$work" && mkdir -p "$work"
   cp fuzz/corpus/$t/* "$work/"

@@ -99,3 +99,21 @@ write("npy", "v3", npy("<i4", [4], major=3))
 write("npy", "scalar", npy("<f4", []))
 write("npy", "empty", npy("<f2", [0, 7]))
 write("npy", "rank8", npy("|u1", [1, 2, 1, 2, 1, 2, 1, 2]))
+
+
+# fuzz_decode: the first six bytes pick the layer (k = 16 (1 + b0 % 20), n = 1 + b1 % 80, weight type, group size /
+# act-order / scale dtype, layout, spoil: fuzz/fuzz_decode.c); the rest fills codes, scales, zeros, g_idx and then the
+# spoiling. Types: 0 uint4b8 1 uint4 2 int4 3 uint8b128 4 uint8 5 uint3b4 6 uint3 7 uint2b2 8 uint2; group sizes:
+# 0 -1, 1 16, 2 32, 3 64, 4 128 (bits 0-2; + 8: act-order; + 16 / 32: bf16 / f32 scales); layouts: 0 ct 1 gptq 2 gptq-v2 3 awq
+# 4 ct-int.
+def decode_seed(k16, n, wtype, group, layout, spoil, length=1500):
+    head = bytes([k16 - 1, n - 1, wtype, group, layout, spoil])
+    return head + bytes((i * 131 + 7 * k16 + wtype) & 0xFF for i in range(length))
+
+
+for name, args in [("gptq_uint4b8_g128", (8, 16, 0, 4, 1, 0)), ("gptq_uint3b4_act_g32", (4, 32, 5, 2 + 8, 1, 0)),
+                   ("ct_uint8_g16_bf16", (2, 8, 4, 1 + 16, 0, 0)), ("awq_uint4_g64", (8, 16, 1, 3, 3, 0)),
+                   ("ctint_int4_f32", (4, 4, 2, 32, 4, 0)), ("gptqv2_uint2_g_1", (16, 40, 8, 0, 2, 0)),
+                   ("ct_uint2b2_xor", (8, 16, 7, 4, 0, 1)), ("gptq_uint4b8_shape", (8, 16, 0, 4, 1, 2)),
+                   ("gptq_uint8b128_act_both", (8, 8, 3, 3 + 8, 1, 3))]:
+    write("decode", name, decode_seed(*args))
