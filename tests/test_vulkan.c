@@ -7,7 +7,8 @@
  * warning or error fails the case.
  * The vulkan_w4a16 matrix: M tails around the GEMV's 4-row and the tiled GEMM's 64-row tiles, N tails (not multiples of
  * the 8-row and 64-row workgroups), K tails (not multiples of 32), group sizes -1, 16, 48, 64, 128, zero points
- * (uint4), int4, act-order, f16 and bf16, bias on and off, and rows run in several chunks (a small scratch
+ * (uint4), int4, 2- and 3-bit types (uint3b4, uint3, uint2b2, uint2: 4-bit codes), act-order, f16 and bf16, bias on
+ * and off, and rows run in several chunks (a small scratch
  * bound, mpl_vk_test_scratch_max). Exact data (small integers, power-of-two scales) must match the rounded
  * oracle and ref bit for bit; random data is held to tu_tolerance() (testutil.c: K + G + 2 fp32 roundings per
  * term; the shaders' longest path is a 16-term half-chunk sum, the two halves' add, the scale product, K/32
@@ -63,10 +64,11 @@ static int reset(void **state) {
 
 static void random_canonical(mpl_canonical *w, const mpl_config *c, tu_rng *r) {
     assert_int_equal(mpl_canonical_alloc(w, c), MPL_OK);
-    for (int64_t i = 0; i < w->n * w->k; i++) w->codes[i] = (uint8_t)tu_rng_below(r, 16);
+    const uint64_t levels = 1u << mpl_wtype_bits(c->wtype);
+    for (int64_t i = 0; i < w->n * w->k; i++) w->codes[i] = (uint8_t)tu_rng_below(r, levels);
     for (int64_t i = 0; i < w->n * w->groups; i++) {
         w->scales[i] = (float)tu_rng_uniform(r, -0.1, 0.1); /* full f32: the layout keeps f32 scales */
-        if (w->zeros) w->zeros[i] = (uint8_t)tu_rng_below(r, 16);
+        if (w->zeros) w->zeros[i] = (uint8_t)tu_rng_below(r, levels);
     }
     if (w->g_idx) {
         for (int64_t i = 0; i < w->k; i++) w->g_idx[i] = (int32_t)(i / w->group_size);
@@ -85,6 +87,9 @@ static void layout_round_trip(void **state) {
         {64, 16, -1, MPL_WTYPE_UINT4B8, 0}, {200, 24, -1, MPL_WTYPE_UINT4, 0}, {960, 72, 32, MPL_WTYPE_INT4, 0},
         {768, 200, 64, MPL_WTYPE_UINT4B8, 1}, {1408, 65, 128, MPL_WTYPE_UINT4, 1}, {480, 8, 48, MPL_WTYPE_INT4, 1},
         {16, 1, 16, MPL_WTYPE_UINT4, 0},
+        /* 2- and 3-bit as 4-bit codes: stored uint3b4 c + 4, uint2b2 c + 6, uint3 / uint2 c with their zeros */
+        {96, 16, 32, MPL_WTYPE_UINT3B4, 0}, {320, 40, 64, MPL_WTYPE_UINT3, 1}, {64, 9, -1, MPL_WTYPE_UINT2B2, 0},
+        {256, 72, 16, MPL_WTYPE_UINT2, 1},
     };
     tu_rng r;
     tu_rng_init(&r, tu_seed(0x7a1c));
@@ -92,7 +97,7 @@ static void layout_round_trip(void **state) {
         mpl_config c;
         mpl_config_init(&c, cases[ci].k, cases[ci].n);
         c.wtype = cases[ci].t;
-        c.zero_points = cases[ci].t == MPL_WTYPE_UINT4;
+        c.zero_points = mpl_wtype_zero_points(cases[ci].t);
         c.group_size = cases[ci].gs;
         c.act_order = cases[ci].act_order;
         mpl_canonical w, back;
@@ -110,7 +115,9 @@ static void layout_round_trip(void **state) {
             int64_t n = c.n - 1, p = c.k - 1, kk = w.perm ? w.perm[p] : p;
             const uint32_t *q = (const uint32_t *)(l.image + l.qweight_off);
             unsigned got = (q[(size_t)n * (size_t)(l.k_pad / 8) + (size_t)(p / 8)] >> (4 * (p % 8))) & 15u;
-            unsigned want = w.codes[n * c.k + kk] ^ (c.wtype == MPL_WTYPE_INT4 ? 8u : 0u);
+            const unsigned code = w.codes[n * c.k + kk];
+            unsigned want = c.wtype == MPL_WTYPE_INT4 ? code ^ 8u : c.wtype == MPL_WTYPE_UINT3B4 ? code + 4u
+                          : c.wtype == MPL_WTYPE_UINT2B2 ? code + 6u : code;
             assert_int_equal(got, want);
         }
         assert_int_equal(mpl_vulkan_w4a16_unpack(&l, c.act_order, &back), MPL_OK);
@@ -246,8 +253,10 @@ static void refusals_w4a8(void **state) {
     c.act = MPL_ACT_F16;
     c.wtype = MPL_WTYPE_UINT8B128;
     assert_int_equal(verdict(&c, "vulkan_w4a8", msg, sizeof msg), MPL_REASON_WEIGHT_TYPE);
-    c.wtype = MPL_WTYPE_UINT2B2;
-    assert_int_equal(verdict(&c, "vulkan_w4a8", msg, sizeof msg), MPL_REASON_WEIGHT_TYPE);
+    c.wtype = MPL_WTYPE_UINT2B2; /* 2- and 3-bit: as 4-bit codes */
+    assert_int_equal(verdict(&c, "vulkan_w4a8", msg, sizeof msg), MPL_REASON_OK);
+    c.wtype = MPL_WTYPE_UINT3, c.zero_points = 1;
+    assert_int_equal(verdict(&c, "vulkan_w4a8", msg, sizeof msg), MPL_REASON_OK);
     c.wtype = MPL_WTYPE_UINT4;
     c.zero_points = 1;
     assert_int_equal(verdict(&c, "vulkan_w4a8", msg, sizeof msg), MPL_REASON_OK);
@@ -291,6 +300,11 @@ static const vcase g_cases[] = {
     {1024, 130, 128, MPL_WTYPE_UINT4, 1, MPL_ACT_BF16, MPL_MODE_W4A16},
     {2048, 24, 128, MPL_WTYPE_INT4, 1, MPL_ACT_BF16, MPL_MODE_W4A16},
     {4096, 65, 128, MPL_WTYPE_UINT4B8, 0, MPL_ACT_BF16, MPL_MODE_W4A16},
+    /* 2- and 3-bit layers (4-bit codes): symmetric and with zero points, act-order, N and K tails */
+    {480, 72, 32, MPL_WTYPE_UINT3B4, 0, MPL_ACT_BF16, MPL_MODE_W4A16},
+    {640, 130, 64, MPL_WTYPE_UINT3, 1, MPL_ACT_F16, MPL_MODE_W4A16},
+    {208, 40, 16, MPL_WTYPE_UINT2B2, 0, MPL_ACT_F16, MPL_MODE_W4A16},
+    {1024, 24, -1, MPL_WTYPE_UINT2, 0, MPL_ACT_BF16, MPL_MODE_W4A16},
 };
 
 /* W4A8: N tails (not multiples of 8 or 64), K tails (200, 2400: not multiples of 32), every group size
@@ -307,6 +321,8 @@ static const vcase g_w4a8_cases[] = {
     {2400, 33, -1, MPL_WTYPE_UINT4, 0, MPL_ACT_F16, MPL_MODE_W4A8},
     {4128, 40, 48, MPL_WTYPE_UINT4, 1, MPL_ACT_F16, MPL_MODE_W4A8},
     {4096, 65, 128, MPL_WTYPE_UINT4B8, 0, MPL_ACT_BF16, MPL_MODE_W4A8},
+    {480, 72, 32, MPL_WTYPE_UINT3B4, 1, MPL_ACT_F16, MPL_MODE_W4A8},
+    {208, 40, -1, MPL_WTYPE_UINT2, 0, MPL_ACT_BF16, MPL_MODE_W4A8},
 };
 
 /* Special rows of x (W4A8): row i % 5 == 1 all zero (amax = 0: y = bias), 2 one +-inf, 3 one NaN (NaN rows),
@@ -340,7 +356,7 @@ static int run_case(const vcase *d, int64_t m, const char *path, int bias_on, tu
     mpl_config c;
     mpl_config_init(&c, d->k, d->n);
     c.wtype = d->t;
-    c.zero_points = d->t == MPL_WTYPE_UINT4;
+    c.zero_points = mpl_wtype_zero_points(d->t);
     c.group_size = d->gs;
     c.act_order = d->act_order;
     c.act = d->act;

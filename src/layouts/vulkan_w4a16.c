@@ -51,9 +51,10 @@ void mpl_vulkan_w4a16_layout_free(mpl_vulkan_w4a16_layout *l) {
 mpl_status mpl_vulkan_w4a16_pack(const mpl_config *c, const mpl_canonical *w, mpl_vulkan_w4a16_layout *l) {
     mpl_status st = mpl_vulkan_w4a16_plan(c, l);
     if (st != MPL_OK) return st;
-    if (mpl_wtype_bits(c->wtype) != 4 || (c->wtype == MPL_WTYPE_UINT4) != (w->zeros != NULL))
+    if (!mpl_vulkan_w4a16_takes(c->wtype) || (mpl_wtype_zero_points(c->wtype) != 0) != (w->zeros != NULL))
         return mpl_set_error(MPL_ERR_INVALID_ARGUMENT,
-                             "vulkan_w4a16 pack: weight type %s%s: takes uint4b8, int4 or uint4 with zero points",
+                             "vulkan_w4a16 pack: weight type %s%s: takes uint4b8, int4, uint3b4, uint2b2, or uint4, "
+                             "uint3, uint2 with zero points",
                              mpl_wtype_name(c->wtype), w->zeros ? " with zero points" : "");
     if (w->g_idx && (!w->perm || !w->act_order_uniform))
         return mpl_set_error(MPL_ERR_INVALID_ARGUMENT,
@@ -72,8 +73,8 @@ mpl_status mpl_vulkan_w4a16_pack(const mpl_config *c, const mpl_canonical *w, mp
     for (int64_t n = 0; n < l->n; n++) {
         const uint8_t *row = w->codes + (size_t)n * (size_t)w->k;
         for (int64_t p = 0; p < l->k; p++) {
-            unsigned code = row[w->perm ? w->perm[p] : p] & 15u;
-            q[mpl_vulkan_w4a16_word_index(l, n, p)] |= (uint32_t)mpl_vulkan_w4a16_stored_code(l->wtype, code)
+            unsigned code = row[w->perm ? w->perm[p] : p];
+            q[mpl_vulkan_w4a16_word_index(l, n, p)] |= (uint32_t)(mpl_vulkan_w4a16_stored_code(l->wtype, code) & 15u)
                                                        << mpl_vulkan_w4a16_nibble_shift(p);
         }
         for (int64_t g = 0; g < l->groups; g++) {
@@ -102,7 +103,7 @@ mpl_status mpl_vulkan_w4a16_unpack(const mpl_vulkan_w4a16_layout *l, int act_ord
         for (int64_t p = 0; p < l->k; p++) {
             unsigned stored = (q[mpl_vulkan_w4a16_word_index(l, n, p)] >> mpl_vulkan_w4a16_nibble_shift(p)) & 15u;
             out->codes[(size_t)n * (size_t)l->k + (size_t)(l->perm ? l->perm[p] : p)] =
-                (uint8_t)mpl_vulkan_w4a16_stored_code(l->wtype, stored);
+                (uint8_t)mpl_vulkan_w4a16_canonical_code(l->wtype, stored);
         }
         for (int64_t g = 0; g < l->groups; g++) {
             out->scales[(size_t)n * (size_t)l->groups + (size_t)g] = s[(size_t)n * (size_t)l->groups + (size_t)g];

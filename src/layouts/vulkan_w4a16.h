@@ -5,8 +5,9 @@
  * One byte image, uploaded as one device buffer per layer and read by every path (GEMV and tiled GEMM):
  *   qweight [n_pad][k_pad / 8] u32   nibble i of word w of row n: the stored code s of packed position 8w + i
  *   scales  [n_pad][groups]    f32   the group scales, exact (any checkpoint scale type)
- *   zeros   [n_pad][zstride]   u8    the zero points (uint4 only); value = s - z, else s - 8
- * int4 codes are stored XOR 8 so that every type's value is s - zero with zero = 8 when there are none.
+ *   zeros   [n_pad][zstride]   u8    the zero points (uint4, uint3, uint2); value = s - z, else s - 8
+ * int4 codes are stored XOR 8, uint3b4's plus 4 and uint2b2's plus 6, so that every type's value is s - zero with
+ * zero = 8 when there are none: 2- and 3-bit layers ride as 4-bit codes (the same bytes as 4-bit, as cuda_w4a16).
  * Act-order is resolved at pack: packed position p holds input channel perm[p] (x is permuted on the host).
  */
 #ifndef MPL_LAYOUT_VULKAN_W4A16_H
@@ -28,7 +29,7 @@ typedef struct mpl_vulkan_w4a16_layout {
     int64_t group_size;     /* effective (k when -1) */
     int64_t groups;
     int64_t zstride;        /* bytes per row of zeros: groups rounded up to 4 (whole u32 words) */
-    mpl_wtype wtype;        /* uint4b8, uint4 (zeros) or int4 */
+    mpl_wtype wtype;        /* uint4b8, uint4 (zeros), int4, uint3b4, uint3 (zeros), uint2b2, uint2 (zeros) */
     size_t qweight_off, qweight_bytes, scales_off, scales_bytes, zeros_off, zeros_bytes; /* zeros_bytes 0: none */
     size_t bytes;           /* the whole image */
     uint8_t *image;         /* bytes, 64-byte aligned (mpl_aligned_alloc) */
@@ -37,8 +38,8 @@ typedef struct mpl_vulkan_w4a16_layout {
 
 /* Sizes and offsets for a config, without allocating (MPL_ERR_OVERFLOW when they do not fit size_t). */
 mpl_status mpl_vulkan_w4a16_plan(const mpl_config *c, mpl_vulkan_w4a16_layout *out);
-/* Packs canonical weights (uint4b8, uint4 with zero points, int4; group size -1 or a multiple of 16;
- * act-order resolved with uniform groups). */
+/* Packs canonical weights (uint4b8, int4, uint3b4, uint2b2, and uint4, uint3, uint2 with zero points; group size -1
+ * or a multiple of 16; act-order resolved with uniform groups). */
 mpl_status mpl_vulkan_w4a16_pack(const mpl_config *c, const mpl_canonical *w, mpl_vulkan_w4a16_layout *out);
 /* The inverse: canonical codes, scales, zeros and (act_order) g_idx. */
 mpl_status mpl_vulkan_w4a16_unpack(const mpl_vulkan_w4a16_layout *l, int act_order, mpl_canonical *out);
@@ -49,9 +50,18 @@ static inline size_t mpl_vulkan_w4a16_word_index(const mpl_vulkan_w4a16_layout *
     return (size_t)n * (size_t)(l->k_pad / 8) + (size_t)(p / 8);
 }
 static inline int mpl_vulkan_w4a16_nibble_shift(int64_t p) { return (int)(4 * (p % 8)); }
-/* The stored code of a canonical code (int4: XOR 8) and back; the map is its own inverse. */
+/* The weight types the layout holds: 2-, 3- and 4-bit, with zero points exactly for the types that store s - z. */
+static inline bool mpl_vulkan_w4a16_takes(mpl_wtype t) {
+    return t == MPL_WTYPE_UINT4B8 || t == MPL_WTYPE_UINT4 || t == MPL_WTYPE_INT4 || t == MPL_WTYPE_UINT3B4 ||
+           t == MPL_WTYPE_UINT3 || t == MPL_WTYPE_UINT2B2 || t == MPL_WTYPE_UINT2;
+}
+/* The stored code of a canonical code (int4: XOR 8; uint3b4: + 4; uint2b2: + 6, so that s - 8 is the value) and
+ * back (mpl_vulkan_w4a16_canonical_code). */
 static inline unsigned mpl_vulkan_w4a16_stored_code(mpl_wtype t, unsigned code) {
-    return t == MPL_WTYPE_INT4 ? code ^ 8u : code;
+    return t == MPL_WTYPE_INT4 ? code ^ 8u : t == MPL_WTYPE_UINT3B4 ? code + 4u : t == MPL_WTYPE_UINT2B2 ? code + 6u : code;
+}
+static inline unsigned mpl_vulkan_w4a16_canonical_code(mpl_wtype t, unsigned stored) {
+    return t == MPL_WTYPE_INT4 ? stored ^ 8u : t == MPL_WTYPE_UINT3B4 ? stored - 4u : t == MPL_WTYPE_UINT2B2 ? stored - 6u : stored;
 }
 
 #endif
