@@ -7,7 +7,8 @@
  * warning or error fails the case.
  * The vulkan_w4a16 matrix: M tails around the GEMV's 4-row and the tiled GEMM's 64-row tiles, N tails (not multiples of
  * the 8-row and 64-row workgroups), K tails (not multiples of 32), group sizes -1, 16, 48, 64, 128, zero points
- * (uint4), int4, 2- and 3-bit types (uint3b4, uint3, uint2b2, uint2: 4-bit codes), act-order, f16 and bf16, bias on
+ * (uint4), int4, 2- and 3-bit types (uint3b4, uint3, uint2b2, uint2: 4-bit codes), 8-bit (two planes), act-order, f16
+ * and bf16, bias on
  * and off, and rows run in several chunks (a small scratch
  * bound, mpl_vk_test_scratch_max). Exact data (small integers, power-of-two scales) must match the rounded
  * oracle and ref bit for bit; random data is held to tu_tolerance() (testutil.c: K + G + 2 fp32 roundings per
@@ -90,6 +91,9 @@ static void layout_round_trip(void **state) {
         /* 2- and 3-bit as 4-bit codes: stored uint3b4 c + 4, uint2b2 c + 6, uint3 / uint2 c with their zeros */
         {96, 16, 32, MPL_WTYPE_UINT3B4, 0}, {320, 40, 64, MPL_WTYPE_UINT3, 1}, {64, 9, -1, MPL_WTYPE_UINT2B2, 0},
         {256, 72, 16, MPL_WTYPE_UINT2, 1},
+        /* 8-bit: two 4-bit planes (2k packed positions, 2G groups, the duplicating perm) */
+        {256, 24, 64, MPL_WTYPE_UINT8B128, 0}, {320, 40, -1, MPL_WTYPE_UINT8, 0}, {512, 72, 128, MPL_WTYPE_UINT8, 1},
+        {48, 5, 16, MPL_WTYPE_UINT8B128, 1},
     };
     tu_rng r;
     tu_rng_init(&r, tu_seed(0x7a1c));
@@ -110,15 +114,29 @@ static void layout_round_trip(void **state) {
         assert_int_equal(l.scales_off % MPL_VULKAN_W4A16_ALIGN, 0);
         assert_int_equal(l.zeros_off % MPL_VULKAN_W4A16_ALIGN, 0);
         assert_int_equal(l.qweight_bytes, (size_t)(l.n_pad * l.k_pad / 2));
-        /* one nibble placed by hand from the spec: row n, packed position p, word p / 8, bits 4 (p % 8) */
-        {
-            int64_t n = c.n - 1, p = c.k - 1, kk = w.perm ? w.perm[p] : p;
+        const int w8 = c.wtype == MPL_WTYPE_UINT8B128 || c.wtype == MPL_WTYPE_UINT8;
+        assert_int_equal(l.k, (w8 ? 2 : 1) * c.k);
+        assert_int_equal(l.groups, (w8 ? 2 : 1) * w.groups);
+        /* nibbles placed by hand from the spec: row n, packed position p, word p / 8, bits 4 (p % 8); 8-bit: the low
+         * plane's last position (low nibble) and the high plane's (high nibble) */
+        for (int plane = 0; plane < (w8 ? 2 : 1); plane++) {
+            int64_t n = c.n - 1, p = plane * c.k + c.k - 1, kk = w.perm ? w.perm[c.k - 1] : c.k - 1;
             const uint32_t *q = (const uint32_t *)(l.image + l.qweight_off);
             unsigned got = (q[(size_t)n * (size_t)(l.k_pad / 8) + (size_t)(p / 8)] >> (4 * (p % 8))) & 15u;
             const unsigned code = w.codes[n * c.k + kk];
-            unsigned want = c.wtype == MPL_WTYPE_INT4 ? code ^ 8u : c.wtype == MPL_WTYPE_UINT3B4 ? code + 4u
+            unsigned want = w8 ? (plane ? code >> 4 : code & 15u)
+                          : c.wtype == MPL_WTYPE_INT4 ? code ^ 8u : c.wtype == MPL_WTYPE_UINT3B4 ? code + 4u
                           : c.wtype == MPL_WTYPE_UINT2B2 ? code + 6u : code;
             assert_int_equal(got, want);
+        }
+        if (w8) { /* the high plane's group scale is 16 s, its zero the high nibble (uint8b128: 128 -> 0 and 8) */
+            const float *sc = (const float *)(l.image + l.scales_off);
+            const int64_t G = w.groups;
+            assert_true(sc[(size_t)(c.n - 1) * (size_t)l.groups + (size_t)(2 * G - 1)] == 16.0f * w.scales[(c.n - 1) * G + G - 1]);
+            const uint8_t *zp = l.image + l.zeros_off;
+            const unsigned z = w.zeros ? w.zeros[(c.n - 1) * G + G - 1] : 128u;
+            assert_int_equal(zp[(size_t)(c.n - 1) * (size_t)l.zstride + (size_t)(2 * G - 1)], z >> 4);
+            assert_int_equal(zp[(size_t)(c.n - 1) * (size_t)l.zstride + (size_t)(G - 1)], z & 15u);
         }
         assert_int_equal(mpl_vulkan_w4a16_unpack(&l, c.act_order, &back), MPL_OK);
         assert_memory_equal(back.codes, w.codes, (size_t)(c.n * c.k));
@@ -187,8 +205,12 @@ static void refusals(void **state) {
     c.act = MPL_ACT_F32;
     assert_int_equal(verdict(&c, "vulkan_w4a16", msg, sizeof msg), MPL_REASON_ACT_TYPE);
     c.act = MPL_ACT_BF16;
-    c.wtype = MPL_WTYPE_UINT8B128;
-    assert_int_equal(verdict(&c, "vulkan_w4a16", msg, sizeof msg), MPL_REASON_WEIGHT_TYPE);
+    c.wtype = MPL_WTYPE_UINT8B128; /* 8-bit: two planes, k a multiple of 16 */
+    assert_int_equal(verdict(&c, "vulkan_w4a16", msg, sizeof msg), MPL_REASON_OK);
+    c.k = 4104, c.group_size = -1;
+    assert_int_equal(verdict(&c, "vulkan_w4a16", msg, sizeof msg), MPL_REASON_SHAPE);
+    assert_non_null(strstr(msg, "4104"));
+    c.k = 4096, c.group_size = 128;
     c.wtype = MPL_WTYPE_UINT4B8;
     c.mode = MPL_MODE_W4A8;
     assert_int_equal(verdict(&c, "vulkan_w4a16", msg, sizeof msg), MPL_REASON_MODE);
@@ -305,6 +327,11 @@ static const vcase g_cases[] = {
     {640, 130, 64, MPL_WTYPE_UINT3, 1, MPL_ACT_F16, MPL_MODE_W4A16},
     {208, 40, 16, MPL_WTYPE_UINT2B2, 0, MPL_ACT_F16, MPL_MODE_W4A16},
     {1024, 24, -1, MPL_WTYPE_UINT2, 0, MPL_ACT_BF16, MPL_MODE_W4A16},
+    /* 8-bit layers (two planes): symmetric and with zero points, act-order, group -1, N tails, a K tail (336) */
+    {512, 72, 64, MPL_WTYPE_UINT8B128, 0, MPL_ACT_BF16, MPL_MODE_W4A16},
+    {336, 130, 48, MPL_WTYPE_UINT8, 1, MPL_ACT_F16, MPL_MODE_W4A16},
+    {2048, 24, -1, MPL_WTYPE_UINT8, 0, MPL_ACT_BF16, MPL_MODE_W4A16},
+    {1024, 65, 128, MPL_WTYPE_UINT8B128, 1, MPL_ACT_F16, MPL_MODE_W4A16},
 };
 
 /* W4A8: N tails (not multiples of 8 or 64), K tails (200, 2400: not multiples of 32), every group size

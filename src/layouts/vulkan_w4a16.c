@@ -1,6 +1,7 @@
 /* vulkan_w4a16.c -- pack and unpack of the Vulkan W4A16 layout (docs/layouts/vulkan_w4a16.md). */
 #include "vulkan_w4a16.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,18 +19,26 @@ mpl_status mpl_vulkan_w4a16_plan(const mpl_config *c, mpl_vulkan_w4a16_layout *l
     if (c->k < 1 || c->n < 1 || c->k > MPL_MAX_DIM || c->n > MPL_MAX_DIM)
         return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "vulkan_w4a16 layout: k = %lld, n = %lld: must be 1..%lld",
                              (long long)c->k, (long long)c->n, (long long)MPL_MAX_DIM);
-    l->k = c->k, l->n = c->n;
-    l->k_pad = round_up(c->k, MPL_VULKAN_W4A16_KP);
+    const bool w8 = mpl_vulkan_w4a16_is_w8(c->wtype);
+    if (w8 && c->k % 16 != 0)
+        return mpl_set_error(MPL_ERR_INVALID_ARGUMENT,
+                             "vulkan_w4a16 layout: k = %lld with 8-bit weights: must be a multiple of 16 (the high "
+                             "plane's groups start on a 16-channel boundary)",
+                             (long long)c->k);
+    l->planes = w8 ? 2 : 1;
+    l->k_in = c->k;
+    l->k = l->planes * c->k, l->n = c->n; /* K <= MPL_MAX_DIM = 2^24: 2K stays far inside every index */
+    l->k_pad = round_up(l->k, MPL_VULKAN_W4A16_KP);
     l->n_pad = round_up(c->n, MPL_VULKAN_W4A16_NP);
     l->cfg_group_size = c->group_size;
     l->group_size = c->group_size == -1 ? c->k : c->group_size;
-    l->groups = (c->k + l->group_size - 1) / l->group_size;
+    l->groups = l->planes * ((c->k + l->group_size - 1) / l->group_size);
     l->zstride = round_up(l->groups, 4);
     l->wtype = c->wtype;
     size_t end;
     if (!mpl_size_mul3(l->n_pad, l->k_pad / 2, 1, &l->qweight_bytes) ||
         !mpl_size_mul3(l->n_pad, l->groups, 4, &l->scales_bytes) ||
-        (c->zero_points && !mpl_size_mul3(l->n_pad, l->zstride, 1, &l->zeros_bytes)))
+        ((c->zero_points || w8) && !mpl_size_mul3(l->n_pad, l->zstride, 1, &l->zeros_bytes)))
         return mpl_set_error(MPL_ERR_OVERFLOW, "vulkan_w4a16 layout: k = %lld, n = %lld: sizes overflow",
                              (long long)c->k, (long long)c->n);
     l->qweight_off = 0;
@@ -48,49 +57,70 @@ void mpl_vulkan_w4a16_layout_free(mpl_vulkan_w4a16_layout *l) {
     l->image = NULL, l->perm = NULL;
 }
 
+/* 8-bit layers (planes == 2): packed position p < 2k reads input channel p % k; group g < 2G holds the low plane's
+ * group g (g < G: scale s, zero z & 15) or the high plane's g - G (16 s, z >> 4); uint8b128's zero is 128. */
+static unsigned packed_nibble(const mpl_vulkan_w4a16_layout *l, unsigned code, int64_t p) {
+    if (l->planes == 2) return p < l->k_in ? code & 15u : code >> 4;
+    return mpl_vulkan_w4a16_stored_code(l->wtype, code) & 15u;
+}
+
 mpl_status mpl_vulkan_w4a16_pack(const mpl_config *c, const mpl_canonical *w, mpl_vulkan_w4a16_layout *l) {
     mpl_status st = mpl_vulkan_w4a16_plan(c, l);
     if (st != MPL_OK) return st;
     if (!mpl_vulkan_w4a16_takes(c->wtype) || (mpl_wtype_zero_points(c->wtype) != 0) != (w->zeros != NULL))
         return mpl_set_error(MPL_ERR_INVALID_ARGUMENT,
-                             "vulkan_w4a16 pack: weight type %s%s: takes uint4b8, int4, uint3b4, uint2b2, or uint4, "
-                             "uint3, uint2 with zero points",
+                             "vulkan_w4a16 pack: weight type %s%s: takes uint4b8, int4, uint3b4, uint2b2, uint8b128, "
+                             "or uint4, uint3, uint2, uint8 with zero points",
                              mpl_wtype_name(c->wtype), w->zeros ? " with zero points" : "");
     if (w->g_idx && (!w->perm || !w->act_order_uniform))
         return mpl_set_error(MPL_ERR_INVALID_ARGUMENT,
                              "vulkan_w4a16 pack: act-order groups must each have group_size members (resolved perm)");
+    const int64_t G = w->groups;
+    if (l->planes == 2)
+        for (int64_t i = 0; i < w->n * G; i++)
+            if (isfinite(w->scales[i]) && !isfinite(16.0f * w->scales[i]))
+                return mpl_set_error(MPL_ERR_INVALID_ARGUMENT,
+                                     "vulkan_w4a16 pack: 8-bit scale %g (row %lld): the high plane's 16 x scale "
+                                     "overflows f32",
+                                     (double)w->scales[i], (long long)(i / G));
     l->image = mpl_aligned_alloc(l->bytes);
-    if (w->perm) l->perm = malloc((size_t)l->k * sizeof(int32_t));
-    if (!l->image || (w->perm && !l->perm)) {
+    if (w->perm || l->planes == 2) l->perm = malloc((size_t)l->k * sizeof(int32_t));
+    if (!l->image || ((w->perm || l->planes == 2) && !l->perm)) {
         mpl_vulkan_w4a16_layout_free(l);
         return mpl_set_error(MPL_ERR_OUT_OF_MEMORY, "vulkan_w4a16 pack: out of memory (%zu bytes)", l->bytes);
     }
     memset(l->image, 0, l->bytes);
-    if (w->perm) memcpy(l->perm, w->perm, (size_t)l->k * sizeof(int32_t));
+    if (l->perm)
+        for (int64_t p = 0; p < l->k; p++) l->perm[p] = w->perm ? w->perm[p % l->k_in] : (int32_t)(p % l->k_in);
     uint32_t *q = (uint32_t *)(l->image + l->qweight_off);
     float *s = (float *)(l->image + l->scales_off);
     uint8_t *z = l->zeros_bytes ? l->image + l->zeros_off : NULL;
     for (int64_t n = 0; n < l->n; n++) {
         const uint8_t *row = w->codes + (size_t)n * (size_t)w->k;
         for (int64_t p = 0; p < l->k; p++) {
-            unsigned code = row[w->perm ? w->perm[p] : p];
-            q[mpl_vulkan_w4a16_word_index(l, n, p)] |= (uint32_t)(mpl_vulkan_w4a16_stored_code(l->wtype, code) & 15u)
-                                                       << mpl_vulkan_w4a16_nibble_shift(p);
+            const unsigned code = row[l->perm ? l->perm[p] : p];
+            q[mpl_vulkan_w4a16_word_index(l, n, p)] |= (uint32_t)packed_nibble(l, code, p) << mpl_vulkan_w4a16_nibble_shift(p);
         }
         for (int64_t g = 0; g < l->groups; g++) {
-            s[(size_t)n * (size_t)l->groups + (size_t)g] = w->scales[(size_t)n * (size_t)w->groups + (size_t)g];
-            if (z) z[(size_t)n * (size_t)l->zstride + (size_t)g] = w->zeros[(size_t)n * (size_t)w->groups + (size_t)g];
+            const int64_t gi = g % G, hi = g / G; /* hi: the high plane's groups (8-bit only) */
+            const size_t at = (size_t)n * (size_t)G + (size_t)gi;
+            s[(size_t)n * (size_t)l->groups + (size_t)g] = hi ? 16.0f * w->scales[at] : w->scales[at];
+            if (z) {
+                const unsigned zz = w->zeros ? w->zeros[at] : 128u;
+                z[(size_t)n * (size_t)l->zstride + (size_t)g] = (uint8_t)(l->planes == 1 ? zz : hi ? zz >> 4 : zz & 15u);
+            }
         }
     }
     return MPL_OK;
 }
 
+/* The inverse; 8-bit: code = low | high << 4, the low plane's scales, zero = zl | zh << 4 (uint8 only). */
 mpl_status mpl_vulkan_w4a16_unpack(const mpl_vulkan_w4a16_layout *l, int act_order, mpl_canonical *out) {
     mpl_config c;
-    mpl_config_init(&c, l->k, l->n);
+    mpl_config_init(&c, l->k_in, l->n);
     c.wtype = l->wtype;
     c.group_size = l->cfg_group_size;
-    c.zero_points = l->zeros_bytes != 0;
+    c.zero_points = mpl_wtype_zero_points(l->wtype);
     c.act_order = act_order;
     if (act_order && !l->perm)
         return mpl_set_error(MPL_ERR_INVALID_ARGUMENT, "vulkan_w4a16 unpack: act-order asked but no permutation");
@@ -99,15 +129,24 @@ mpl_status mpl_vulkan_w4a16_unpack(const mpl_vulkan_w4a16_layout *l, int act_ord
     const uint32_t *q = (const uint32_t *)(l->image + l->qweight_off);
     const float *s = (const float *)(l->image + l->scales_off);
     const uint8_t *z = l->zeros_bytes ? l->image + l->zeros_off : NULL;
+    const int64_t G = l->groups / l->planes;
     for (int64_t n = 0; n < l->n; n++) {
+        uint8_t *codes = out->codes + (size_t)n * (size_t)l->k_in;
         for (int64_t p = 0; p < l->k; p++) {
             unsigned stored = (q[mpl_vulkan_w4a16_word_index(l, n, p)] >> mpl_vulkan_w4a16_nibble_shift(p)) & 15u;
-            out->codes[(size_t)n * (size_t)l->k + (size_t)(l->perm ? l->perm[p] : p)] =
-                (uint8_t)mpl_vulkan_w4a16_canonical_code(l->wtype, stored);
+            const size_t at = (size_t)(l->perm ? l->perm[p] : p);
+            if (l->planes == 2)
+                codes[at] = (uint8_t)(p < l->k_in ? stored : codes[at] | stored << 4); /* the low plane comes first */
+            else
+                codes[at] = (uint8_t)mpl_vulkan_w4a16_canonical_code(l->wtype, stored);
         }
-        for (int64_t g = 0; g < l->groups; g++) {
-            out->scales[(size_t)n * (size_t)l->groups + (size_t)g] = s[(size_t)n * (size_t)l->groups + (size_t)g];
-            if (z) out->zeros[(size_t)n * (size_t)l->groups + (size_t)g] = z[(size_t)n * (size_t)l->zstride + (size_t)g];
+        for (int64_t g = 0; g < G; g++) {
+            out->scales[(size_t)n * (size_t)G + (size_t)g] = s[(size_t)n * (size_t)l->groups + (size_t)g];
+            if (c.zero_points) {
+                unsigned zz = z[(size_t)n * (size_t)l->zstride + (size_t)g];
+                if (l->planes == 2) zz |= (unsigned)z[(size_t)n * (size_t)l->zstride + (size_t)(G + g)] << 4;
+                out->zeros[(size_t)n * (size_t)G + (size_t)g] = (uint8_t)zz;
+            }
         }
     }
     return act_order ? mpl_canonical_restore_act_order(out, l->perm) : MPL_OK;

@@ -39,16 +39,17 @@ typedef struct vk_buf {
 
 struct mpl_vk_layer {
     mpl_vk_device *d;
-    int64_t k, n, k_pad, n_pad, groups, group_size, zstride;
+    int64_t k, n, k_pad, n_pad, groups, group_size, zstride; /* packed sizes (8-bit: k = 2 k_in, two planes) */
+    int64_t k_in;        /* x's row length: the layer's input channels */
     mpl_act act;
     mpl_mode mode;
     int64_t x_row_bytes; /* the scratch's room per row of x: the largest staged row of the mode's shaders
                           * (x_stride: W4A16 GEMV k_pad f32, W4A16 tiled k_pad 16-bit values, W4A8 k_pad int8 +
                           * a 16-byte sx slot) */
-    float *xf;           /* one row of x as f32 [k] (staging scratch; applies are serialized) */
-    int8_t *xq;          /* W4A8: its quantization [k] */
+    float *xf;           /* one row of x as f32 [k_in] (staging scratch; applies are serialized) */
+    int8_t *xq;          /* W4A8: its quantization [k_in] */
     uint32_t flags;   /* the shaders' FLAG_BF16 | FLAG_ZEROS */
-    int32_t *perm;    /* [k] or NULL */
+    int32_t *perm;    /* [k] packed position -> input channel (act-order, 8-bit planes) or NULL */
     vk_buf weights;   /* the layout's image */
     size_t qweight_off, qweight_bytes, scales_off, scales_bytes, zeros_off, zeros_bytes;
     int64_t chunk_rows; /* most rows one submission runs */
@@ -272,7 +273,7 @@ mpl_status mpl_vk_layer_create(int device, const mpl_vulkan_w4a16_layout *l, mpl
     if (!L) return mpl_set_error(MPL_ERR_OUT_OF_MEMORY, "%s: out of memory", kname);
     pthread_mutex_init(&L->mu, NULL);
     L->d = d;
-    L->k = l->k, L->n = l->n, L->k_pad = l->k_pad, L->n_pad = l->n_pad;
+    L->k = l->k, L->k_in = l->k_in, L->n = l->n, L->k_pad = l->k_pad, L->n_pad = l->n_pad;
     L->groups = l->groups, L->group_size = l->group_size, L->zstride = l->zstride;
     L->act = act;
     L->mode = mode;
@@ -306,8 +307,8 @@ mpl_status mpl_vk_layer_create(int device, const mpl_vulkan_w4a16_layout *l, mpl
         }
         memcpy(L->perm, l->perm, (size_t)l->k * sizeof(int32_t));
     }
-    L->xf = malloc((size_t)l->k * sizeof(float));
-    if (mode == MPL_MODE_W4A8) L->xq = malloc((size_t)l->k);
+    L->xf = malloc((size_t)l->k_in * sizeof(float));
+    if (mode == MPL_MODE_W4A8) L->xq = malloc((size_t)l->k_in);
     if (!L->xf || (mode == MPL_MODE_W4A8 && !L->xq)) {
         mpl_vk_layer_destroy(L);
         return mpl_set_error(MPL_ERR_OUT_OF_MEMORY, "%s: out of memory", kname);
@@ -368,8 +369,8 @@ static void stage_xq(const mpl_vk_layer *L, const void *x, int64_t r0, int64_t r
     for (int64_t r = 0; r < rows; r++) {
         int8_t *o = (int8_t *)L->x_host.map + (size_t)r * (size_t)L->x_row_bytes;
         int nonfinite;
-        mpl_act_to_f32(L->act, (const char *)x + (size_t)(r0 + r) * (size_t)L->k * as, L->xf, L->k);
-        const float sx = mpl_quantize_row_i8(L->xf, L->k, L->xq, &nonfinite);
+        mpl_act_to_f32(L->act, (const char *)x + (size_t)(r0 + r) * (size_t)L->k_in * as, L->xf, L->k_in);
+        const float sx = mpl_quantize_row_i8(L->xf, L->k_in, L->xq, &nonfinite);
         if (L->perm)
             for (int64_t p = 0; p < L->k; p++) o[p] = L->xq[L->perm[p]];
         else
@@ -406,7 +407,7 @@ static void stage_x_gemv(const mpl_vk_layer *L, const void *x, int64_t r0, int64
     const size_t as = mpl_act_size(L->act);
     for (int64_t r = 0; r < rows; r++) {
         float *o = (float *)L->x_host.map + (size_t)r * (size_t)L->k_pad;
-        mpl_act_to_f32(L->act, (const char *)x + (size_t)(r0 + r) * (size_t)L->k * as, L->xf, L->k);
+        mpl_act_to_f32(L->act, (const char *)x + (size_t)(r0 + r) * (size_t)L->k_in * as, L->xf, L->k_in);
         for (int64_t p = 0; p < L->k; p++) o[p] = L->xf[L->perm ? L->perm[p] : p] * inv16[p & 3];
         for (int64_t p = L->k; p < L->k_pad; p++) o[p] = 0.0f;
     }
@@ -425,7 +426,7 @@ static void stage_x(const mpl_vk_layer *L, mpl_vk_shader sh, const void *x, int6
     const uint16_t *src = x;
     uint16_t *dst = L->x_host.map;
     for (int64_t r = 0; r < rows; r++) {
-        const uint16_t *s = src + (size_t)(r0 + r) * (size_t)L->k;
+        const uint16_t *s = src + (size_t)(r0 + r) * (size_t)L->k_in;
         uint16_t *o = dst + (size_t)r * (size_t)L->k_pad;
         if (L->perm)
             for (int64_t p = 0; p < L->k; p++) o[p] = s[L->perm[p]];

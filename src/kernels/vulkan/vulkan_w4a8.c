@@ -32,11 +32,14 @@ static mpl_reason can_implement(const mpl_config *c, const mpl_platform *p, char
         return mpl_refuse(msg, cap, MPL_REASON_MODE,
                           "mode W4A16: vulkan_w4a8 runs W4A8 only (activations quantized to int8); W4A16 configs "
                           "use vulkan_w4a16");
-    /* 2- and 3-bit types as 4-bit codes (docs/layouts/vulkan_w4a16.md): the 4-bit shaders, the 4-bit bytes */
-    if (!mpl_vulkan_w4a16_takes(c->wtype))
+    /* 2- and 3-bit types as 4-bit codes (docs/layouts/vulkan_w4a16.md): the 4-bit shaders, the 4-bit bytes. Not
+     * 8-bit: its two planes' integer group sums would be scaled apart, where the W4A8 semantics scale one exact
+     * isum per group (mplinear.h) */
+    if (!mpl_vulkan_w4a16_takes(c->wtype) || mpl_vulkan_w4a16_is_w8(c->wtype))
         return mpl_refuse(msg, cap, MPL_REASON_WEIGHT_TYPE,
                           "weight type %s: vulkan_w4a8 takes uint4b8, uint4 (zero points), int4, uint3b4, uint3, uint2b2 "
-                          "and uint2 (as 4-bit codes); 8-bit weights run on the CPU or CUDA kernels",
+                          "and uint2 (as 4-bit codes); 8-bit layers' two planes would scale each group's integer sum in "
+                          "two parts, not once as the W4A8 semantics say (vulkan_w4a16 runs them in W4A16 mode)",
                           mpl_wtype_name(c->wtype));
     if (c->act != MPL_ACT_F16 && c->act != MPL_ACT_BF16)
         return mpl_refuse(msg, cap, MPL_REASON_ACT_TYPE, "activation type %s: vulkan_w4a8 takes f16 or bf16",
