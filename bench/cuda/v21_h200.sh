@@ -8,8 +8,7 @@ set -u
 . bench/cuda/dev_unpack.sh
 R=$(mktemp -d)
 B=.h200
-nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu --format=csv > "$R/nvidia-smi.txt" 2>&1
-timeout 30 $B/bench_cuda_bw --quick > "$R/bw.log" 2>&1
+dev_card "$R"
 for w in uint8b128 uint4b8 uint3b4 uint2b2; do
   stamp "defaults $w"
   timeout 60 stdbuf -oL $B/bench_cuda_w4a16 --shapes 70B.gate_up,70B.down,70B.qkv,70B.o,8B.qkv,8B.gate_up --m 1,16,64,256,1024 \

@@ -73,3 +73,49 @@ mpl_status mpl_canonical_resolve_act_order(mpl_canonical *w) {
     free(count);
     return MPL_OK;
 }
+
+void mpl_config_planes(const mpl_config *c, mpl_config *c2) {
+    /* K <= MPL_MAX_DIM = 2^24 (validated), so 2K channels stay far inside every index */
+    *c2 = *c;
+    c2->k = 2 * c->k;
+    c2->full_k = 0;
+    c2->wtype = MPL_WTYPE_UINT4;
+    c2->zero_points = 1;
+    c2->act_order = 0;
+    c2->group_size = c->group_size == -1 ? c->k : c->group_size; /* group -1: one group per plane */
+}
+
+mpl_status mpl_canonical_planes(const mpl_config *c, const mpl_canonical *w, mpl_config *c2, mpl_canonical *w2,
+                                int32_t **perm2) {
+    const int64_t K = w->k, N = w->n, G = w->groups, gs = w->group_size;
+    *perm2 = NULL;
+    mpl_config_planes(c, c2);
+    mpl_status st = mpl_canonical_alloc_groups(w2, c2, 2 * G);
+    if (st != MPL_OK) return st;
+    w2->group_size = gs;
+    int32_t *p2 = malloc((size_t)(2 * K) * sizeof(int32_t));
+    if (!p2) {
+        mpl_canonical_free(w2);
+        return mpl_set_error(MPL_ERR_OUT_OF_MEMORY, "8-bit planes: cannot allocate the plane permutation");
+    }
+    for (int64_t j = 0; j < K; j++) p2[j] = p2[K + j] = w->perm ? w->perm[j] : (int32_t)j;
+    for (int64_t n = 0; n < N; n++) {
+        const uint8_t *src = w->codes + n * K;
+        uint8_t *lo = w2->codes + n * 2 * K, *hi = lo + K;
+        for (int64_t j = 0; j < K; j++) {
+            uint8_t code = src[p2[j]];
+            lo[j] = code & 15u;
+            hi[j] = (uint8_t)(code >> 4);
+        }
+        for (int64_t g = 0; g < G; g++) {
+            int z = w->zeros ? w->zeros[n * G + g] : 128;
+            float s = w->scales[n * G + g];
+            w2->scales[n * 2 * G + g] = s;
+            w2->scales[n * 2 * G + G + g] = 16.0f * s; /* exact: a power of two */
+            w2->zeros[n * 2 * G + g] = (uint8_t)(z & 15);
+            w2->zeros[n * 2 * G + G + g] = (uint8_t)(z >> 4);
+        }
+    }
+    *perm2 = p2;
+    return MPL_OK;
+}

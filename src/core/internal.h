@@ -70,6 +70,16 @@ mpl_status mpl_canonical_alloc(mpl_canonical *w, const mpl_config *cfg);
  * channels name, src/core/shard.c: then groups need not be k / group_size). */
 mpl_status mpl_canonical_alloc_groups(mpl_canonical *w, const mpl_config *cfg, int64_t groups);
 void mpl_canonical_free(mpl_canonical *w);
+/* 8-bit weights (uint8b128, uint8) as two 4-bit planes, the form both GPU layouts store (docs/layouts/cuda_w4a16.md
+ * "8-bit: two planes"): c2 / w2 the uint4 layer of 2k channels whose channel j (< k) holds the low nibble of input
+ * channel perm2[j] and k + j its high nibble, codes already in packed order (w2 carries no perm); groups 0..G-1 the low
+ * plane's (scale s, zero z & 15), G..2G-1 the high plane's (16 s, z >> 4; uint8b128's zero is 128); perm2 [2k] the
+ * duplicating permutation (w's act-order perm or the identity, twice), allocated here. w's act-order groups must be
+ * uniform (the caller checks). On failure nothing is left allocated. */
+mpl_status mpl_canonical_planes(const mpl_config *c, const mpl_canonical *w, mpl_config *c2, mpl_canonical *w2,
+                                int32_t **perm2);
+/* Its config alone: c2 of an 8-bit config c (for a layout's sizes before any weights). */
+void mpl_config_planes(const mpl_config *c, mpl_config *c2);
 /* Validates g_idx values and computes perm/act_order_uniform. */
 mpl_status mpl_canonical_resolve_act_order(mpl_canonical *w);
 /* The unpack side of a layout that sorted K by group with uniform groups: sorted position j (the first k
@@ -120,6 +130,15 @@ static inline bool mpl_wtype_needs_zeros(mpl_wtype t) {
 static inline int mpl_wtype_bias(mpl_wtype t) {
     if (t == MPL_WTYPE_INT4 || mpl_wtype_needs_zeros(t)) return 0;
     return 1 << (mpl_wtype_bits(t) - 1);
+}
+/* The 4-bit code the GPU layouts (cuda_w4a16, vulkan_w4a16) store for a code of a type of at most 4 bits, read as
+ * uint4b8 (value = s - 8) or, with zero points, as uint4 (value = s - z): int4 XOR 8, uint3b4 + 4, uint2b2 + 6,
+ * the rest as they are; mpl_code4_back inverts it. */
+static inline unsigned mpl_code4(mpl_wtype t, unsigned code) {
+    return t == MPL_WTYPE_INT4 ? code ^ 8u : t == MPL_WTYPE_UINT3B4 ? code + 4u : t == MPL_WTYPE_UINT2B2 ? code + 6u : code;
+}
+static inline unsigned mpl_code4_back(mpl_wtype t, unsigned s) {
+    return t == MPL_WTYPE_INT4 ? s ^ 8u : t == MPL_WTYPE_UINT3B4 ? s - 4u : t == MPL_WTYPE_UINT2B2 ? s - 6u : s;
 }
 /* K must be a multiple of this for packed checkpoint layouts: 32 / bits values per int32 (2-, 4-, 8-bit),
  * or 32 values per 3 words for 3-bit (a dense bit stream: no value is split at a row end). */

@@ -48,29 +48,12 @@ typedef struct {
     const mpl_canonical *w;
 } pack_job;
 
-/*
- * Codes of every 2-, 3- and 4-bit type as the 4-bit code the kernels read (docs/layouts/cuda_w4a16.md, "Widths
- * below 4 bits, and int4"): the stored nibble is (code ^ x) + a, value = nibble - 8 (no zero points) or nibble -
- * zero. int4 (two's complement): ^ 8; uint2b2 (code - 2): + 6; uint3b4 (code - 4): + 4; uint2 / uint3 with zero
- * points are already codes of a uint4 layer. Exact, so every 4-bit path serves them unchanged.
- */
-typedef struct {
-    uint8_t x, a;
-} code_map;
-static code_map code_map_of(mpl_wtype t) {
-    switch (t) {
-    case MPL_WTYPE_INT4: return (code_map){8, 0};
-    case MPL_WTYPE_UINT2B2: return (code_map){0, 6};
-    case MPL_WTYPE_UINT3B4: return (code_map){0, 4};
-    default: return (code_map){0, 0};
-    }
-}
-
+/* Codes of every 2-, 3- and 4-bit type go in as the 4-bit code the kernels read (mpl_code4, core/internal.h;
+ * docs/layouts/cuda_w4a16.md, "Widths below 4 bits, and int4"): exact, so every 4-bit path serves them unchanged. */
 static void pack_rows(void *ctx, int tid, int nthreads) {
     const pack_job *job = ctx;
     mpl_cuda_w4a16_layout *l = job->l;
     const mpl_canonical *w = job->w;
-    const code_map cm = code_map_of(w->wtype);
     int64_t NT = l->n_pad / MPL_CUDA_W4A16_NT, KC = l->k_pad / MPL_CUDA_W4A16_KC;
     for (int64_t nt = NT * tid / nthreads; nt < NT * (tid + 1) / nthreads; nt++)
         for (int64_t kc = 0; kc < KC; kc++)
@@ -81,7 +64,7 @@ static void pack_rows(void *ctx, int tid, int nthreads) {
                         int64_t n = nt * MPL_CUDA_W4A16_NT + mpl_cuda_w4a16_nibble_row(lane, i);
                         int64_t p = kc * MPL_CUDA_W4A16_KC + 16 * j + mpl_cuda_w4a16_nibble_col(lane, i);
                         uint32_t code = MPL_CUDA_W4A16_PAD_CODE;
-                        if (n < w->n && p < w->k) code = (uint32_t)((w->codes[n * w->k + (w->perm ? w->perm[p] : p)] ^ cm.x) + cm.a);
+                        if (n < w->n && p < w->k) code = mpl_code4(w->wtype, w->codes[n * w->k + (w->perm ? w->perm[p] : p)]);
                         word |= (code & 15u) << (4 * i);
                     }
                     l->qweight[mpl_cuda_w4a16_word_index(l, nt, kc, lane, j)] = word;
@@ -91,12 +74,12 @@ static void pack_rows(void *ctx, int tid, int nthreads) {
 static mpl_status pack4(const mpl_config *c, const mpl_canonical *w, mpl_cuda_w4a16_layout *out);
 
 /*
- * 8-bit as two 4-bit planes: the canonical form of the 2k-channel uint4 layer (codes already in packed
- * order, so it carries no perm of its own), packed as 4-bit, then the layout's perm set to the duplicating
- * one and the 8-bit identity restored.
+ * 8-bit as two 4-bit planes: the canonical form of the 2k-channel uint4 layer (mpl_canonical_planes, shared with
+ * vulkan_w4a16; codes already in packed order, so it carries no perm of its own), packed as 4-bit, then the layout's
+ * perm set to the duplicating one and the 8-bit identity restored.
  */
 static mpl_status pack8(const mpl_config *c, const mpl_canonical *w, mpl_cuda_w4a16_layout *out) {
-    const int64_t K = w->k, N = w->n, G = w->groups, gs = w->group_size;
+    const int64_t K = w->k;
     if (K % 16 != 0)
         return mpl_set_error(MPL_ERR_INVALID_ARGUMENT,
                              "cuda_w4a16 pack: 8-bit weights with k = %lld: k must be a multiple of 16 (the high "
@@ -105,41 +88,11 @@ static mpl_status pack8(const mpl_config *c, const mpl_canonical *w, mpl_cuda_w4
     if (w->g_idx && !w->act_order_uniform)
         return mpl_set_error(MPL_ERR_INVALID_ARGUMENT,
                              "cuda_w4a16 pack: act-order groups differ in size: must hold group_size channels each");
-    /* K <= MPL_MAX_DIM = 2^24 (validated), so 2K packed channels stay far inside the kernels' int range */
-    mpl_config c2 = *c;
-    c2.k = 2 * K;
-    c2.full_k = 0;
-    c2.wtype = MPL_WTYPE_UINT4;
-    c2.zero_points = 1;
-    c2.act_order = 0;
-    c2.group_size = gs;
+    mpl_config c2;
     mpl_canonical w2;
-    mpl_status st = mpl_canonical_alloc_groups(&w2, &c2, 2 * G);
+    int32_t *perm2;
+    mpl_status st = mpl_canonical_planes(c, w, &c2, &w2, &perm2);
     if (st != MPL_OK) return st;
-    w2.group_size = gs;
-    int32_t *perm2 = malloc((size_t)(2 * K) * sizeof(int32_t));
-    if (!perm2) {
-        mpl_canonical_free(&w2);
-        return mpl_set_error(MPL_ERR_OUT_OF_MEMORY, "cuda_w4a16 pack: cannot allocate the 8-bit plane permutation");
-    }
-    for (int64_t j = 0; j < K; j++) perm2[j] = perm2[K + j] = w->perm ? w->perm[j] : (int32_t)j;
-    for (int64_t n = 0; n < N; n++) {
-        const uint8_t *src = w->codes + n * K;
-        uint8_t *lo = w2.codes + n * 2 * K, *hi = lo + K;
-        for (int64_t j = 0; j < K; j++) {
-            uint8_t code = src[perm2[j]];
-            lo[j] = code & 15u;
-            hi[j] = (uint8_t)(code >> 4);
-        }
-        for (int64_t g = 0; g < G; g++) {
-            int z = w->zeros ? w->zeros[n * G + g] : 128;
-            float s = w->scales[n * G + g];
-            w2.scales[n * 2 * G + g] = s;
-            w2.scales[n * 2 * G + G + g] = 16.0f * s; /* exact: a power of two (all_exact picks a format that holds it) */
-            w2.zeros[n * 2 * G + g] = (uint8_t)(z & 15);
-            w2.zeros[n * 2 * G + G + g] = (uint8_t)(z >> 4);
-        }
-    }
     st = pack4(&c2, &w2, out);
     mpl_canonical_free(&w2);
     if (st != MPL_OK) {
@@ -283,7 +236,6 @@ mpl_status mpl_cuda_w4a16_unpack(const mpl_cuda_w4a16_layout *l, int act_order, 
     mpl_status st = mpl_canonical_alloc(out, &c);
     if (st != MPL_OK) return st;
     int64_t KC = l->k_pad / MPL_CUDA_W4A16_KC;
-    const code_map cm = code_map_of(l->wtype);
     for (int64_t nt = 0; nt < l->n_pad / MPL_CUDA_W4A16_NT; nt++)
         for (int64_t kc = 0; kc < KC; kc++)
             for (int lane = 0; lane < 32; lane++)
@@ -294,7 +246,7 @@ mpl_status mpl_cuda_w4a16_unpack(const mpl_cuda_w4a16_layout *l, int act_order, 
                         int64_t p = kc * MPL_CUDA_W4A16_KC + 16 * j + mpl_cuda_w4a16_nibble_col(lane, i);
                         if (n >= l->n || p >= l->k) continue;
                         int64_t kk = l->perm ? l->perm[p] : p;
-                        out->codes[n * l->k + kk] = (uint8_t)((((word >> (4 * i)) & 15u) - cm.a) ^ cm.x);
+                        out->codes[n * l->k + kk] = (uint8_t)mpl_code4_back(l->wtype, (word >> (4 * i)) & 15u);
                     }
                 }
     for (int64_t n = 0; n < l->n; n++)

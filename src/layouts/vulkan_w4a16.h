@@ -57,20 +57,5 @@ static inline size_t mpl_vulkan_w4a16_word_index(const mpl_vulkan_w4a16_layout *
     return (size_t)n * (size_t)(l->k_pad / 8) + (size_t)(p / 8);
 }
 static inline int mpl_vulkan_w4a16_nibble_shift(int64_t p) { return (int)(4 * (p % 8)); }
-/* The weight types the layout holds: 2-, 3- and 4-bit as 4-bit codes, 8-bit as two 4-bit planes. */
-static inline bool mpl_vulkan_w4a16_takes(mpl_wtype t) {
-    return t == MPL_WTYPE_UINT4B8 || t == MPL_WTYPE_UINT4 || t == MPL_WTYPE_INT4 || t == MPL_WTYPE_UINT3B4 ||
-           t == MPL_WTYPE_UINT3 || t == MPL_WTYPE_UINT2B2 || t == MPL_WTYPE_UINT2 || t == MPL_WTYPE_UINT8B128 ||
-           t == MPL_WTYPE_UINT8;
-}
-static inline bool mpl_vulkan_w4a16_is_w8(mpl_wtype t) { return t == MPL_WTYPE_UINT8B128 || t == MPL_WTYPE_UINT8; }
-/* The stored code of a canonical code (int4: XOR 8; uint3b4: + 4; uint2b2: + 6, so that s - 8 is the value) and
- * back (mpl_vulkan_w4a16_canonical_code). */
-static inline unsigned mpl_vulkan_w4a16_stored_code(mpl_wtype t, unsigned code) {
-    return t == MPL_WTYPE_INT4 ? code ^ 8u : t == MPL_WTYPE_UINT3B4 ? code + 4u : t == MPL_WTYPE_UINT2B2 ? code + 6u : code;
-}
-static inline unsigned mpl_vulkan_w4a16_canonical_code(mpl_wtype t, unsigned stored) {
-    return t == MPL_WTYPE_INT4 ? stored ^ 8u : t == MPL_WTYPE_UINT3B4 ? stored - 4u : t == MPL_WTYPE_UINT2B2 ? stored - 6u : stored;
-}
 
 #endif

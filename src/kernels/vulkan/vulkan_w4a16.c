@@ -24,12 +24,12 @@ static mpl_reason can_implement(const mpl_config *c, const mpl_platform *p, char
     if (c->mode != MPL_MODE_W4A16)
         return mpl_refuse(msg, cap, MPL_REASON_MODE, "mode W4A8: vulkan_w4a16 runs W4A16 only (W4A8 configs use vulkan_w4a8)");
     /* 2- and 3-bit types as 4-bit codes, 8-bit as two 4-bit planes (docs/layouts/vulkan_w4a16.md): the 4-bit shaders */
-    if (!mpl_vulkan_w4a16_takes(c->wtype))
+    if (mpl_wtype_width(c->wtype) == 0)
         return mpl_refuse(msg, cap, MPL_REASON_WEIGHT_TYPE,
                           "weight type %s: vulkan_w4a16 takes uint4b8, uint4 (zero points), int4, uint3b4, uint3, uint2b2, "
                           "uint2 (as 4-bit codes), uint8b128 and uint8 (as two 4-bit planes)",
                           mpl_wtype_name(c->wtype));
-    if (mpl_vulkan_w4a16_is_w8(c->wtype) && c->k % 16 != 0)
+    if (mpl_wtype_bits(c->wtype) == 8 && c->k % 16 != 0)
         return mpl_refuse(msg, cap, MPL_REASON_SHAPE,
                           "k = %lld with 8-bit weights: vulkan_w4a16 needs k a multiple of 16 (the high plane's groups "
                           "start on a 16-channel boundary)",

@@ -35,7 +35,7 @@ static mpl_reason can_implement(const mpl_config *c, const mpl_platform *p, char
     /* 2- and 3-bit types as 4-bit codes (docs/layouts/vulkan_w4a16.md): the 4-bit shaders, the 4-bit bytes. Not
      * 8-bit: its two planes' integer group sums would be scaled apart, where the W4A8 semantics scale one exact
      * isum per group (mplinear.h) */
-    if (!mpl_vulkan_w4a16_takes(c->wtype) || mpl_vulkan_w4a16_is_w8(c->wtype))
+    if (mpl_wtype_width(c->wtype) == 0 || mpl_wtype_bits(c->wtype) == 8)
         return mpl_refuse(msg, cap, MPL_REASON_WEIGHT_TYPE,
                           "weight type %s: vulkan_w4a8 takes uint4b8, uint4 (zero points), int4, uint3b4, uint3, uint2b2 "
                           "and uint2 (as 4-bit codes); 8-bit layers' two planes would scale each group's integer sum in "
