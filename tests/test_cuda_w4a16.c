@@ -128,6 +128,101 @@ static void layout_round_trip(void **state) {
 }
 
 /*
+ * 2-bit halves (mpl_cuda_w4a16_pack_halves): round trips over both 2-bit types, act-order, group -1 / 128 / 256,
+ * every scale encoding, N tails; the packed size (k / 2 positions: one byte per four weights); hand-placed codes at
+ * their bits (channel 128 v + j in bits 0-1, 128 v + 64 + j in bits 2-3 of the nibble a 4-bit layer gives packed
+ * position 64 v + j); the shapes it refuses, with the rule in the message.
+ */
+static void layout_halves(void **state) {
+    (void)state;
+    static const struct {
+        int64_t k, n, gs;
+        int zp, act_order, scale_kind;
+        mpl_act act;
+    } cases[] = {
+        {128, 16, -1, 0, 0, 0, MPL_ACT_F16}, {1024, 72, 128, 1, 0, 1, MPL_ACT_BF16}, {1280, 200, 256, 0, 1, 2, MPL_ACT_F16},
+        {768, 264, 128, 1, 1, 0, MPL_ACT_BF16}, {2048, 8, -1, 1, 0, 2, MPL_ACT_BF16},
+    };
+    tu_rng r;
+    tu_rng_init(&r, tu_seed(0x4a1f));
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        mpl_config c;
+        mpl_config_init(&c, cases[ci].k, cases[ci].n);
+        c.group_size = cases[ci].gs;
+        c.act = cases[ci].act;
+        c.zero_points = cases[ci].zp;
+        c.wtype = c.zero_points ? MPL_WTYPE_UINT2 : MPL_WTYPE_UINT2B2;
+        c.act_order = cases[ci].act_order;
+        assert_true(mpl_cuda_w4a16_halves_fits(&c));
+        mpl_canonical w, back;
+        random_canonical(&w, &c, &r, cases[ci].scale_kind);
+        mpl_cuda_w4a16_layout l;
+        assert_int_equal(mpl_cuda_w4a16_pack_halves(&c, &w, &l), MPL_OK);
+        assert_int_equal(l.halves, 1);
+        assert_int_equal(l.k, c.k);
+        assert_int_equal(l.k_pad, c.k / 2);
+        assert_int_equal(mpl_cuda_w4a16_qweight_bytes(&l), (size_t)(l.n_pad * c.k / 4));
+        assert_int_equal(l.zeros != NULL, c.zero_points);
+        assert_int_equal(mpl_cuda_w4a16_unpack(&l, c.act_order, &back), MPL_OK);
+        assert_memory_equal(back.codes, w.codes, (size_t)(w.n * w.k));
+        assert_memory_equal(back.scales, w.scales, (size_t)(w.n * w.groups) * sizeof(float));
+        if (w.zeros) assert_memory_equal(back.zeros, w.zeros, (size_t)(w.n * w.groups));
+        if (w.g_idx) assert_memory_equal(back.perm, w.perm, (size_t)w.k * sizeof(int32_t));
+        mpl_canonical_free(&back);
+        mpl_cuda_w4a16_layout_free(&l);
+        mpl_canonical_free(&w);
+    }
+    /* bits: code 3 at (n, k) among codes 2, in the nibble of (n, packed 64 (k / 128) + k % 64) at bits 2 ((k / 64) & 1) */
+    mpl_config c;
+    mpl_config_init(&c, 256, 40);
+    c.wtype = MPL_WTYPE_UINT2B2;
+    mpl_canonical w;
+    assert_int_equal(mpl_canonical_alloc(&w, &c), MPL_OK);
+    for (int64_t i = 0; i < w.n * w.groups; i++) w.scales[i] = 1.0f;
+    static const struct {
+        int n, k;
+    } at[] = {{0, 0}, {0, 64}, {9, 70}, {15, 127}, {39, 99}, {16, 200}, {1, 255}};
+    for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
+        memset(w.codes, 2, (size_t)(w.n * w.k));
+        w.codes[at[i].n * w.k + at[i].k] = 3;
+        mpl_cuda_w4a16_layout l;
+        assert_int_equal(mpl_cuda_w4a16_pack_halves(&c, &w, &l), MPL_OK);
+        const int64_t p = at[i].k / 128 * 64 + at[i].k % 64;
+        const int r16 = at[i].n % 16, col = (int)(p % 64) % 16, rem = col & 3;
+        const int lane = (r16 & 7) * 4 + (col >> 2), nib = (r16 >> 3) | ((rem >> 1) << 1) | ((rem & 1) << 2);
+        assert_int_equal(mpl_cuda_w4a16_nibble_row(lane, nib), r16);
+        assert_int_equal(mpl_cuda_w4a16_nibble_col(lane, nib), col);
+        const size_t word = mpl_cuda_w4a16_word_index(&l, at[i].n / 16, p / 64, lane, (int)(p % 64) / 16);
+        const uint32_t nv = (at[i].k / 64) & 1 ? 0x2u | 3u << 2 : 3u | 0x2u << 2;
+        const uint32_t expect = (0xaaaaaaaau & ~(0xfu << (4 * nib))) | nv << (4 * nib);
+        if (l.qweight[word] != expect)
+            fail_msg("halves (n=%d, k=%d): word %zu = 0x%08x, want 0x%08x", at[i].n, at[i].k, word, l.qweight[word], expect);
+        mpl_cuda_w4a16_layout_free(&l);
+    }
+    mpl_canonical_free(&w);
+    /* refused shapes: k not a multiple of 128, groups of 64, a 3-bit type */
+    static const struct {
+        int64_t k, gs;
+        mpl_wtype t;
+        const char *says;
+    } bad[] = {{960, -1, MPL_WTYPE_UINT2B2, "k = 960"}, {1024, 64, MPL_WTYPE_UINT2, "group size 64"},
+               {1024, 128, MPL_WTYPE_UINT3B4, "uint3b4"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        mpl_config_init(&c, bad[i].k, 16);
+        c.group_size = bad[i].gs;
+        c.wtype = bad[i].t;
+        c.zero_points = mpl_wtype_zero_points(bad[i].t);
+        assert_false(mpl_cuda_w4a16_halves_fits(&c));
+        assert_int_equal(mpl_canonical_alloc(&w, &c), MPL_OK);
+        for (int64_t j = 0; j < w.n * w.groups; j++) w.scales[j] = 1.0f;
+        mpl_cuda_w4a16_layout l;
+        assert_int_equal(mpl_cuda_w4a16_pack_halves(&c, &w, &l), MPL_ERR_INVALID_ARGUMENT);
+        if (!strstr(mpl_last_error(), bad[i].says)) fail_msg("halves refusal '%s' should say '%s'", mpl_last_error(), bad[i].says);
+        mpl_canonical_free(&w);
+    }
+}
+
+/*
  * Path cuda_w4a16:wg's SPLIT dequantization (bf16 activations, f16 scales; src/kernels/cuda/w4a16_wg.cu):
  * s = hi + lo with hi = bf16(s) and lo = bf16(s - hi), then w^ = fma.bf16(v, hi, v * lo). Claimed: lo is
  * exact (s - hi fits bf16), v * lo is exact in bf16 for every integer weight v in [-15, 15], and the
@@ -343,10 +438,22 @@ static int expected_streamk(int64_t m, int64_t k, int64_t n) {
     return 0;
 }
 
+/* 2-bit layers on cc 9.0 with k % 128 == 0 and groups of 128k (or one) are packed in halves (cuda_w4a16.c,
+ * packs_halves): no tc, no skinny-rounded; skinny to 8 (16 from K = 8192), then wg-streamk where its rule says
+ * (without zero points), wg to 512, dq after */
+static int halves_case(int64_t k, int64_t gs, int cc, int zp) {
+    const mpl_wtype t = zp ? g_asym : g_sym;
+    return !g_w8 && cc == 90 && (t == MPL_WTYPE_UINT2B2 || t == MPL_WTYPE_UINT2) && k % 128 == 0 && (gs == -1 || gs % 128 == 0);
+}
+
 static const char *expected_default(int64_t m, int64_t k, int64_t n, int64_t gs, int cc, mpl_act act, int zp) {
+    if (halves_case(k, gs, cc, zp)) {
+        if (m <= (k >= 8192 ? 16 : 8)) return "cuda_w4a16:skinny";
+        if (!zp && expected_streamk(m, k, n)) return "cuda_w4a16:wg-streamk";
+        return m <= 512 ? "cuda_w4a16:wg" : "cuda_w4a16:dq";
+    }
     /* skinny-rounded comes first with skinny's range and takes bf16 uint4b8 */
     const int w8wg = g_w8 && cc == 90 && k % 64 == 0;
-    (void)gs;
     const int64_t skinny_top = w8wg && n > k ? (n >= 16384 ? 3 : 8) : (g_w8 ? 2 * k : k) >= 8192 ? 16 : 8;
     if (m <= skinny_top)
         return act == MPL_ACT_BF16 && !zp && !g_w8 ? "cuda_w4a16:skinny-rounded" : "cuda_w4a16:skinny";
@@ -580,6 +687,43 @@ static void path_refusals(void **state) {
     assert_int_equal(mpl_choose_path(&c, &o, 1, &got), MPL_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(mpl_last_error(), "cuda_w4a16:tc"));
     o.kernel = NULL;
+
+    /* 2-bit halves (cc 9.0, k % 128 == 0, groups of 128k or one): tc and skinny-rounded refuse them, naming the halves;
+     * the default goes skinny -> wg (no tc) -> dq; off 9.0, and with groups of 64, the 4-bit codes keep every path */
+    {
+        mpl_config h = c;
+        h.wtype = MPL_WTYPE_UINT2B2;
+        h.act = MPL_ACT_BF16;
+        fake_gpus(1, 90);
+        static const char *no[] = {"cuda_w4a16:tc", "cuda_w4a16:skinny-rounded"};
+        for (int i = 0; i < 2; i++) {
+            assert_int_equal(mpl_check(&h, &o, no[i], &v), MPL_OK);
+            assert_int_equal(v.reason, MPL_REASON_WEIGHT_TYPE);
+            if (!strstr(v.message, no[i]) || !strstr(v.message, "halves") || !strstr(v.message, "uint2b2"))
+                fail_msg("halves: %s refusal '%s' should name the path, the type and the halves", no[i], v.message);
+        }
+        static const struct {
+            int64_t m;
+            const char *want;
+        } hm[] = {{1, "cuda_w4a16:skinny"}, {8, "cuda_w4a16:skinny"}, {9, "cuda_w4a16:wg"}, {32, "cuda_w4a16:wg"},
+                  {512, "cuda_w4a16:wg"}, {513, "cuda_w4a16:dq"}};
+        for (size_t i = 0; i < sizeof hm / sizeof hm[0]; i++) {
+            assert_int_equal(mpl_choose_path(&h, &o, hm[i].m, &got), MPL_OK);
+            if (!got || strcmp(got, hm[i].want)) fail_msg("halves m %lld: %s, want %s", (long long)hm[i].m, got ? got : "no path", hm[i].want);
+        }
+        h.group_size = 64; /* 4-bit codes: tc and skinny-rounded again */
+        assert_int_equal(mpl_check(&h, &o, "cuda_w4a16:tc", &v), MPL_OK);
+        assert_int_equal(v.reason, MPL_REASON_OK);
+        assert_int_equal(mpl_choose_path(&h, &o, 1, &got), MPL_OK);
+        assert_string_equal(got, "cuda_w4a16:skinny-rounded");
+        h.group_size = 128;
+        fake_gpus(1, 89);
+        assert_int_equal(mpl_check(&h, &o, "cuda_w4a16:tc", &v), MPL_OK);
+        assert_int_equal(v.reason, MPL_REASON_OK);
+        assert_int_equal(mpl_choose_path(&h, &o, 9, &got), MPL_OK);
+        assert_string_equal(got, "cuda_w4a16:tc");
+        fake_gpus(1, 90);
+    }
 
     /* 8-bit on cc 9.0 (H200 v17, H100 v19, v20): layers with n > k leave skinny for wg at m = 4 where n >= 16384, at 9
      * below; n <= k keep skinny to 16; wg to 256 (wg-streamk first on the wide 70B layers from m = 33), dq after;
@@ -910,6 +1054,8 @@ static const int64_t all_m[] = {1, 2, 7, 8, 9, 16, 17, 64, 65, 257, 1024};
  * 8-bit layers take wg, wg-streamk and dq only with k % 64 == 0. */
 static int refused(const dcase *d, const char *path) {
     if (!strcmp(path, "cuda_w4a16:skinny-rounded") && (d->act != MPL_ACT_BF16 || d->zp || g_w8)) return 1;
+    if ((!strcmp(path, "cuda_w4a16:skinny-rounded") || !strcmp(path, "cuda_w4a16:tc")) && halves_case(d->k, d->gs, g_cc, d->zp))
+        return 1;
     if (g_w8 && (!strcmp(path, "cuda_w4a16:dq") || !strcmp(path, "cuda_w4a16:wg") || !strcmp(path, "cuda_w4a16:wg-streamk")) &&
         d->k % 64 != 0)
         return 1;
@@ -1135,6 +1281,45 @@ static int device_matrix_body(void) {
                 bad += !run_forced(&nc[i], 65, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:dq", 0), cases++;
         g_tune = mpl_cuda_w4a16_tuning_default;
     }
+    /* 2-bit in halves (cc 9.0; k % 128 == 0, groups of 128k or one): every path that reads them, default and forced,
+     * at every m boundary (skinny's one and two token tiles, wg's token tiles 16 / 32 / 64 / 128 and its exact and
+     * rounded forms, wg-streamk, dq), both activation types, exact and random data, zero points (uint2) and not
+     * (uint2b2, zero 2), act-order, group 128 / 256 / -1, f16 / bf16 / f32 scales, N tails, bias; on a wide layer
+     * skinny's four row tiles with split-K 1 and 2 and wg-streamk's few persistent blocks; dq with several slabs
+     * (cases off cc 9.0 run the 4-bit codes, as above) */
+    g_sym = MPL_WTYPE_UINT2B2, g_asym = MPL_WTYPE_UINT2;
+    {
+        const dcase hv[] = {
+            {1024, 264, 128, 0, 0, MPL_ACT_BF16, EX, BF16, G, 1}, {1280, 72, 256, 1, 1, MPL_ACT_F16, RN, F16, G, 0},
+            {768, 200, -1, 0, 0, MPL_ACT_BF16, RN, F32, G, 1},    {2048, 1032, 128, 1, 0, MPL_ACT_BF16, RN, F16, MPL_LAYOUT_CT, 1},
+            {1024, 136, 128, 0, 1, MPL_ACT_F16, EX, F16, G, 1},
+        };
+        const int64_t hv_m[] = {1, 8, 9, 16, 17, 32, 33, 64, 65, 129, 513};
+        for (size_t i = 0; i < sizeof hv / sizeof hv[0]; i++)
+            bad += run_ms(&hv[i], hv_m, (int)(sizeof hv_m / sizeof hv_m[0]), seed, &cases);
+        const dcase hw = {8192, 6656, 128, 0, 0, MPL_ACT_BF16, RN, BF16, G, 1};
+        const int64_t hw_m[] = {1, 9, 16};
+        for (int j = 0; j < 3; j++) {
+            uint64_t s = tu_case_seed(seed, (uint64_t)cases++);
+            bad += !run_forced(&hw, hw_m[j], s, "cuda_w4a16:skinny", 0);
+            bad += !run_forced(&hw, hw_m[j], s, "cuda_w4a16:skinny", 2), cases++;
+        }
+        for (int b = 1; b <= 7; b += 3) {
+            g_tune.wg_blocks = b;
+            bad += !run_forced(&hw, 65, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
+            bad += !run_forced(&hv[3], 200, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
+        }
+        g_tune = mpl_cuda_w4a16_tuning_default;
+        for (int ov = 0; ov <= 1; ov++) {
+            g_tune.dq_slab_bytes = (size_t)16 << 10;
+            g_tune.dq_overlap = ov;
+            for (size_t i = 0; i < 3; i++)
+                bad += !run_forced(&hv[i], 65, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:dq", 0), cases++;
+            g_tune = mpl_cuda_w4a16_tuning_default;
+        }
+        for (int j = 1; j <= 4; j *= 2) /* wg's split-K through a cluster */
+            bad += !run_forced(&hv[3], 64, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg", j), cases++;
+    }
     g_sym = MPL_WTYPE_UINT4B8, g_asym = MPL_WTYPE_UINT4;
     /* tensor-parallel slices (N, K not multiples of 128), default paths with forced split-K 1 and 3 */
     const dcase tp[] = {
@@ -1226,6 +1411,7 @@ static void skip_no_cuda(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(layout_round_trip),
+        cmocka_unit_test(layout_halves),
         cmocka_unit_test(layout_bit_positions),
         cmocka_unit_test(wg_split_scale_exact),
         cmocka_unit_test_teardown(refusals, reset),

@@ -73,6 +73,60 @@ static void pack_rows(void *ctx, int tid, int nthreads) {
 
 static mpl_status pack4(const mpl_config *c, const mpl_canonical *w, mpl_cuda_w4a16_layout *out);
 
+/* Halves: nibble (row, packed position p of chunk v) = the 2-bit codes of channels 128 v + p % 64 (bits 0-1) and
+ * 128 v + 64 + p % 64 (bits 2-3), after the act-order sort; padding rows hold code 2 twice (uint2b2's zero). */
+static void pack_rows_halves(void *ctx, int tid, int nthreads) {
+    const pack_job *job = ctx;
+    mpl_cuda_w4a16_layout *l = job->l;
+    const mpl_canonical *w = job->w;
+    int64_t NT = l->n_pad / MPL_CUDA_W4A16_NT, KC = l->k_pad / MPL_CUDA_W4A16_KC;
+    for (int64_t nt = NT * tid / nthreads; nt < NT * (tid + 1) / nthreads; nt++)
+        for (int64_t kc = 0; kc < KC; kc++)
+            for (int lane = 0; lane < 32; lane++)
+                for (int j = 0; j < 4; j++) {
+                    uint32_t word = 0;
+                    for (int i = 0; i < 8; i++) {
+                        int64_t n = nt * MPL_CUDA_W4A16_NT + mpl_cuda_w4a16_nibble_row(lane, i);
+                        int64_t lo = 2 * kc * MPL_CUDA_W4A16_KC + 16 * j + mpl_cuda_w4a16_nibble_col(lane, i);
+                        int64_t hi = lo + MPL_CUDA_W4A16_KC;
+                        uint32_t nib = 0xau;
+                        if (n < w->n)
+                            nib = (uint32_t)(w->codes[n * w->k + (w->perm ? w->perm[lo] : lo)] & 3u) |
+                                  (uint32_t)(w->codes[n * w->k + (w->perm ? w->perm[hi] : hi)] & 3u) << 2;
+                        word |= nib << (4 * i);
+                    }
+                    l->qweight[mpl_cuda_w4a16_word_index(l, nt, kc, lane, j)] = word;
+                }
+}
+
+mpl_status mpl_cuda_w4a16_pack_halves(const mpl_config *c, const mpl_canonical *w, mpl_cuda_w4a16_layout *out) {
+    memset(out, 0, sizeof *out);
+    if (!mpl_cuda_w4a16_halves_fits(c) || w->k != c->k ||
+        (w->groups > 1 && w->group_size % (2 * MPL_CUDA_W4A16_KC) != 0))
+        return mpl_set_error(MPL_ERR_INVALID_ARGUMENT,
+                             "cuda_w4a16 pack (halves): weight type %s, k = %lld, group size %lld: needs uint2b2 or "
+                             "uint2, k a multiple of 128 and group size -1 or a multiple of 128",
+                             mpl_wtype_name(w->wtype), (long long)w->k, (long long)w->group_size);
+    /* scales, zeros and perm as the 4-bit layer of the same K (its 4-bit qweight replaced below) */
+    mpl_status st = pack4(c, w, out);
+    if (st != MPL_OK) return st;
+    mpl_cuda_w4a16_layout *l = out;
+    free(l->qweight);
+    l->halves = 1;
+    l->k_pad = w->k / 2;
+    l->qweight = malloc(mpl_cuda_w4a16_qweight_bytes(l));
+    if (!l->qweight) {
+        mpl_cuda_w4a16_layout_free(l);
+        return mpl_set_error(MPL_ERR_OUT_OF_MEMORY, "cuda_w4a16 pack (halves): cannot allocate %zu bytes of packed weights",
+                             (size_t)(l->n_pad * l->k_pad / 2));
+    }
+    pack_job job = {.l = l, .w = w};
+    int64_t NT = l->n_pad / MPL_CUDA_W4A16_NT;
+    int threads = mpl_pool_size();
+    mpl_parallel_run(threads < NT ? threads : (int)NT, pack_rows_halves, &job);
+    return MPL_OK;
+}
+
 /*
  * 8-bit as two 4-bit planes: the canonical form of the 2k-channel uint4 layer (mpl_canonical_planes, shared with
  * vulkan_w4a16; codes already in packed order, so it carries no perm of its own), packed as 4-bit, then the layout's
@@ -225,8 +279,30 @@ static mpl_status unpack8(const mpl_cuda_w4a16_layout *l, int act_order, mpl_can
     return act_order ? mpl_canonical_restore_act_order(out, l->perm) : MPL_OK;
 }
 
+static mpl_status unpack_common(const mpl_cuda_w4a16_layout *l, int act_order, mpl_canonical *out);
+
+/* Halves back to 2-bit codes: channel ch (sorted) is bits 2 ((ch / 64) & 1) of packed position 64 (ch / 128) + ch % 64. */
+static mpl_status unpack_halves(const mpl_cuda_w4a16_layout *l, int act_order, mpl_canonical *out) {
+    mpl_config c;
+    mpl_config_init(&c, l->k, l->n);
+    c.wtype = l->wtype;
+    c.group_size = l->cfg_group_size;
+    c.zero_points = l->zeros != NULL;
+    c.act_order = act_order;
+    mpl_status st = mpl_canonical_alloc(out, &c);
+    if (st != MPL_OK) return st;
+    for (int64_t n = 0; n < l->n; n++)
+        for (int64_t ch = 0; ch < l->k; ch++) {
+            const int64_t p = ch / (2 * MPL_CUDA_W4A16_KC) * MPL_CUDA_W4A16_KC + ch % MPL_CUDA_W4A16_KC;
+            const unsigned code = (nibble_at(l, n, p) >> (2 * ((ch / MPL_CUDA_W4A16_KC) & 1))) & 3u;
+            out->codes[n * l->k + (l->perm ? l->perm[ch] : ch)] = (uint8_t)code;
+        }
+    return unpack_common(l, act_order, out);
+}
+
 mpl_status mpl_cuda_w4a16_unpack(const mpl_cuda_w4a16_layout *l, int act_order, mpl_canonical *out) {
     if (l->planes == 2) return unpack8(l, act_order, out);
+    if (l->halves) return unpack_halves(l, act_order, out);
     mpl_config c;
     mpl_config_init(&c, l->k, l->n);
     c.wtype = l->wtype;
@@ -249,6 +325,11 @@ mpl_status mpl_cuda_w4a16_unpack(const mpl_cuda_w4a16_layout *l, int act_order, 
                         out->codes[n * l->k + kk] = (uint8_t)mpl_code4_back(l->wtype, (word >> (4 * i)) & 15u);
                     }
                 }
+    return unpack_common(l, act_order, out);
+}
+
+/* Scales, zeros and the act-order restore of a one-plane layout (4-bit codes or halves), codes already in out. */
+static mpl_status unpack_common(const mpl_cuda_w4a16_layout *l, int act_order, mpl_canonical *out) {
     for (int64_t n = 0; n < l->n; n++)
         for (int64_t g = 0; g < l->groups; g++) {
             size_t at = mpl_cuda_w4a16_plane_index(l, g, n);

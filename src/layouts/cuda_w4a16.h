@@ -23,8 +23,10 @@ _Static_assert(1 << MPL_CUDA_W4A16_KC_SHIFT == MPL_CUDA_W4A16_KC, "KC_SHIFT is l
 typedef struct mpl_cuda_w4a16_layout {
     int64_t k_in;            /* the layer's input channels */
     int planes;              /* 1: 4-bit codes; 2: 8-bit codes as a low- and a high-nibble plane along K */
-    int64_t k, n;            /* packed input channels (planes * k_in) and the layer's outputs */
-    int64_t k_pad, n_pad;    /* k rounded up to MPL_CUDA_W4A16_KC, n rounded up to MPL_CUDA_W4A16_N_ALIGN */
+    int halves;              /* 1: 2-bit codes, two per nibble ("halves": mpl_cuda_w4a16_pack_halves); else 0 */
+    int64_t k, n;            /* x's row length (planes * k_in; k_in for halves) and the layer's outputs */
+    int64_t k_pad, n_pad;    /* packed positions: k rounded up to MPL_CUDA_W4A16_KC (halves: k / 2), and n rounded
+                                up to MPL_CUDA_W4A16_N_ALIGN */
     int64_t cfg_group_size;  /* as configured (-1 or a divisor of k) */
     int64_t group_size;      /* effective (k when -1) */
     int64_t groups;
@@ -56,6 +58,22 @@ size_t mpl_cuda_w4a16_zeros_bytes(const mpl_cuda_w4a16_layout *l);
  * (docs/layouts/cuda_w4a16.md, "8-bit: two planes").
  */
 mpl_status mpl_cuda_w4a16_pack(const mpl_config *c, const mpl_canonical *w, mpl_cuda_w4a16_layout *out);
+/*
+ * 2-bit weights (uint2b2, uint2 with zero points) in halves: the 4-bit block layout over k / 2 packed positions,
+ * nibble (row, packed channel 64 v + j) = code(row, 128 v + j) | code(row, 128 v + 64 + j) << 2 (channels after the
+ * act-order sort), so a 4-bit block carries two chunks of 64 channels, each read with a mask (w & 0x33333333,
+ * (w >> 2) & 0x33333333) as 4-bit codes 0..3 against its own x chunk. Scales and zeros as for 4-bit, per real group
+ * (a packed chunk lies in one group: mpl_cuda_w4a16_halves_fits); uint2b2 has no zero plane (its zero is 2). One
+ * byte per four weights (docs/layouts/cuda_w4a16.md, "2-bit: halves").
+ */
+mpl_status mpl_cuda_w4a16_pack_halves(const mpl_config *c, const mpl_canonical *w, mpl_cuda_w4a16_layout *out);
+/* Whether a config's shape allows halves: a 2-bit type, k a multiple of 128 (whole packed chunks), group size -1 or
+ * a multiple of 128 (both chunks of a block in one group). The descriptor packs halves where this holds on
+ * compute capability 9.0 (cuda_w4a16.c, packs_halves). */
+static inline bool mpl_cuda_w4a16_halves_fits(const mpl_config *c) {
+    return (c->wtype == MPL_WTYPE_UINT2B2 || c->wtype == MPL_WTYPE_UINT2) && c->k % (2 * MPL_CUDA_W4A16_KC) == 0 &&
+           (c->group_size == -1 || c->group_size % (2 * MPL_CUDA_W4A16_KC) == 0);
+}
 /* The inverse: canonical codes, scales (exact), zeros and g_idx (act-order resolved). */
 mpl_status mpl_cuda_w4a16_unpack(const mpl_cuda_w4a16_layout *l, int act_order, mpl_canonical *out);
 void mpl_cuda_w4a16_layout_free(mpl_cuda_w4a16_layout *l);

@@ -46,14 +46,28 @@ static bool packs_uint4b8(const mpl_config *c) {
            c->wtype == MPL_WTYPE_UINT2B2;
 }
 
+/*
+ * 2-bit layers in halves (two codes per nibble, one byte per four weights; docs/layouts/cuda_w4a16.md "2-bit:
+ * halves"): on compute capability 9.0, where wg serves the m between skinny and dq, when the shape allows
+ * (mpl_cuda_w4a16_halves_fits: k % 128 == 0, group size -1 or a multiple of 128). skinny, wg, wg-streamk and dq read
+ * halves; tc and skinny-rounded refuse such layers. Elsewhere 2-bit layers keep 4-bit codes, which every path reads.
+ */
+static bool packs_halves(const mpl_config *c, const mpl_platform *p) {
+    return p->cuda_cc == 90 && mpl_cuda_w4a16_halves_fits(c);
+}
+
 /* skinny-rounded rounds each weight once to bf16 (round(w * s), the issue-12 contract): bf16 activations and
  * the types stored as uint4b8 only (with zero points, -z s is not exact in bf16 and the form would round twice). */
 static mpl_reason skinny_rounded_can_implement(const mpl_config *c, const mpl_platform *p, char *msg, size_t cap) {
-    (void)p;
     if (c->act != MPL_ACT_BF16)
         return mpl_refuse(msg, cap, MPL_REASON_ACT_TYPE,
                           "activation type %s: cuda_w4a16:skinny-rounded takes bf16 (f16 keeps skinny's offset form)",
                           mpl_act_name(c->act));
+    if (packs_halves(c, p))
+        return mpl_refuse(msg, cap, MPL_REASON_WEIGHT_TYPE,
+                          "weight type %s, k = %lld, group size %lld on compute capability 9.0: packed in halves (2-bit "
+                          "codes, two per nibble), which cuda_w4a16:skinny-rounded does not read (skinny does)",
+                          mpl_wtype_name(c->wtype), (long long)c->k, (long long)c->group_size);
     if (c->zero_points || !packs_uint4b8(c))
         return mpl_refuse(msg, cap, MPL_REASON_ZERO_POINTS,
                           "weight type %s%s: cuda_w4a16:skinny-rounded takes the types packed as uint4b8 (uint4b8, int4, "
@@ -110,6 +124,18 @@ static mpl_reason wg_sk_can_implement(const mpl_config *c, const mpl_platform *p
  * level: 8B gate_up 289.3 vs 343.7, 70B qkv 214.5 vs 328.9, 70B gate_up 1132.9 vs 1127.5). */
 static void wg_m_range(const mpl_config *c, const mpl_platform *p, int64_t *m_min, int64_t *m_max) {
     if (is_w8(c)) *m_min = skinny_max_m(c, p) + 1, *m_max = 256;
+    /* halves: no tc, so wg from where skinny stops (to 512, as 4-bit) */
+    if (packs_halves(c, p)) *m_min = skinny_max_m(c, p) + 1;
+}
+
+/* tc reads 4-bit codes and planes only. */
+static mpl_reason tc_can_implement(const mpl_config *c, const mpl_platform *p, char *msg, size_t cap) {
+    if (packs_halves(c, p))
+        return mpl_refuse(msg, cap, MPL_REASON_WEIGHT_TYPE,
+                          "weight type %s, k = %lld, group size %lld on compute capability 9.0: packed in halves (2-bit "
+                          "codes, two per nibble), which cuda_w4a16:tc does not read (skinny, wg and dq do)",
+                          mpl_wtype_name(c->wtype), (long long)c->k, (long long)c->group_size);
+    return MPL_REASON_OK;
 }
 
 /*
@@ -255,6 +281,7 @@ static const mpl_path_desc paths[NPATHS] = {
         .m_min = 1, .m_max = MPL_M_ANY, .m_limit = MPL_M_ANY,
         .why = "the fallback: every m no row above serves (m = 9..32, and 33..160 off cc 9.0; H200 v3-v6 "
                "crossovers above); 200-290 TFLOP/s at large m (0.25-0.42x of cuBLAS)",
+        .can_implement = tc_can_implement,
     },
 };
 
@@ -370,7 +397,7 @@ static void destroy(void *pp) {
 static size_t align256(size_t v) { return (v + 255) & ~(size_t)255; }
 
 /* pack's body, with the layer's device current. */
-static mpl_status pack_on_device(const mpl_config *c, const mpl_canonical *w, int device, uint32_t enabled,
+static mpl_status pack_on_device(const mpl_config *c, const mpl_canonical *w, int device, uint32_t enabled, bool halves,
                                  packed_layer *p) {
     int major = 0, minor = 0, pools = 0;
     cudaError_t e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
@@ -385,11 +412,12 @@ static mpl_status pack_on_device(const mpl_config *c, const mpl_canonical *w, in
                              "memory pools",
                              device, major, minor, pools ? "" : " and no memory pools");
     mpl_cuda_w4a16_layout host;
-    mpl_status st = mpl_cuda_w4a16_pack(c, w, &host);
+    mpl_status st = halves ? mpl_cuda_w4a16_pack_halves(c, w, &host) : mpl_cuda_w4a16_pack(c, w, &host);
     if (st != MPL_OK) return st;
     p->meta = host;
     p->meta.qweight = NULL, p->meta.scales = p->meta.scales_lo = NULL, p->meta.zeros = NULL, p->meta.perm = NULL;
-    p->gs16 = host.groups == 1 ? MPL_CUDA_W4A16_ONE_GROUP : (int)(host.group_size / 16);
+    /* the kernels count k16 steps of packed positions: a halves layer's group spans group size / 2 of them */
+    p->gs16 = host.groups == 1 ? MPL_CUDA_W4A16_ONE_GROUP : (int)(host.group_size / (host.halves ? 32 : 16));
     size_t bq = mpl_cuda_w4a16_qweight_bytes(&host), plane = (size_t)host.groups * (size_t)host.n_pad;
     size_t bs = plane * 2, bl = host.scales_lo ? plane * 2 : 0, bz = host.zeros ? plane : 0;
     size_t bp = host.perm ? (size_t)host.k * 4 : 0;
@@ -451,7 +479,7 @@ static mpl_status pack(const mpl_config *c, const mpl_canonical *w, const mpl_pl
     cudaError_t e = cudaGetDevice(&prev);
     if (e == cudaSuccess && prev != device) e = cudaSetDevice(device);
     mpl_status st = e != cudaSuccess ? cuda_fail(e, device, "selecting the layer's device")
-                                     : pack_on_device(c, w, device, enabled, p);
+                                     : pack_on_device(c, w, device, enabled, packs_halves(c, plat), p);
     if (st != MPL_OK) free_device_state(p);
     if (prev >= 0 && prev != device) cudaSetDevice(prev);
     (void)cudaGetLastError();
@@ -753,6 +781,7 @@ static mpl_status run_path(const packed_layer *p, int path, int m, const void *x
         .skinny_nw = t->skinny_nw,
         .wg_map = p->wg_state == 0 ? p->wg_map : NULL,
         .planes_k = p->meta.planes == 2 ? (int)p->meta.k_in : 0,
+        .halves = p->meta.halves,
         .wg_blocks = t->wg_blocks,
     };
     int e;

@@ -50,11 +50,13 @@ struct ActF16 {
     /* Per-row additive constants: row g (first form) and row g+8 (second form). */
     __device__ static __forceinline__ uint32_t add_row_g(uint32_t z) { return (0xE400u + z) * 0x10001u; }
     __device__ static __forceinline__ uint32_t add_row_g8(uint32_t z) { return (0xD400u + 16u * z) * 0x10001u; }
+    /* M: the code bits of a nibble (15; 3 for a halves layer's 2-bit code, after a shift of 0 or 2) */
+    template <uint32_t M = 15u>
     __device__ static __forceinline__ void dequant(uint32_t w, uint32_t add_g, uint32_t add_g8, uint32_t a[4]) {
-        const uint32_t ONE = 0x3C003C00u, SIXTEENTH = 0x2C002C00u, MAGIC = 0x64006400u;
+        const uint32_t ONE = 0x3C003C00u, SIXTEENTH = 0x2C002C00u, MAGIC = 0x64006400u, L = M * 0x10001u;
         uint32_t w8 = w >> 8;
-        uint32_t q0 = and_or(w, 0x000f000fu, MAGIC), q1 = and_or(w, 0x00f000f0u, MAGIC);
-        uint32_t q2 = and_or(w8, 0x000f000fu, MAGIC), q3 = and_or(w8, 0x00f000f0u, MAGIC);
+        uint32_t q0 = and_or(w, L, MAGIC), q1 = and_or(w, L << 4, MAGIC);
+        uint32_t q2 = and_or(w8, L, MAGIC), q3 = and_or(w8, L << 4, MAGIC);
         asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(a[0]) : "r"(q0), "r"(ONE), "r"(add_g));
         asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(a[1]) : "r"(q1), "r"(SIXTEENTH), "r"(add_g8));
         asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(a[2]) : "r"(q2), "r"(ONE), "r"(add_g));
@@ -70,13 +72,14 @@ struct ActF16 {
     static constexpr float G8_SCALE = 0.0625f;
     __device__ static __forceinline__ float off_g(uint32_t z) { return 1024.0f + (float)z; }
     __device__ static __forceinline__ float off_g8(uint32_t z) { return 1024.0f + 16.0f * (float)z; }
+    template <uint32_t M = 15u>
     __device__ static __forceinline__ void dequant_off(uint32_t w, uint32_t a[4]) {
-        const uint32_t MAGIC = 0x64006400u;
+        const uint32_t MAGIC = 0x64006400u, L = M * 0x10001u;
         uint32_t w8 = w >> 8;
-        a[0] = and_or(w, 0x000f000fu, MAGIC);
-        a[1] = and_or(w, 0x00f000f0u, MAGIC);
-        a[2] = and_or(w8, 0x000f000fu, MAGIC);
-        a[3] = and_or(w8, 0x00f000f0u, MAGIC);
+        a[0] = and_or(w, L, MAGIC);
+        a[1] = and_or(w, L << 4, MAGIC);
+        a[2] = and_or(w8, L, MAGIC);
+        a[3] = and_or(w8, L << 4, MAGIC);
     }
     __device__ static __forceinline__ void mma(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
         asm volatile(
@@ -98,8 +101,9 @@ struct ActBF16 {
     static constexpr int id = MPL_CUDA_W4A16_ACT_BF16;
     __device__ static __forceinline__ uint32_t add_row_g(uint32_t z) { return (0xC300u + z) * 0x10001u; }
     __device__ static __forceinline__ uint32_t add_row_g8(uint32_t z) { return (0xC300u + z) * 0x10001u; }
+    template <uint32_t M = 15u>
     __device__ static __forceinline__ void dequant(uint32_t w, uint32_t add_g, uint32_t add_g8, uint32_t a[4]) {
-        const uint32_t ONE = 0x3F803F80u, MAGIC = 0x43004300u, MASK = 0x000f000fu;
+        const uint32_t ONE = 0x3F803F80u, MAGIC = 0x43004300u, MASK = M * 0x10001u;
         uint32_t q0 = and_or(w, MASK, MAGIC), q1 = and_or(w >> 4, MASK, MAGIC);
         uint32_t q2 = and_or(w >> 8, MASK, MAGIC), q3 = and_or(w >> 12, MASK, MAGIC);
         asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(a[0]) : "r"(q0), "r"(ONE), "r"(add_g));
@@ -113,8 +117,9 @@ struct ActBF16 {
     static constexpr float G8_SCALE = 1.0f;
     __device__ static __forceinline__ float off_g(uint32_t z) { return 128.0f + (float)z; }
     __device__ static __forceinline__ float off_g8(uint32_t z) { return 128.0f + (float)z; }
+    template <uint32_t M = 15u>
     __device__ static __forceinline__ void dequant_off(uint32_t w, uint32_t a[4]) {
-        const uint32_t MAGIC = 0x43004300u, MASK = 0x000f000fu;
+        const uint32_t MAGIC = 0x43004300u, MASK = M * 0x10001u;
         a[0] = and_or(w, MASK, MAGIC);
         a[1] = and_or(w >> 4, MASK, MAGIC);
         a[2] = and_or(w >> 8, MASK, MAGIC);
@@ -203,10 +208,11 @@ __device__ __forceinline__ void dequant8(uint32_t wl, uint32_t wh, uint32_t add_
     q[3] = fma16x2(A::id, __byte_perm(o, HI, 0x4341), MUL, add_g8); /* (c3, c7) */
 }
 
-/* Zero points of rows g (low byte) and g+8 (high byte) -> the two additive constants. */
-template <class A, bool ZP>
+/* Zero points of rows g (low byte) and g+8 (high byte) -> the two additive constants (without zero points: 8, the
+ * uint4b8 bias, or Z0 = 2 for a halves layer's uint2b2). */
+template <class A, bool ZP, uint32_t Z0 = 8u>
 __device__ __forceinline__ void zero_consts(uint32_t z16, uint32_t &add_g, uint32_t &add_g8) {
-    uint32_t zg = ZP ? (z16 & 0xffu) : 8u, zg8 = ZP ? (z16 >> 8) : 8u;
+    uint32_t zg = ZP ? (z16 & 0xffu) : Z0, zg8 = ZP ? (z16 >> 8) : Z0;
     add_g = A::add_row_g(zg);
     add_g8 = A::add_row_g8(zg8);
 }

@@ -13,14 +13,17 @@
  * f32 scales) and rounded once to the activation type. 8-bit layers (two 4-bit planes along K): the
  * thread also reads the high plane's 16 bytes and forms code = low + 16 high, zero = zl + 16 zh, with the
  * low plane's scale, so the 16-bit weight is the 8-bit one rounded once (slab width = the layer's k).
+ * Halves (2-bit, HV): the thread's 16 bytes of packed chunk kc hold channel chunks 2 kc (bits 0-1 of each nibble) and
+ * 2 kc + 1 (bits 2-3): it writes both (without zero points the zero is 2, uint2b2's).
  */
 #include "w4a16_common.cuh"
 
 namespace cuda_w4a16 {
 
-template <class A, bool ZP, bool PL>
+template <class A, bool ZP, bool PL, bool HV = false>
 __global__ void __launch_bounds__(256) w4a16_dq_slab(const mpl_cuda_w4a16_args a, int nt0, int ntiles,
                                                      uint16_t *__restrict__ w, int ldw) {
+    static_assert(!(PL && HV), "8-bit planes or 2-bit halves");
     const int KC = a.k_pad >> MPL_CUDA_W4A16_KC_SHIFT;
     /* PL (8-bit, two planes): chunks of the low plane only; the high plane's chunk kc is KCL + kc */
     const int KCL = PL ? a.planes_k >> MPL_CUDA_W4A16_KC_SHIFT : KC;
@@ -47,7 +50,7 @@ __global__ void __launch_bounds__(256) w4a16_dq_slab(const mpl_cuda_w4a16_args a
             const int grp = group_of_step(kc * 4 + j, a.inv_gs16);
             const size_t at = ((size_t)grp * a.n_pad + (size_t)nt * MPL_CUDA_W4A16_NT) / 2 + g; /* rows g, g+8: one word */
             const uint32_t hi = __ldg(sc32 + at), lo = a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32 ? __ldg(sl32 + at) : 0u;
-            const uint32_t zz = ZP ? (uint32_t)__ldg(z16 + at) : 0x0808u;
+            const uint32_t zz = ZP ? (uint32_t)__ldg(z16 + at) : HV ? 0x0202u : 0x0808u;
             const float s0 = scale_value(hi & 0xffffu, lo & 0xffffu, a.scale_fmt);
             const float s1 = scale_value(hi >> 16, lo >> 16, a.scale_fmt);
             int z0 = (int)(zz & 0xffu), z1 = (int)(zz >> 8);
@@ -62,23 +65,43 @@ __global__ void __launch_bounds__(256) w4a16_dq_slab(const mpl_cuda_w4a16_args a
                 z0 += 16 * (int)(zh & 0xffu), z1 += 16 * (int)(zh >> 8);
                 wh = j == 0 ? qh.x : j == 1 ? qh.y : j == 2 ? qh.z : qh.w;
             }
-            /* row g: channels 4t + 0, 1, 2, 3 are nibbles 0, 4, 2, 6; row g+8: nibbles 1, 5, 3, 7 */
-            uint32_t o0[2], o1[2];
+            if constexpr (HV) { /* halves: chunk 2 kc + hh from bits 2 hh of each nibble */
 #pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const int na = h == 0 ? 0 : 2, nb = h == 0 ? 4 : 6; /* row g, channels 2h and 2h+1 */
-                /* 4-bit: the nibble; 8-bit: low + 16 high (exact integers: one rounding of (code - z) s) */
-                const int c0a = (int)((wd >> (4 * na)) & 15u) + (PL ? 16 * (int)((wh >> (4 * na)) & 15u) : 0);
-                const int c0b = (int)((wd >> (4 * nb)) & 15u) + (PL ? 16 * (int)((wh >> (4 * nb)) & 15u) : 0);
-                const int c1a = (int)((wd >> (4 * (na + 1))) & 15u) + (PL ? 16 * (int)((wh >> (4 * (na + 1))) & 15u) : 0);
-                const int c1b = (int)((wd >> (4 * (nb + 1))) & 15u) + (PL ? 16 * (int)((wh >> (4 * (nb + 1))) & 15u) : 0);
-                const float r0a = (float)(c0a - z0) * s0, r0b = (float)(c0b - z0) * s0;
-                const float r1a = (float)(c1a - z1) * s1, r1b = (float)(c1b - z1) * s1;
-                o0[h] = (uint32_t)A::from_float(r0a) | ((uint32_t)A::from_float(r0b) << 16);
-                o1[h] = (uint32_t)A::from_float(r1a) | ((uint32_t)A::from_float(r1b) << 16);
+                for (int hh = 0; hh < 2; hh++) {
+                    const uint32_t wq = wd >> (2 * hh);
+                    const int kh = (2 * kc + hh) * MPL_CUDA_W4A16_KC + 16 * j + 4 * t; /* < a.k: k % 128 == 0 */
+                    uint32_t h0[2], h1[2];
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        const int na = h == 0 ? 0 : 2, nb = h == 0 ? 4 : 6;
+                        const float r0a = (float)((int)((wq >> (4 * na)) & 3u) - z0) * s0, r0b = (float)((int)((wq >> (4 * nb)) & 3u) - z0) * s0;
+                        const float r1a = (float)((int)((wq >> (4 * (na + 1))) & 3u) - z1) * s1;
+                        const float r1b = (float)((int)((wq >> (4 * (nb + 1))) & 3u) - z1) * s1;
+                        h0[h] = (uint32_t)A::from_float(r0a) | ((uint32_t)A::from_float(r0b) << 16);
+                        h1[h] = (uint32_t)A::from_float(r1a) | ((uint32_t)A::from_float(r1b) << 16);
+                    }
+                    if (in0) *reinterpret_cast<uint2 *>(w0 + kh) = make_uint2(h0[0], h0[1]);
+                    if (in1) *reinterpret_cast<uint2 *>(w1 + kh) = make_uint2(h1[0], h1[1]);
+                }
+            } else {
+                /* row g: channels 4t + 0, 1, 2, 3 are nibbles 0, 4, 2, 6; row g+8: nibbles 1, 5, 3, 7 */
+                uint32_t o0[2], o1[2];
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const int na = h == 0 ? 0 : 2, nb = h == 0 ? 4 : 6; /* row g, channels 2h and 2h+1 */
+                    /* 4-bit: the nibble; 8-bit: low + 16 high (exact integers: one rounding of (code - z) s) */
+                    const int c0a = (int)((wd >> (4 * na)) & 15u) + (PL ? 16 * (int)((wh >> (4 * na)) & 15u) : 0);
+                    const int c0b = (int)((wd >> (4 * nb)) & 15u) + (PL ? 16 * (int)((wh >> (4 * nb)) & 15u) : 0);
+                    const int c1a = (int)((wd >> (4 * (na + 1))) & 15u) + (PL ? 16 * (int)((wh >> (4 * (na + 1))) & 15u) : 0);
+                    const int c1b = (int)((wd >> (4 * (nb + 1))) & 15u) + (PL ? 16 * (int)((wh >> (4 * (nb + 1))) & 15u) : 0);
+                    const float r0a = (float)(c0a - z0) * s0, r0b = (float)(c0b - z0) * s0;
+                    const float r1a = (float)(c1a - z1) * s1, r1b = (float)(c1b - z1) * s1;
+                    o0[h] = (uint32_t)A::from_float(r0a) | ((uint32_t)A::from_float(r0b) << 16);
+                    o1[h] = (uint32_t)A::from_float(r1a) | ((uint32_t)A::from_float(r1b) << 16);
+                }
+                if (in0) *reinterpret_cast<uint2 *>(w0 + k) = make_uint2(o0[0], o0[1]);
+                if (in1) *reinterpret_cast<uint2 *>(w1 + k) = make_uint2(o1[0], o1[1]);
             }
-            if (in0) *reinterpret_cast<uint2 *>(w0 + k) = make_uint2(o0[0], o0[1]);
-            if (in1) *reinterpret_cast<uint2 *>(w1 + k) = make_uint2(o1[0], o1[1]);
         }
     }
 }
@@ -93,6 +116,10 @@ static cudaError_t dq_slab_act(const mpl_cuda_w4a16_args *a, int nt0, int ntiles
     if (blocks < 1) blocks = 1;
     if (a->planes_k)
         w4a16_dq_slab<A, true, true><<<(unsigned)blocks, 256, 0, s>>>(*a, nt0, ntiles, w, ldw);
+    else if (a->halves && a->zeros)
+        w4a16_dq_slab<A, true, false, true><<<(unsigned)blocks, 256, 0, s>>>(*a, nt0, ntiles, w, ldw);
+    else if (a->halves)
+        w4a16_dq_slab<A, false, false, true><<<(unsigned)blocks, 256, 0, s>>>(*a, nt0, ntiles, w, ldw);
     else if (a->zeros)
         w4a16_dq_slab<A, true, false><<<(unsigned)blocks, 256, 0, s>>>(*a, nt0, ntiles, w, ldw);
     else

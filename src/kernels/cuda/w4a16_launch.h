@@ -46,6 +46,11 @@ typedef struct mpl_cuda_w4a16_args {
     /* tuning (mpl_cuda_w4a16_tuning, cuda_w4a16.h) */
     int ksplit;                /* blocks along K reducing through a cluster: 0 = the launcher's rule, 1..8 forced */
     int skinny_nw;             /* skinny blocks per warp and chunk (row tiles; FORM_W8: x 2 planes): 0 = by rule, 2 or 4 */
+    /* 2-bit layers in halves (docs/layouts/cuda_w4a16.md "2-bit: halves"): 1 when each nibble holds the codes of two
+     * chunks (packed chunk v: x chunks 2v and 2v + 1; k_pad counts packed positions, k is x's row length, gs16 is
+     * counted in packed k16 steps: group size / 32); skinny, wg and dq read it, tc and skinny-rounded refuse such
+     * layers. Without zero points the zero is 2 (uint2b2). In the struct's padding after skinny_nw: 136 bytes still. */
+    int halves;
     const void *wg_map;        /* wg path: the weight tensor map (MPL_CUDA_W4A16_WG_MAP_BYTES) */
     /* 8-bit layers (two 4-bit planes, docs/layouts/cuda_w4a16.md): the layer's k, where the high-nibble plane
      * starts among the k packed channels; 0 for 4-bit layers. dq, wg and skinny read it (both planes of a chunk
@@ -55,6 +60,11 @@ typedef struct mpl_cuda_w4a16_args {
     int planes_k;
     int wg_blocks;             /* wg-streamk: persistent blocks, 0 = the launcher's rule (w4a16_wg.cu, wg_plan) */
 } mpl_cuda_w4a16_args;
+#ifdef __cplusplus
+static_assert(sizeof(mpl_cuda_w4a16_args) == 136, "the kernels' by-value parameter keeps its measured size");
+#else
+_Static_assert(sizeof(mpl_cuda_w4a16_args) == 136, "the kernels' by-value parameter keeps its measured size");
+#endif
 
 /* gs16 of a layer with one group over K: never reached by a k16 step (K <= 2^24 = 2^20 steps), and a
  * multiple of 4, so "every chunk lies in one group" (gs16 % 4 == 0) holds for it as for groups of 64k. */

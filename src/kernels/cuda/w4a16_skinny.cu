@@ -66,6 +66,28 @@ __device__ __forceinline__ void offset_step(float cg[N][MT][4], float c1[MT][4],
 }
 
 /*
+ * The offset form on a halves layer (FORM_HALVES): word j of each tile carries k16 step j of two chunks, the 2-bit
+ * codes in bits 0-1 (chunk 2v, half h = 0) and 2-3 (chunk 2v + 1, h = 1) of each nibble; half h goes through the
+ * 4-bit offset dequantization with a 2-bit mask (codes 0..3 are 4-bit codes) against that chunk's x fragments xf,
+ * and the all-ones MMA sums its x. Per 8 weights as the 4-bit form: the same MMAs, one shift more for h = 1.
+ */
+template <class A, int N, int MT>
+__device__ __forceinline__ void half_step(float cg[N][MT][4], float c1[MT][4], const uint4 wv[N], int j, int h,
+                                          const uint2 xf[MT]) {
+    const uint32_t ones[4] = {A::ONES, A::ONES, A::ONES, A::ONES};
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        const uint32_t w = j == 0 ? wv[i].x : j == 1 ? wv[i].y : j == 2 ? wv[i].z : wv[i].w;
+        uint32_t af[4];
+        A::template dequant_off<3u>(h ? w >> 2 : w, af);
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) A::mma(cg[i][mt], af, xf[mt].x, xf[mt].y);
+    }
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) A::mma(c1[mt], ones, xf[mt].x, xf[mt].y);
+}
+
+/*
  * The offset form's fold of one row tile: cg holds sum (OFF + code) x over the group's k16 steps, c1 the
  * same steps' sum x (columns 2t, 2t + 1); (sum (OFF + code) x) - (OFF + zero) sum x = sum (code - zero) x,
  * then the group scale, into acc for rows g (e 0, 1) and g + 8 (e 2, 3). hi/lo: the two rows' scales
@@ -165,7 +187,7 @@ __device__ __forceinline__ void rounded_consts(uint32_t hi, uint32_t &mq, uint32
 /* x fragments of one chunk: for each k16 step j and m tile, lane (g, t) holds
  * x[mt*8 + g][c*64 + 16j + 4t .. +3] (zeros past m or k). */
 template <int MT>
-__device__ __forceinline__ void load_x_chunk(const mpl_cuda_w4a16_args &a, int c, int g, int t, uint2 xf[4][MT]) {
+__device__ __forceinline__ void load_x_chunk(const mpl_cuda_w4a16_args &a, int c, int g, int t, uint2 (*xf)[MT]) {
 #pragma unroll
     for (int j = 0; j < 4; j++)
 #pragma unroll
@@ -211,17 +233,21 @@ __device__ __forceinline__ void sk_issue(const mpl_cuda_w4a16_args &a, int nt0, 
  * Each warp runs its own cp.async ring over its chunks (c = first, first + 8, ...): no block
  * barrier in the loop, and STAGES - 1 chunks stay in flight while one is computed.
  */
-/* Inner-loop forms (see sub_step, w8_step): the offset form (f16, and bf16 with zero points), the exact subnormal
- * form (bf16), the rounded subnormal form (bf16, uint4b8, bf16 scales: path cuda_w4a16:skinny-rounded), and the
- * 8-bit form (both planes of a chunk, PL = 2; exact). */
-enum { FORM_OFFSET = 0, FORM_EXACT = 1, FORM_ROUNDED = 2, FORM_W8 = 3 };
+/* Inner-loop forms (see sub_step, w8_step, halves_step): the offset form (f16, and bf16 with zero points), the exact
+ * subnormal form (bf16), the rounded subnormal form (bf16, uint4b8, bf16 scales: path cuda_w4a16:skinny-rounded), the
+ * 8-bit form (both planes of a chunk, PL = 2; exact) and the offset form on a halves layer (2-bit: two x chunks per
+ * packed chunk; exact). */
+enum { FORM_OFFSET = 0, FORM_EXACT = 1, FORM_ROUNDED = 2, FORM_W8 = 3, FORM_HALVES = 4 };
 
 template <class A, bool ZP, int MT, bool CHUNK_GROUP, int NW, int FORM>
 __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a16_args a) {
     constexpr int PL = FORM == FORM_W8 ? 2 : 1;
     using Sh = SkShape<NW, PL>;
-    static_assert(FORM == FORM_OFFSET || FORM == FORM_W8 || A::id == MPL_CUDA_W4A16_ACT_BF16, "subnormal forms: bf16 only");
-    static_assert(FORM == FORM_OFFSET || FORM == FORM_W8 || !ZP, "subnormal forms: uint4b8 only (skinny-rounded refuses zero points)");
+    constexpr bool OFF = FORM == FORM_OFFSET || FORM == FORM_HALVES; /* the offset form's fold (sum x, zero offset) */
+    /* x fragments kept: 4 k16 steps; halves with PREFETCH_X: both x chunks of the packed chunk (else loaded per half) */
+    constexpr int XS = FORM == FORM_HALVES && (MT == 1) ? 8 : 4;
+    static_assert(OFF || FORM == FORM_W8 || A::id == MPL_CUDA_W4A16_ACT_BF16, "subnormal forms: bf16 only");
+    static_assert(OFF || FORM == FORM_W8 || !ZP, "subnormal forms: uint4b8 only (skinny-rounded refuses zero points)");
     static_assert(FORM != FORM_W8 || ZP, "8-bit layers carry zero points (both planes')");
     /* bf16 8-bit weights come out of dequant8 as (c - z) 2^-6: their scale is 2^6 s */
     constexpr float W8_MUL = A::id == MPL_CUDA_W4A16_ACT_BF16 ? 64.0f : 1.0f;
@@ -270,8 +296,18 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
     /* x one chunk ahead (its latency hides behind this chunk's MMAs): m <= 8, and m <= 16 in the rounded
      * form (94 registers without the second copy); the m > 8 offset and exact forms would spill (125-128). */
     constexpr bool PREFETCH_X = MT == 1 || FORM == FORM_ROUNDED;
-    uint2 xf[4][MT];
-    if (PREFETCH_X) load_x_chunk<MT>(a, first, g, t, xf);
+    static_assert(FORM != FORM_HALVES || PREFETCH_X == (XS == 8), "halves: x prefetched for both chunks, or per half");
+    /* halves (prefetched): packed chunk c reads x chunks 2c (xf[0..3]) and 2c + 1 (xf[4..7]) */
+    auto load_x = [&](int c, uint2 (*xd)[MT]) {
+        if constexpr (XS == 8) {
+            load_x_chunk<MT>(a, 2 * c, g, t, xd);
+            load_x_chunk<MT>(a, 2 * c + 1, g, t, xd + 4);
+        } else {
+            load_x_chunk<MT>(a, c, g, t, xd);
+        }
+    };
+    uint2 xf[XS][MT];
+    if (PREFETCH_X) load_x(first, xf);
     int rem = a.gs16 - (first * 4) % a.gs16; /* k16 steps until the current group ends */
     for (int it = 0; it < count; it++) {
         cp_async_wait<Sh::STAGES - 2>();
@@ -284,11 +320,11 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
         const int c = first + it;
         const unsigned char *st = ring + (it % Sh::STAGES) * Sh::STAGE;
         /* PREFETCH_X: the next chunk's x now (masked past k); else this chunk's, here */
-        uint2 xn[4][MT];
+        uint2 xn[XS][MT];
         if (PREFETCH_X)
-            load_x_chunk<MT>(a, c + 1, g, t, xn);
-        else
-            load_x_chunk<MT>(a, c, g, t, xf);
+            load_x(c + 1, xn);
+        else if (FORM != FORM_HALVES)
+            load_x(c, xf);
         uint4 wv[Sh::NW], wh[PL == 2 ? Sh::NW : 1];
 #pragma unroll
         for (int i = 0; i < Sh::NW; i++) wv[i] = *reinterpret_cast<const uint4 *>(st + i * MPL_CUDA_W4A16_BLOCK_BYTES + lane * 16);
@@ -306,6 +342,14 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
             for (int i = 0; i < Sh::NW; i++) {
                 if (FORM == FORM_ROUNDED)
                     rounded_consts(*reinterpret_cast<const uint32_t *>(st + Sh::OFF_S + i * 32 + 4 * g), mq[i], m16[i], ag[i], ag8[i]);
+            }
+        }
+        if constexpr (FORM == FORM_HALVES) { /* both halves' 8 steps: x chunk 2c, then 2c + 1 */
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                if (!PREFETCH_X) load_x_chunk<MT>(a, 2 * c + h, g, t, xf);
+#pragma unroll
+                for (int j = 0; j < 4; j++) half_step<A, Sh::NW, MT>(cg, c1, wv, j, h, xf[PREFETCH_X ? 4 * h + j : j]);
             }
         }
 #pragma unroll
@@ -332,6 +376,8 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
                 w8_step<A, Sh::NW, MT>(cg, wv, wh, j, xf[j], ag, ag8);
             } else if (FORM == FORM_EXACT) {
                 sub_step<A, Sh::NW, MT>(cg, wv, j, xf[j], mq, m16, ag, ag8);
+            } else if (FORM == FORM_HALVES) {
+                /* done above: a packed chunk lies in one group, so only j = 3 folds */
             } else {
                 offset_step<A, Sh::NW, MT>(cg, c1, wv, j, xf[j]);
             }
@@ -342,16 +388,16 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
             if (fold) {
 #pragma unroll
                 for (int i = 0; i < Sh::NW; i++) {
-                    uint32_t hi, lo = 0u, zz = 0x0808u;
+                    uint32_t hi, lo = 0u, zz = FORM == FORM_HALVES ? 0x0202u : 0x0808u; /* no zero points: uint4b8's 8, uint2b2's 2 */
                     if (CHUNK_GROUP) {
                         hi = *reinterpret_cast<const uint32_t *>(st + Sh::OFF_S + i * 32 + 4 * g);
                         if (a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32) lo = *reinterpret_cast<const uint32_t *>(st + Sh::OFF_L + i * 32 + 4 * g);
-                        if (ZP && FORM == FORM_OFFSET) zz = *reinterpret_cast<const uint16_t *>(st + Sh::OFF_Z + i * 16 + 2 * g);
+                        if (ZP && OFF) zz = *reinterpret_cast<const uint16_t *>(st + Sh::OFF_Z + i * 16 + 2 * g);
                     } else {
                         size_t at = ((size_t)grp * a.n_pad + (size_t)(nt0 + i) * 16) / 2 + g;
                         hi = __ldg(sc32 + at);
                         if (a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32) lo = __ldg(sl32 + at);
-                        if (ZP && FORM == FORM_OFFSET) zz = __ldg(z16 + at);
+                        if (ZP && OFF) zz = __ldg(z16 + at);
                     }
                     if (FORM == FORM_EXACT)
                         fold_sub<A, MT>(acc[i], cg[i], hi, lo, a.scale_fmt, ActBF16::SUB_SCALE);
@@ -360,7 +406,7 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
                     else
                         fold_offset<A, MT>(acc[i], cg[i], c1, hi, lo, zz, a.scale_fmt);
                 }
-                if (FORM == FORM_OFFSET)
+                if (OFF)
 #pragma unroll
                     for (int mt = 0; mt < MT; mt++)
 #pragma unroll
@@ -369,7 +415,7 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
         }
         if (PREFETCH_X)
 #pragma unroll
-            for (int j = 0; j < 4; j++)
+            for (int j = 0; j < XS; j++)
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++) xf[j][mt] = xn[j][mt];
     }
@@ -444,8 +490,13 @@ static cudaError_t launch_one(const mpl_cuda_w4a16_args *a, cudaStream_t stream,
 template <class A, bool ZP, int NW, int FORM>
 static cudaError_t launch_zp(const mpl_cuda_w4a16_args *a, cudaStream_t stream, int ksplit) {
     bool cg = a->gs16 % 4 == 0; /* one group per chunk (also with one group: MPL_CUDA_W4A16_ONE_GROUP) */
-    if (a->m > 8) return cg ? launch_one<A, ZP, 2, true, NW, FORM>(a, stream, ksplit) : launch_one<A, ZP, 2, false, NW, FORM>(a, stream, ksplit);
-    return cg ? launch_one<A, ZP, 1, true, NW, FORM>(a, stream, ksplit) : launch_one<A, ZP, 1, false, NW, FORM>(a, stream, ksplit);
+    if constexpr (FORM == FORM_HALVES) { /* always one group per packed chunk (mpl_cuda_w4a16_halves_fits) */
+        if (!cg) return cudaErrorInvalidValue;
+        return a->m > 8 ? launch_one<A, ZP, 2, true, NW, FORM>(a, stream, ksplit) : launch_one<A, ZP, 1, true, NW, FORM>(a, stream, ksplit);
+    } else {
+        if (a->m > 8) return cg ? launch_one<A, ZP, 2, true, NW, FORM>(a, stream, ksplit) : launch_one<A, ZP, 2, false, NW, FORM>(a, stream, ksplit);
+        return cg ? launch_one<A, ZP, 1, true, NW, FORM>(a, stream, ksplit) : launch_one<A, ZP, 1, false, NW, FORM>(a, stream, ksplit);
+    }
 }
 
 /* Whether an 8-bit layer runs FORM_W8 (both planes of a chunk per ring stage): the high plane starts on a chunk.
@@ -460,6 +511,11 @@ static bool skinny_w8(const mpl_cuda_w4a16_args *a) {
 template <int NW>
 static cudaError_t launch_act(const mpl_cuda_w4a16_args *a, cudaStream_t stream, int ksplit, bool rounded) {
     const bool zp = a->zeros != nullptr;
+    if (a->halves) {
+        if (a->act == MPL_CUDA_W4A16_ACT_F16)
+            return zp ? launch_zp<ActF16, true, NW, FORM_HALVES>(a, stream, ksplit) : launch_zp<ActF16, false, NW, FORM_HALVES>(a, stream, ksplit);
+        return zp ? launch_zp<ActBF16, true, NW, FORM_HALVES>(a, stream, ksplit) : launch_zp<ActBF16, false, NW, FORM_HALVES>(a, stream, ksplit);
+    }
     if (skinny_w8(a))
         return a->act == MPL_CUDA_W4A16_ACT_F16 ? launch_zp<ActF16, true, NW / 2, FORM_W8>(a, stream, ksplit)
                                                 : launch_zp<ActBF16, true, NW / 2, FORM_W8>(a, stream, ksplit);

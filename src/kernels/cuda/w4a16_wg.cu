@@ -77,21 +77,23 @@ struct WgRegs {
 
 /* PL: planes per weight, 1 (4-bit codes) or 2 (8-bit layers: the low- and high-nibble plane's chunks of the same
  * channels in one stage, docs/layouts/cuda_w4a16.md "8-bit: two planes") */
-template <int BT, int STAGES, int PL = 1>
+/* HV: a halves layer (2-bit, two x chunks per packed chunk): a stage carries the two x tiles of the packed chunk */
+template <int BT, int STAGES, int PL = 1, bool HV = false>
 struct WgShape {
     static constexpr int R = WG_NWG * WG_MW * 64; /* rows of N per block */
-    static constexpr int B_BYTES = BT * 128;  /* x tile (swizzled), a multiple of 1024 */
+    static constexpr int B_BYTES = BT * 128;  /* one x tile (swizzled), a multiple of 1024 */
+    static constexpr int X_BYTES = (HV ? 2 : 1) * B_BYTES; /* the stage's x tiles (halves: chunks 2c, 2c + 1) */
     static constexpr int W_BYTES = PL * R * 32; /* per plane R / 16 blocks of 512 bytes (low plane first) */
     static constexpr int S_BYTES = 4 * R * 2; /* four slots (k16 steps) of R 16-bit scales */
     static constexpr int Z_BYTES = PL * 4 * R; /* per plane four slots of R zero bytes (low plane first) */
-    static constexpr int STAGE = (B_BYTES + W_BYTES + 2 * S_BYTES + Z_BYTES + 1023) / 1024 * 1024;
+    static constexpr int STAGE = (X_BYTES + W_BYTES + 2 * S_BYTES + Z_BYTES + 1023) / 1024 * 1024;
     static constexpr int LD = R + 4; /* fp32 epilogue tile row (conflict-free fragment writes) */
     static constexpr int C_BYTES = BT * LD * 4;
     /* stream-K: a partial tile in scratch, per consumer thread its MW x BT / 2 accumulators as float4 runs */
     static constexpr int PART = WG_NWG * 128 * WG_MW * BT / 2;
     /* 1024 alignment slack + 1024 for the mbarriers + the ring (the epilogue tile reuses it) */
     static constexpr int SMEM = 2048 + (STAGES * STAGE > C_BYTES ? STAGES * STAGE : C_BYTES);
-    static_assert(BT % 8 == 0 && STAGES >= 2 && STAGES <= 64 && (PL == 1 || PL == 2), "tile");
+    static_assert(BT % 8 == 0 && STAGES >= 2 && STAGES <= 64 && (PL == 1 || PL == 2) && !(HV && PL == 2), "tile");
     static_assert(SMEM <= 227 * 1024, "a block's opt-in shared memory");
     static_assert(MPL_CUDA_W4A16_N_ALIGN % R == 0, "a block's rows of N stay inside n_pad (no bounds checks)");
 };
@@ -176,11 +178,11 @@ __device__ __forceinline__ bool wg_unit(const WgSched &s, int kc, int u, int &ti
     return true;
 }
 
-template <class A, bool ZP, bool FOLD, int SC, int BT, int STAGES, bool SK, int PL>
+template <class A, bool ZP, bool FOLD, int SC, int BT, int STAGES, bool SK, int PL, bool HV>
 __global__ void __launch_bounds__(WgRegs::THREADS, 1)
     w4a16_wg(const mpl_cuda_w4a16_args a, const __grid_constant__ CUtensorMap wmap, const unsigned char *__restrict__ xt,
              int tiles_m, int tiles_n, int nslot, const WgSched sk) {
-    using Sh = WgShape<BT, STAGES, PL>;
+    using Sh = WgShape<BT, STAGES, PL, HV>;
     using Rg = WgRegs;
     constexpr int R = Sh::R, MW = WG_MW;
     static_assert(!(SK && FOLD), "the stream-K form runs rounded weights only");
@@ -227,18 +229,18 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(Rg::PRODUCER));
         if (warp == Rg::CONSUMERS / 32 && lane == 0) {
             const uint32_t bytes =
-                Sh::B_BYTES + Sh::W_BYTES + nslot * R * 2 * (a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32 ? 2 : 1) + (ZP ? PL * nslot * R : 0);
+                Sh::X_BYTES + Sh::W_BYTES + nslot * R * 2 * (a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32 ? 2 : 1) + (ZP ? PL * nslot * R : 0);
             int s = 0, use = 0;
             auto produce = [&](int pmt, int pn0, int cb, int ce) {
-                const unsigned char *xsrc = xt + (size_t)pmt * KC * Sh::B_BYTES;
+                const unsigned char *xsrc = xt + (size_t)pmt * KC * Sh::X_BYTES; /* halves: 2 KC x tiles per token tile */
                 for (int c = cb; c < ce; c++) {
                     if (use > 0) mbar_wait(empty_bar(s), (uint32_t)(use - 1) & 1u);
                     const uint32_t st = ring + (uint32_t)(s * Sh::STAGE), fb = full_bar(s);
                     mbar_expect_tx(fb, bytes);
-                    bulk_g2s(st, xsrc + (size_t)c * Sh::B_BYTES, Sh::B_BYTES, fb);
-                    tensor_g2s(st + Sh::B_BYTES, &wmap, c * 128, pn0 / 16, fb); /* R/16 tiles x 512 bytes */
-                    if constexpr (PL == 2) tensor_g2s(st + Sh::B_BYTES + R * 32, &wmap, (KC + c) * 128, pn0 / 16, fb);
-                    const uint32_t ss = st + Sh::B_BYTES + Sh::W_BYTES;
+                    bulk_g2s(st, xsrc + (size_t)c * Sh::X_BYTES, Sh::X_BYTES, fb);
+                    tensor_g2s(st + Sh::X_BYTES, &wmap, c * 128, pn0 / 16, fb); /* R/16 tiles x 512 bytes */
+                    if constexpr (PL == 2) tensor_g2s(st + Sh::X_BYTES + R * 32, &wmap, (KC + c) * 128, pn0 / 16, fb);
+                    const uint32_t ss = st + Sh::X_BYTES + Sh::W_BYTES;
                     for (int q = 0; q < nslot; q++) {
                         size_t at = (size_t)group_of_step(c * 4 + q, a.inv_gs16) * a.n_pad + pn0;
                         bulk_g2s(ss + q * R * 2, a.scales + at, R * 2, fb);
@@ -279,7 +281,7 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
         auto group_of_chunk = [&](int c) { return group_of_step(c * 4, a.inv_gs16); };
         auto fold = [&](float (&pg)[FOLD ? MW : 1][FOLD ? BT / 2 : 1], int stage) {
             if constexpr (FOLD) {
-                const unsigned char *ss = smem + stage * Sh::STAGE + Sh::B_BYTES + Sh::W_BYTES;
+                const unsigned char *ss = smem + stage * Sh::STAGE + Sh::X_BYTES + Sh::W_BYTES;
 #pragma unroll
                 for (int s = 0; s < MW; s++) {
                     const int off = ((wgi * MW + s) * 4 + wq) * 32 + 4 * g; /* slot 0, word g: rows (g, g+8) */
@@ -301,11 +303,15 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
 #pragma unroll
                 for (int e = 0; e < 4; e++) af[0][s][j][e] = af[1][s][j][e] = 0u;
         int stage = 0, use = 0, prev_stage = 0;
-        /* chunk c of a run that started at chunk cb (its first chunk frees no stage) */
-        auto chunk = [&](int c, int cb, uint32_t (&cur)[MW][4][4], uint32_t (&prev)[MW][4][4]) {
-            mbar_wait(full_bar(stage), (uint32_t)use & 1u);
+        /* chunk c of a run that started at chunk cb (its first chunk frees no stage). Halves (HV): called twice per
+         * packed chunk, h = 0 then 1: the 2-bit codes in bits 2h, 2h + 1 of each nibble against x tile h of the stage
+         * (chunk 2c + h); the stage is waited for at h = 0 and freed when the next chunk's h = 0 has waited out
+         * this chunk's h = 1 wgmmas. Otherwise h = 0. */
+        constexpr uint32_t CODE = HV ? 3u : 15u; /* a nibble's code bits */
+        auto chunk = [&](int c, int cb, uint32_t (&cur)[MW][4][4], uint32_t (&prev)[MW][4][4], int h) {
+            if (h == 0) mbar_wait(full_bar(stage), (uint32_t)use & 1u);
             const unsigned char *st = smem + stage * Sh::STAGE;
-            const unsigned char *sw = st + Sh::B_BYTES, *ss = sw + Sh::W_BYTES;
+            const unsigned char *sw = st + Sh::X_BYTES, *ss = sw + Sh::W_BYTES;
 #pragma unroll
             for (int s = 0; s < MW; s++) {
                 const int lt = (wgi * MW + s) * 4 + wq; /* the warp's 16-row tile within the block */
@@ -322,19 +328,20 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
                         if constexpr (PL == 2) /* z = zl + 16 zh per row (rows g, g + 8: the two bytes) */
                             w8_consts<A>(z16, *reinterpret_cast<const uint16_t *>(zs + 4 * R), add_g, add_g8);
                         else {
-                            zero_consts<A, ZP>(z16, add_g, add_g8);
+                            zero_consts<A, ZP, HV ? 2u : 8u>(z16, add_g, add_g8);
                         }
                     }
                     uint32_t w = j == 0 ? wv.x : j == 1 ? wv.y : j == 2 ? wv.z : wv.w;
+                    if (HV && h) w >>= 2;
                     uint32_t wh = j == 0 ? wvh.x : j == 1 ? wvh.y : j == 2 ? wvh.z : wvh.w;
                     (void)wh;
                     if constexpr (FOLD) { /* exact integers; the scale is applied at the fold */
                         if constexpr (PL == 2) dequant8<A>(w, wh, add_g, add_g8, cur[s][j]);
-                        else A::dequant(w, add_g, add_g8, cur[s][j]);
+                        else A::template dequant<CODE>(w, add_g, add_g8, cur[s][j]);
                     } else {
                         uint32_t q[4];
                         if constexpr (PL == 2) dequant8<A>(w, wh, add_g, add_g8, q);
-                        else A::dequant(w, add_g, add_g8, q);
+                        else A::template dequant<CODE>(w, add_g, add_g8, q);
                         const int off = slot * R * 2 + lt * 32 + 4 * g; /* word g: rows (g, g+8) */
                         uint32_t hi = *reinterpret_cast<const uint32_t *>(ss + off);
                         if constexpr (SC == SC_S16) {
@@ -368,9 +375,9 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
                     }
                 }
             }
-            const uint64_t d0 = desc_sw128(ring + (uint32_t)(stage * Sh::STAGE));
+            const uint64_t d0 = desc_sw128(ring + (uint32_t)(stage * Sh::STAGE + h * Sh::B_BYTES));
             const int grp = FOLD ? group_of_chunk(c) : 0;
-            const int first = FOLD && (c == cb || group_of_chunk(c - 1) != grp); /* starts a group's sums */
+            const int first = FOLD && h == 0 && (c == cb || group_of_chunk(c - 1) != grp); /* starts a group's sums */
             wg_fence();
             if constexpr (!FOLD) {
 #pragma unroll
@@ -400,7 +407,7 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
                 for (int j = 0; j < 4; j++)
 #pragma unroll
                     for (int e = 0; e < 4; e++) keep(prev[s][j][e]);
-            if (c > cb) {
+            if (h == 0 && c > cb) {
                 /* chunk c-1 ended its group: fold that group's sums (its stage is still held) */
                 if (FOLD && first) {
                     if (group_of_chunk(c - 1) & 1) fold(accg1, prev_stage);
@@ -409,17 +416,26 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
                 __syncwarp();
                 if (lane == 0) mbar_arrive(empty_bar(prev_stage));
             }
-            prev_stage = stage;
-            if (++stage == STAGES) stage = 0, use++;
+            if (h == (HV ? 1 : 0)) {
+                prev_stage = stage;
+                if (++stage == STAGES) stage = 0, use++;
+            }
         };
         /* chunks [cb, ce) into acc, every wgmma complete on return */
         auto run = [&](int cb, int ce) {
-            int c = cb;
-            for (; c + 1 < ce; c += 2) {
-                chunk(c, cb, af[0], af[1]);
-                chunk(c + 1, cb, af[1], af[0]);
+            if constexpr (HV) {
+                for (int c = cb; c < ce; c++) {
+                    chunk(c, cb, af[0], af[1], 0);
+                    chunk(c, cb, af[1], af[0], 1);
+                }
+            } else {
+                int c = cb;
+                for (; c + 1 < ce; c += 2) {
+                    chunk(c, cb, af[0], af[1], 0);
+                    chunk(c + 1, cb, af[1], af[0], 0);
+                }
+                if (c < ce) chunk(c, cb, af[0], af[1], 0);
             }
-            if (c < ce) chunk(c, cb, af[0], af[1]);
             wg_wait<0>();
         };
         if constexpr (!SK) {
@@ -535,17 +551,28 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
             };
             if (wg_unit(sk, KC, u, ut, u0, u1, uslot)) { /* every block has a unit (wg_plan: G <= chunks) */
                 int c = u0;
-                for (;;) {
-                    chunk(c, u0, af[0], af[1]);
-                    if (++c == u1) {
-                        if (!unit_end()) break;
-                        c = u0;
-                        continue;
+                if constexpr (HV) {
+                    for (;;) {
+                        chunk(c, u0, af[0], af[1], 0);
+                        chunk(c, u0, af[1], af[0], 1);
+                        if (++c == u1) {
+                            if (!unit_end()) break;
+                            c = u0;
+                        }
                     }
-                    chunk(c, u0, af[1], af[0]);
-                    if (++c == u1) {
-                        if (!unit_end()) break;
-                        c = u0;
+                } else {
+                    for (;;) {
+                        chunk(c, u0, af[0], af[1], 0);
+                        if (++c == u1) {
+                            if (!unit_end()) break;
+                            c = u0;
+                            continue;
+                        }
+                        chunk(c, u0, af[1], af[0], 0);
+                        if (++c == u1) {
+                            if (!unit_end()) break;
+                            c = u0;
+                        }
                     }
                 }
             }
@@ -608,8 +635,8 @@ static WgPlan wg_plan(const mpl_cuda_w4a16_args *a, int sk) {
     p.bt = wg_bt(a->m, sk);
     p.tiles_m = (a->m - 1) / p.bt + 1; /* m >= 1 */
     p.tiles_n = (a->n + WG_NWG * WG_MW * 64 - 1) / (WG_NWG * WG_MW * 64);
-    p.kc = (a->planes_k ? a->planes_k : a->k_pad) / MPL_CUDA_W4A16_KC; /* 8-bit: one plane's chunks */
-    p.xt_bytes = ((size_t)p.tiles_m * p.kc * p.bt * 128 + 255) / 256 * 256;
+    p.kc = (a->planes_k ? a->planes_k : a->k_pad) / MPL_CUDA_W4A16_KC; /* 8-bit: one plane's chunks; halves: packed */
+    p.xt_bytes = ((size_t)p.tiles_m * p.kc * (a->halves ? 2 : 1) * p.bt * 128 + 255) / 256 * 256; /* halves: 2 x tiles a chunk */
     p.G = 0, p.dp_tiles = 0, p.sk_iters = 0, p.ws_bytes = 0, p.cnt_bytes = 0;
     if (!sk) return p;
     const long long tiles = (long long)p.tiles_m * p.tiles_n, total = tiles * p.kc;
@@ -627,12 +654,12 @@ static WgPlan wg_plan(const mpl_cuda_w4a16_args *a, int sk) {
     return p;
 }
 
-template <class A, bool ZP, bool FOLD, int SC, int BT, int STAGES, bool SK, int PL>
+template <class A, bool ZP, bool FOLD, int SC, int BT, int STAGES, bool SK, int PL, bool HV>
 static cudaError_t wg_launch(const mpl_cuda_w4a16_args *a, const CUtensorMap *wmap, const void *xt, const WgPlan &p,
                              cudaStream_t stream) {
-    using Sh = WgShape<BT, STAGES, PL>;
+    using Sh = WgShape<BT, STAGES, PL, HV>;
     static_assert(Sh::R == 256, "the weight tensor map's box is 16 tiles");
-    auto kern = w4a16_wg<A, ZP, FOLD, SC, BT, STAGES, SK, PL>;
+    auto kern = w4a16_wg<A, ZP, FOLD, SC, BT, STAGES, SK, PL, HV>;
     static KernelSetup setup;
     cudaError_t e = setup_kernel(kern, a->device, WgRegs::THREADS, Sh::SMEM, setup, nullptr);
     if (e != cudaSuccess) return e;
@@ -675,56 +702,60 @@ static cudaError_t wg_launch(const mpl_cuda_w4a16_args *a, const CUtensorMap *wm
 /* 8-bit (PL = 2): stages carry two planes' weights and zeros (+ 8 KB and 1 KB), so the rings are shallower for the
  * same ~180-190 KB in flight: 8 x 24 KB (BT 16), 7 x 26 KB (32), 6 x 30 KB (64), 5 x 38 KB (128); design values,
  * not swept. */
-template <class A, bool ZP, bool FOLD, int SC, int PL>
+/* Halves (HV, 2-bit): stages carry two x tiles (+ BT x 128 bytes), so BT 64 takes 7 x 29 KB; the others keep the 4-bit
+ * depths (12 x 17 KB, 10 x 21 KB, 5 x 45 KB); design values, not swept. */
+template <class A, bool ZP, bool FOLD, int SC, int PL, bool HV>
 static cudaError_t wg_dispatch_bt(const mpl_cuda_w4a16_args *a, const CUtensorMap *wmap, const void *xt, const WgPlan &p,
                                   int sk, cudaStream_t s) {
     if (sk) {
         if constexpr (!FOLD && PL == 1) {
-            if (p.bt == 64) return wg_launch<A, ZP, false, SC, 64, 8, true, 1>(a, wmap, xt, p, s);
-            return wg_launch<A, ZP, false, SC, 128, 5, true, 1>(a, wmap, xt, p, s);
+            if (p.bt == 64) return wg_launch<A, ZP, false, SC, 64, HV ? 7 : 8, true, 1, HV>(a, wmap, xt, p, s);
+            return wg_launch<A, ZP, false, SC, 128, 5, true, 1, HV>(a, wmap, xt, p, s);
         }
         if constexpr (!FOLD && PL == 2) { /* 8-bit: the split-K form's rings (two planes per stage) */
-            if (p.bt == 64) return wg_launch<A, ZP, false, SC, 64, 6, true, 2>(a, wmap, xt, p, s);
-            return wg_launch<A, ZP, false, SC, 128, 5, true, 2>(a, wmap, xt, p, s);
+            if (p.bt == 64) return wg_launch<A, ZP, false, SC, 64, 6, true, 2, false>(a, wmap, xt, p, s);
+            return wg_launch<A, ZP, false, SC, 128, 5, true, 2, false>(a, wmap, xt, p, s);
         }
         return cudaErrorInvalidValue; /* wg_dispatch_zp never asks for FOLD with sk */
     }
     if constexpr (PL == 2) {
         switch (p.bt) {
-        case 16: return wg_launch<A, ZP, FOLD, SC, 16, 8, false, 2>(a, wmap, xt, p, s);
-        case 32: return wg_launch<A, ZP, FOLD, SC, 32, 7, false, 2>(a, wmap, xt, p, s);
-        case 64: return wg_launch<A, ZP, false, SC, 64, 6, false, 2>(a, wmap, xt, p, s);
-        default: return wg_launch<A, ZP, false, SC, 128, 5, false, 2>(a, wmap, xt, p, s);
+        case 16: return wg_launch<A, ZP, FOLD, SC, 16, 8, false, 2, false>(a, wmap, xt, p, s);
+        case 32: return wg_launch<A, ZP, FOLD, SC, 32, 7, false, 2, false>(a, wmap, xt, p, s);
+        case 64: return wg_launch<A, ZP, false, SC, 64, 6, false, 2, false>(a, wmap, xt, p, s);
+        default: return wg_launch<A, ZP, false, SC, 128, 5, false, 2, false>(a, wmap, xt, p, s);
         }
     }
     switch (p.bt) {
-    case 16: return wg_launch<A, ZP, FOLD, SC, 16, 12, false, 1>(a, wmap, xt, p, s);
-    case 32: return wg_launch<A, ZP, FOLD, SC, 32, 10, false, 1>(a, wmap, xt, p, s);
-    case 64: return wg_launch<A, ZP, false, SC, 64, 8, false, 1>(a, wmap, xt, p, s);
-    default: return wg_launch<A, ZP, false, SC, 128, 5, false, 1>(a, wmap, xt, p, s);
+    case 16: return wg_launch<A, ZP, FOLD, SC, 16, 12, false, 1, HV>(a, wmap, xt, p, s);
+    case 32: return wg_launch<A, ZP, FOLD, SC, 32, 10, false, 1, HV>(a, wmap, xt, p, s);
+    case 64: return wg_launch<A, ZP, false, SC, 64, HV ? 7 : 8, false, 1, HV>(a, wmap, xt, p, s);
+    default: return wg_launch<A, ZP, false, SC, 128, 5, false, 1, HV>(a, wmap, xt, p, s);
     }
 }
 
 /* The dequantization form: FOLD (exact group sums) where mpl_cuda_w4a16_wg_exact holds (split-K form only),
  * else rounded weights with the cheapest exact-product form for the scale format (S16, SPLIT, F32: file comment). */
-template <class A, bool ZP, int PL>
+template <class A, bool ZP, int PL, bool HV>
 static cudaError_t wg_dispatch_zp(const mpl_cuda_w4a16_args *a, const CUtensorMap *wmap, const void *xt, const WgPlan &p,
                                   int sk, cudaStream_t s) {
     const int own = A::id == MPL_CUDA_W4A16_ACT_F16 ? MPL_CUDA_W4A16_SCALE_F16 : MPL_CUDA_W4A16_SCALE_BF16;
-    if (!sk && mpl_cuda_w4a16_wg_exact(a->m, a->gs16)) return wg_dispatch_bt<A, ZP, true, SC_F32, PL>(a, wmap, xt, p, sk, s);
-    if (a->scale_fmt == own) return wg_dispatch_bt<A, ZP, false, SC_S16, PL>(a, wmap, xt, p, sk, s);
+    if (!sk && mpl_cuda_w4a16_wg_exact(a->m, a->gs16)) return wg_dispatch_bt<A, ZP, true, SC_F32, PL, HV>(a, wmap, xt, p, sk, s);
+    if (a->scale_fmt == own) return wg_dispatch_bt<A, ZP, false, SC_S16, PL, HV>(a, wmap, xt, p, sk, s);
     /* bf16 activations, f16 scales: the common GPTQ / AWQ case for bf16 models. Not for 8-bit: v lo (v = c - z up to
      * 8 bits, lo up to 3) is not exact in bf16, so 8-bit weights take the fp32 form (v s exact in fp32: 8 + 11 bits). */
     if constexpr (A::id == MPL_CUDA_W4A16_ACT_BF16 && PL == 1)
-        if (a->scale_fmt == MPL_CUDA_W4A16_SCALE_F16) return wg_dispatch_bt<A, ZP, false, SC_SPLIT, PL>(a, wmap, xt, p, sk, s);
-    return wg_dispatch_bt<A, ZP, false, SC_F32, PL>(a, wmap, xt, p, sk, s);
+        if (a->scale_fmt == MPL_CUDA_W4A16_SCALE_F16) return wg_dispatch_bt<A, ZP, false, SC_SPLIT, PL, HV>(a, wmap, xt, p, sk, s);
+    return wg_dispatch_bt<A, ZP, false, SC_F32, PL, HV>(a, wmap, xt, p, sk, s);
 }
 
 template <class A>
 static cudaError_t wg_dispatch(const mpl_cuda_w4a16_args *a, const CUtensorMap *wmap, const void *xt, const WgPlan &p, int sk,
                                cudaStream_t s) {
-    if (a->planes_k) return wg_dispatch_zp<A, true, 2>(a, wmap, xt, p, sk, s); /* checked by mpl_cuda_w4a16_launch_wg */
-    return a->zeros ? wg_dispatch_zp<A, true, 1>(a, wmap, xt, p, sk, s) : wg_dispatch_zp<A, false, 1>(a, wmap, xt, p, sk, s);
+    if (a->planes_k) return wg_dispatch_zp<A, true, 2, false>(a, wmap, xt, p, sk, s); /* checked by mpl_cuda_w4a16_launch_wg */
+    if (a->halves)
+        return a->zeros ? wg_dispatch_zp<A, true, 1, true>(a, wmap, xt, p, sk, s) : wg_dispatch_zp<A, false, 1, true>(a, wmap, xt, p, sk, s);
+    return a->zeros ? wg_dispatch_zp<A, true, 1, false>(a, wmap, xt, p, sk, s) : wg_dispatch_zp<A, false, 1, false>(a, wmap, xt, p, sk, s);
 }
 
 } // namespace cuda_w4a16
@@ -773,14 +804,17 @@ extern "C" int mpl_cuda_w4a16_launch_wg(const mpl_cuda_w4a16_args *a, int stream
     CUtensorMap wmap;
     memcpy(&wmap, a->wg_map, sizeof wmap);
     const cuda_w4a16::WgPlan p = cuda_w4a16::wg_plan(a, streamk);
-    long long units = (long long)p.tiles_m * p.kc * p.bt * 8;
+    const int xkc = p.kc * (a->halves ? 2 : 1); /* x tiles per token tile: halves read two per packed chunk */
+    /* halves: every packed chunk lies in one group (wg's nslot 1: gs16, in packed k16 steps, a multiple of 4) */
+    if (a->halves && (a->planes_k || a->gs16 % 4 != 0)) return (int)cudaErrorInvalidValue;
+    long long units = (long long)p.tiles_m * xkc * p.bt * 8;
     long long blocks = (units + 255) / 256;
     if (blocks > 4096) blocks = 4096; /* grid-stride beyond ~31 blocks per SM: a copy pass gains nothing more */
     int *cnt = (int *)((unsigned char *)xt + p.xt_bytes + p.ws_bytes);
     const int ncnt = streamk ? (int)((long long)p.tiles_m * p.tiles_n - p.dp_tiles) : 0;
     /* 8-bit: x is the gathered 2k columns (both planes read channel j at j and k + j); the tiles take the first k */
     cuda_w4a16::w4a16_xtile<<<(unsigned)blocks, 256, 0, s>>>((const uint32_t *)a->x, (uint4 *)xt, a->m,
-                                                           a->planes_k ? a->planes_k : a->k, a->k, p.kc, p.bt, units, cnt, ncnt);
+                                                           a->planes_k ? a->planes_k : a->k, a->k, xkc, p.bt, units, cnt, ncnt);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return (int)e;
     return (int)(a->act == MPL_CUDA_W4A16_ACT_F16 ? cuda_w4a16::wg_dispatch<cuda_w4a16::ActF16>(a, &wmap, xt, p, streamk, s)
