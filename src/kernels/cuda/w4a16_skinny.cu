@@ -21,6 +21,8 @@
  *    channels into one ring stage and rebuilds the byte codes (dequant8), exact like the offset form: one MMA
  *    per 8 weights instead of two, and x read once per channel (bench/cuda/NOTES.md v19).
  */
+#include <type_traits>
+
 #include "w4a16_common.cuh"
 
 namespace cuda_w4a16 {
@@ -67,24 +69,45 @@ __device__ __forceinline__ void offset_step(float cg[N][MT][4], float c1[MT][4],
 
 /*
  * The offset form on a halves layer (FORM_HALVES): word j of each tile carries k16 step j of two chunks, the 2-bit
- * codes in bits 0-1 (chunk 2v, half h = 0) and 2-3 (chunk 2v + 1, h = 1) of each nibble; half h goes through the
- * 4-bit offset dequantization with a 2-bit mask (codes 0..3 are 4-bit codes) against that chunk's x fragments xf,
- * and the all-ones MMA sums its x. Per 8 weights as the 4-bit form: the same MMAs, one shift more for h = 1.
+ * codes in bits 0-1 (chunk 2v, half H = 0) and 2-3 (chunk 2v + 1, H = 1) of each nibble; halves_off makes half H's
+ * registers (OFF + multiplier x code, exact) against that chunk's x fragments xf, and the all-ones MMA sums its x;
+ * fold_halves divides the multipliers out. Per 8 weights: the 4-bit form's MMAs, fewer logic ops (no mask of 4).
  */
-template <class A, int N, int MT>
-__device__ __forceinline__ void half_step(float cg[N][MT][4], float c1[MT][4], const uint4 wv[N], int j, int h,
+template <class A, int N, int MT, int H>
+__device__ __forceinline__ void half_step(float cg[N][MT][4], float c1[MT][4], const uint4 wv[N], int j,
                                           const uint2 xf[MT]) {
     const uint32_t ones[4] = {A::ONES, A::ONES, A::ONES, A::ONES};
 #pragma unroll
     for (int i = 0; i < N; i++) {
         const uint32_t w = j == 0 ? wv[i].x : j == 1 ? wv[i].y : j == 2 ? wv[i].z : wv[i].w;
         uint32_t af[4];
-        A::template dequant_off<3u>(h ? w >> 2 : w, af);
+        halves_off<A, H>(w, af);
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) A::mma(cg[i][mt], af, xf[mt].x, xf[mt].y);
     }
 #pragma unroll
     for (int mt = 0; mt < MT; mt++) A::mma(c1[mt], ones, xf[mt].x, xf[mt].y);
+}
+
+/* fold_offset for half H of a halves chunk: cg sums (OFF + M z') x with M = halves_mul per row class, so
+ * (cg - (OFF + M z) sum x) / M = sum (c - z) x, then the scale (M a power of two: exact). */
+template <class A, int MT, int H>
+__device__ __forceinline__ void fold_halves(float acc[MT][4], float cg[MT][4], const float c1[MT][4], uint32_t hi,
+                                            uint32_t lo, uint32_t zz, int fmt) {
+    constexpr float MG = halves_mul<A, H, false>(), MG8 = halves_mul<A, H, true>();
+    const float off = A::off_g(0u);
+    const float s_g = scale_value(hi & 0xffffu, lo & 0xffffu, fmt) * (1.0f / MG);
+    const float s_g8 = scale_value(hi >> 16, lo >> 16, fmt) * (1.0f / MG8);
+    const float o_g = off + MG * (float)(zz & 0xffu), o_g8 = off + MG8 * (float)(zz >> 8);
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) {
+        acc[mt][0] = fmaf(s_g, fmaf(-o_g, c1[mt][0], cg[mt][0]), acc[mt][0]);
+        acc[mt][1] = fmaf(s_g, fmaf(-o_g, c1[mt][1], cg[mt][1]), acc[mt][1]);
+        acc[mt][2] = fmaf(s_g8, fmaf(-o_g8, c1[mt][0], cg[mt][2]), acc[mt][2]);
+        acc[mt][3] = fmaf(s_g8, fmaf(-o_g8, c1[mt][1], cg[mt][3]), acc[mt][3]);
+#pragma unroll
+        for (int e = 0; e < 4; e++) cg[mt][e] = 0.0f;
+    }
 }
 
 /*
@@ -344,16 +367,31 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
                     rounded_consts(*reinterpret_cast<const uint32_t *>(st + Sh::OFF_S + i * 32 + 4 * g), mq[i], m16[i], ag[i], ag8[i]);
             }
         }
-        if constexpr (FORM == FORM_HALVES) { /* both halves' 8 steps: x chunk 2c, then 2c + 1 */
+        if constexpr (FORM == FORM_HALVES) {
+            /* x chunk 2c (half 0), then 2c + 1 (half 1), each folded at once (the packed chunk lies in one group: its
+             * scales and zeros are in the stage) */
+            auto half = [&](auto hc) {
+                constexpr int H = decltype(hc)::value;
+                if (!PREFETCH_X) load_x_chunk<MT>(a, 2 * c + H, g, t, xf);
 #pragma unroll
-            for (int h = 0; h < 2; h++) {
-                if (!PREFETCH_X) load_x_chunk<MT>(a, 2 * c + h, g, t, xf);
+                for (int j = 0; j < 4; j++) half_step<A, Sh::NW, MT, H>(cg, c1, wv, j, xf[PREFETCH_X ? 4 * H + j : j]);
 #pragma unroll
-                for (int j = 0; j < 4; j++) half_step<A, Sh::NW, MT>(cg, c1, wv, j, h, xf[PREFETCH_X ? 4 * h + j : j]);
-            }
+                for (int i = 0; i < Sh::NW; i++) {
+                    const uint32_t hi = *reinterpret_cast<const uint32_t *>(st + Sh::OFF_S + i * 32 + 4 * g);
+                    const uint32_t lo = a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32 ? *reinterpret_cast<const uint32_t *>(st + Sh::OFF_L + i * 32 + 4 * g) : 0u;
+                    const uint32_t zz = ZP ? *reinterpret_cast<const uint16_t *>(st + Sh::OFF_Z + i * 16 + 2 * g) : 0x0202u; /* uint2b2: 2 */
+                    fold_halves<A, MT, H>(acc[i], cg[i], c1, hi, lo, zz, a.scale_fmt);
+                }
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) c1[mt][e] = 0.0f;
+            };
+            half(std::integral_constant<int, 0>());
+            half(std::integral_constant<int, 1>());
         }
 #pragma unroll
-        for (int j = 0; j < 4; j++) {
+        for (int j = 0; j < 4 && FORM != FORM_HALVES; j++) {
             const int grp = CHUNK_GROUP ? 0 : group_of_step(c * 4 + j, a.inv_gs16);
             if (FORM == FORM_ROUNDED) {
                 /* no fold: the scales are in the weights */
@@ -376,8 +414,6 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
                 w8_step<A, Sh::NW, MT>(cg, wv, wh, j, xf[j], ag, ag8);
             } else if (FORM == FORM_EXACT) {
                 sub_step<A, Sh::NW, MT>(cg, wv, j, xf[j], mq, m16, ag, ag8);
-            } else if (FORM == FORM_HALVES) {
-                /* done above: a packed chunk lies in one group, so only j = 3 folds */
             } else {
                 offset_step<A, Sh::NW, MT>(cg, c1, wv, j, xf[j]);
             }
@@ -388,7 +424,7 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
             if (fold) {
 #pragma unroll
                 for (int i = 0; i < Sh::NW; i++) {
-                    uint32_t hi, lo = 0u, zz = FORM == FORM_HALVES ? 0x0202u : 0x0808u; /* no zero points: uint4b8's 8, uint2b2's 2 */
+                    uint32_t hi, lo = 0u, zz = 0x0808u;
                     if (CHUNK_GROUP) {
                         hi = *reinterpret_cast<const uint32_t *>(st + Sh::OFF_S + i * 32 + 4 * g);
                         if (a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32) lo = *reinterpret_cast<const uint32_t *>(st + Sh::OFF_L + i * 32 + 4 * g);
@@ -492,7 +528,8 @@ static cudaError_t launch_zp(const mpl_cuda_w4a16_args *a, cudaStream_t stream, 
     bool cg = a->gs16 % 4 == 0; /* one group per chunk (also with one group: MPL_CUDA_W4A16_ONE_GROUP) */
     if constexpr (FORM == FORM_HALVES) { /* always one group per packed chunk (mpl_cuda_w4a16_halves_fits) */
         if (!cg) return cudaErrorInvalidValue;
-        return a->m > 8 ? launch_one<A, ZP, 2, true, NW, FORM>(a, stream, ksplit) : launch_one<A, ZP, 1, true, NW, FORM>(a, stream, ksplit);
+        if (a->m > 8) return NW == 2 ? launch_one<A, ZP, 2, true, 2, FORM>(a, stream, ksplit) : cudaErrorInvalidValue;
+        return launch_one<A, ZP, 1, true, NW, FORM>(a, stream, ksplit);
     } else {
         if (a->m > 8) return cg ? launch_one<A, ZP, 2, true, NW, FORM>(a, stream, ksplit) : launch_one<A, ZP, 2, false, NW, FORM>(a, stream, ksplit);
         return cg ? launch_one<A, ZP, 1, true, NW, FORM>(a, stream, ksplit) : launch_one<A, ZP, 1, false, NW, FORM>(a, stream, ksplit);
@@ -546,6 +583,8 @@ static int launch_skinny(const mpl_cuda_w4a16_args *a, void *stream, bool rounde
     if (a->skinny_nw == 2 || a->skinny_nw == 4) nw = a->skinny_nw; /* tuning (mpl_cuda_w4a16_tuning) */
     const bool w8 = cuda_w4a16::skinny_w8(a);
     if (w8 && a->skinny_nw != 2) nw = 4;
+    /* halves with two token tiles: two row tiles per warp (four spill: 128 registers, 264 bytes of stack) */
+    if (a->halves && a->m > 8) nw = 2;
     if (w8) KC = a->planes_k / MPL_CUDA_W4A16_KC; /* the loop's chunks: one plane's */
     const int tiles = w8 ? nw / 2 : nw;          /* row tiles per warp (FORM_W8: nw blocks = nw / 2 tiles x 2 planes) */
     int blocks = (ntiles + tiles - 1) / tiles;
