@@ -439,7 +439,7 @@ static int expected_streamk(int64_t m, int64_t k, int64_t n) {
 }
 
 /* 2-bit layers on cc 9.0 with k % 128 == 0 and groups of 128k (or one) are packed in halves (cuda_w4a16.c,
- * packs_halves): no tc, no skinny-rounded; skinny to 8 (16 from K = 8192), then wg-streamk where its rule says
+ * packs_halves): no tc, no skinny-rounded; skinny to 8 where n >= 16384 and n > k, else to 16, then wg-streamk where its rule says
  * (without zero points; its 33..64 bucket from m = 17), wg to 512, dq after */
 static int halves_case(int64_t k, int64_t gs, int cc, int zp) {
     const mpl_wtype t = zp ? g_asym : g_sym;
@@ -448,7 +448,7 @@ static int halves_case(int64_t k, int64_t gs, int cc, int zp) {
 
 static const char *expected_default(int64_t m, int64_t k, int64_t n, int64_t gs, int cc, mpl_act act, int zp) {
     if (halves_case(k, gs, cc, zp)) {
-        if (m <= (k >= 8192 ? 16 : 8)) return "cuda_w4a16:skinny";
+        if (m <= (n >= 16384 && n > k ? 8 : 16)) return "cuda_w4a16:skinny";
         /* stream-K's first bucket (33..64) reaches down to 17 for halves */
         if (!zp && expected_streamk(m >= 17 && m <= 32 ? 33 : m, k, n)) return "cuda_w4a16:wg-streamk";
         return m <= 512 ? "cuda_w4a16:wg" : "cuda_w4a16:dq";
@@ -706,7 +706,7 @@ static void path_refusals(void **state) {
         static const struct {
             int64_t m;
             const char *want;
-        } hm[] = {{1, "cuda_w4a16:skinny"}, {8, "cuda_w4a16:skinny"}, {9, "cuda_w4a16:wg"}, {32, "cuda_w4a16:wg"},
+        } hm[] = {{1, "cuda_w4a16:skinny"}, {16, "cuda_w4a16:skinny"}, {17, "cuda_w4a16:wg"}, {32, "cuda_w4a16:wg"},
                   {512, "cuda_w4a16:wg"}, {513, "cuda_w4a16:dq"}};
         for (size_t i = 0; i < sizeof hm / sizeof hm[0]; i++) {
             assert_int_equal(mpl_choose_path(&h, &o, hm[i].m, &got), MPL_OK);
@@ -720,6 +720,10 @@ static void path_refusals(void **state) {
         assert_string_equal(got, "cuda_w4a16:skinny");
         assert_int_equal(mpl_choose_path(&hd, &o, 17, &got), MPL_OK);
         assert_string_equal(got, "cuda_w4a16:wg-streamk");
+        assert_int_equal(mpl_choose_path(&hg, &o, 8, &got), MPL_OK);
+        assert_string_equal(got, "cuda_w4a16:skinny");
+        assert_int_equal(mpl_choose_path(&hg, &o, 9, &got), MPL_OK); /* wide (n >= 16384, n > k): wg from 9 */
+        assert_string_equal(got, "cuda_w4a16:wg");
         assert_int_equal(mpl_choose_path(&hg, &o, 17, &got), MPL_OK);
         assert_string_equal(got, "cuda_w4a16:wg");
         h.group_size = 64; /* 4-bit codes: tc and skinny-rounded again */
@@ -1100,6 +1104,62 @@ static int run_forced(const dcase *d, int64_t m, uint64_t seed, const char *path
     return 0;
 }
 
+/* 2-bit halves rounds of the device matrix (MPL_CUDA_W4A16_TEST_HALVES: these alone). */
+static int halves_matrix(uint64_t seed, int *pcases) {
+    int bad = 0, cases = *pcases;
+    const tu_data_kind EX = TU_DATA_EXACT, RN = TU_DATA_RANDOM;
+    const mpl_dtype F16 = MPL_DTYPE_F16, BF16 = MPL_DTYPE_BF16, F32 = MPL_DTYPE_F32;
+    const mpl_layout G = MPL_LAYOUT_GPTQ;
+    /* 2-bit in halves (cc 9.0; k % 128 == 0, groups of 128k or one): every path that reads them, default and forced,
+     * at every m boundary (skinny's one and two token tiles, wg's token tiles 16 / 32 / 64 / 128 and its exact and
+     * rounded forms, wg-streamk, dq), both activation types, exact and random data, zero points (uint2) and not
+     * (uint2b2, zero 2), act-order, group 128 / 256 / -1, f16 / bf16 / f32 scales, N tails, bias; on a wide layer
+     * skinny's four row tiles with split-K 1 and 2; wg-streamk's few persistent blocks; dq with several slabs
+     * (cases off cc 9.0 run the 4-bit codes, as above) */
+    g_sym = MPL_WTYPE_UINT2B2, g_asym = MPL_WTYPE_UINT2;
+    {
+        const dcase hv[] = {
+            {1024, 264, 128, 0, 0, MPL_ACT_BF16, EX, BF16, G, 1}, {1280, 72, 256, 1, 1, MPL_ACT_F16, RN, F16, G, 0},
+            {768, 200, -1, 0, 0, MPL_ACT_BF16, RN, F32, G, 1},    {2048, 1032, 128, 1, 0, MPL_ACT_BF16, RN, F16, MPL_LAYOUT_CT, 1},
+            {1024, 136, 128, 0, 1, MPL_ACT_F16, EX, F16, G, 1},
+        };
+        const int64_t hv_m[] = {1, 9, 16, 17, 33, 65, 129, 513};
+        for (size_t i = 0; i < sizeof hv / sizeof hv[0]; i++)
+            bad += run_ms(&hv[i], hv_m, (int)(sizeof hv_m / sizeof hv_m[0]), seed, &cases);
+        const dcase hw = {8192, 6656, 128, 0, 0, MPL_ACT_BF16, RN, BF16, G, 1};
+        const int64_t hw_m[] = {1, 16};
+        for (int j = 0; j < 2; j++) {
+            uint64_t s = tu_case_seed(seed, (uint64_t)cases++);
+            bad += !run_forced(&hw, hw_m[j], s, "cuda_w4a16:skinny", 0);
+            bad += !run_forced(&hw, hw_m[j], s, "cuda_w4a16:skinny", 2), cases++;
+        }
+        for (int b = 1; b <= 7; b += 3) {
+            g_tune.wg_blocks = b;
+            bad += !run_forced(&hv[3], 65, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
+            bad += !run_forced(&hv[3], 200, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
+        }
+        g_tune = mpl_cuda_w4a16_tuning_default;
+        for (int ov = 0; ov <= 1; ov++) {
+            g_tune.dq_slab_bytes = (size_t)16 << 10;
+            g_tune.dq_overlap = ov;
+            for (size_t i = 0; i < 3; i++)
+                bad += !run_forced(&hv[i], 65, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:dq", 0), cases++;
+            g_tune = mpl_cuda_w4a16_tuning_default;
+        }
+        g_tune.skinny_nw = 4; /* four row tiles per warp with two token tiles (the tuning; two by default) */
+        for (size_t i = 0; i < sizeof hv / sizeof hv[0]; i++)
+            for (int j = 9; j <= 16; j += 7)
+                bad += !run_forced(&hv[i], j, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:skinny", 0), cases++;
+        bad += !run_forced(&hw, 16, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:skinny", 0), cases++;
+        g_tune = mpl_cuda_w4a16_tuning_default;
+        for (int j = 1; j <= 4; j *= 2) /* wg's split-K through a cluster */
+            bad += !run_forced(&hv[3], 64, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg", j), cases++;
+    }
+    g_sym = MPL_WTYPE_UINT4B8, g_asym = MPL_WTYPE_UINT4;
+    *pcases = cases;
+    return bad;
+}
+
 static int device_matrix_body(void) {
     load_paths();
     uint64_t seed = tu_seed(0x5eed);
@@ -1114,6 +1174,11 @@ static int device_matrix_body(void) {
         {960, 72, 32, 1, 0, MPL_ACT_BF16, EX, F16, MPL_LAYOUT_CT, 1}, /* two groups per chunk, zp */
         {768, 200, 64, 1, 1, MPL_ACT_F16, RN, F16, G, 0},             /* act-order + zp */
     };
+    if (getenv("MPL_CUDA_W4A16_TEST_HALVES")) {
+        bad += halves_matrix(seed, &cases);
+        printf("cuda_w4a16 device matrix (halves): %d cases, %d failed\n", cases, bad);
+        return bad;
+    }
     /* MPL_CUDA_W4A16_TEST_QUICK: a few cases (for compute-sanitizer, which is slow) */
     if (getenv("MPL_CUDA_W4A16_TEST_QUICK")) {
         const int64_t qm[] = {1, 17, 65};
@@ -1292,45 +1357,7 @@ static int device_matrix_body(void) {
                 bad += !run_forced(&nc[i], 65, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:dq", 0), cases++;
         g_tune = mpl_cuda_w4a16_tuning_default;
     }
-    /* 2-bit in halves (cc 9.0; k % 128 == 0, groups of 128k or one): every path that reads them, default and forced,
-     * at every m boundary (skinny's one and two token tiles, wg's token tiles 16 / 32 / 64 / 128 and its exact and
-     * rounded forms, wg-streamk, dq), both activation types, exact and random data, zero points (uint2) and not
-     * (uint2b2, zero 2), act-order, group 128 / 256 / -1, f16 / bf16 / f32 scales, N tails, bias; on a wide layer
-     * skinny's four row tiles with split-K 1 and 2; wg-streamk's few persistent blocks; dq with several slabs
-     * (cases off cc 9.0 run the 4-bit codes, as above) */
-    g_sym = MPL_WTYPE_UINT2B2, g_asym = MPL_WTYPE_UINT2;
-    {
-        const dcase hv[] = {
-            {1024, 264, 128, 0, 0, MPL_ACT_BF16, EX, BF16, G, 1}, {1280, 72, 256, 1, 1, MPL_ACT_F16, RN, F16, G, 0},
-            {768, 200, -1, 0, 0, MPL_ACT_BF16, RN, F32, G, 1},    {2048, 1032, 128, 1, 0, MPL_ACT_BF16, RN, F16, MPL_LAYOUT_CT, 1},
-            {1024, 136, 128, 0, 1, MPL_ACT_F16, EX, F16, G, 1},
-        };
-        const int64_t hv_m[] = {1, 9, 16, 17, 33, 65, 129, 513};
-        for (size_t i = 0; i < sizeof hv / sizeof hv[0]; i++)
-            bad += run_ms(&hv[i], hv_m, (int)(sizeof hv_m / sizeof hv_m[0]), seed, &cases);
-        const dcase hw = {8192, 6656, 128, 0, 0, MPL_ACT_BF16, RN, BF16, G, 1};
-        const int64_t hw_m[] = {1, 16};
-        for (int j = 0; j < 2; j++) {
-            uint64_t s = tu_case_seed(seed, (uint64_t)cases++);
-            bad += !run_forced(&hw, hw_m[j], s, "cuda_w4a16:skinny", 0);
-            bad += !run_forced(&hw, hw_m[j], s, "cuda_w4a16:skinny", 2), cases++;
-        }
-        for (int b = 1; b <= 7; b += 3) {
-            g_tune.wg_blocks = b;
-            bad += !run_forced(&hv[3], 65, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
-            bad += !run_forced(&hv[3], 200, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
-        }
-        g_tune = mpl_cuda_w4a16_tuning_default;
-        for (int ov = 0; ov <= 1; ov++) {
-            g_tune.dq_slab_bytes = (size_t)16 << 10;
-            g_tune.dq_overlap = ov;
-            for (size_t i = 0; i < 3; i++)
-                bad += !run_forced(&hv[i], 65, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:dq", 0), cases++;
-            g_tune = mpl_cuda_w4a16_tuning_default;
-        }
-        for (int j = 1; j <= 4; j *= 2) /* wg's split-K through a cluster */
-            bad += !run_forced(&hv[3], 64, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg", j), cases++;
-    }
+    bad += halves_matrix(seed, &cases);
     g_sym = MPL_WTYPE_UINT4B8, g_asym = MPL_WTYPE_UINT4;
     /* tensor-parallel slices (N, K not multiples of 128), default paths with forced split-K 1 and 3 */
     const dcase tp[] = {

@@ -6,6 +6,8 @@
 #          Humming 0.1.19 int2 in the same call (the wheel carried in .whl/).
 #   all:   tests (the matrix, faults), then the uint2b2 and uint4b8 defaults at M 1..1024 and the uint2b2 skinny / wg
 #          sweep at M 1..32 (the second kernel of the session: halves_off, bench/cuda/NOTES.md v23).
+#   nw:    the halves rounds of the matrix alone (MPL_CUDA_W4A16_TEST_HALVES, with four row tiles per warp forced at
+#          m = 9 and 16) and skinny with two vs four row tiles per warp at m = 9 and 16 beside wg.
 #   prof:  ncu (--clock-control none) of skinny at M = 1 on 70B gate_up: halves (uint2b2), the 4-bit offset form
 #          (uint4b8 forced skinny, the same form) and skinny-rounded (the 4-bit default).
 # Binaries packed as in bench/cuda/dev_unpack.sh; every log in one tar ($OUT/v23_MODE.tar.gz).
@@ -46,6 +48,15 @@ all)
       --sweep --sets "default,skinny,skinny nw4,wg,wg-streamk" > "$R/sweep_uint2b2.log" 2>&1
   timeout 30 $B/bench_cuda_bw --quick > "$R/bw_end.log" 2>&1
   for w in uint2b2 uint4b8; do echo "-- $w"; grep -E "cuda_w4a16" "$R/default_$w.log" | awk '{print $1, $2, $4, $5}' | paste - - - - - ; done
+  ;;
+nw)
+  ( time MPL_CUDA_W4A16_TEST_HALVES=1 timeout 200 $B/test_cuda_w4a16 ) > "$R/test_halves.log" 2>&1; echo "rc=$?" >> "$R/test_halves.log"
+  grep -E "device matrix|FAIL|PASSED|rc=|real" "$R/test_halves.log" | head -20
+  stamp "skinny nw2 / nw4 / wg at m 9, 16"
+  timeout 90 stdbuf -oL $B/bench_cuda_w4a16 --shapes $S --m 9,16 --wtype uint2b2 --reps 5 \
+      --sweep --sets "default,skinny,skinny nw4,wg,wg-streamk" > "$R/sweep_nw.log" 2>&1
+  grep -E "^sweep" "$R/sweep_nw.log" | grep -v "cuBLAS bf16" | awk '{print $2, $3, $4, $5, $6}' | paste - - - - - -
+  dev_card "$R"
   ;;
 prof)
   NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)

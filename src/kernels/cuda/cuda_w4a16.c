@@ -93,6 +93,11 @@ static bool wg_takes_w8(const mpl_config *c) { return c->k % MPL_CUDA_W4A16_KC =
  * m = 8 18.8 vs 19.4, m = 12 21.1 vs 19.6; 70B o m = 16 34.6 vs 48.0; 70B down m = 16 101.8 vs 140.8. */
 static int64_t skinny_max_m(const mpl_config *c, const mpl_platform *p) {
     if (is_w8(c) && p->cuda_cc == 90 && wg_takes_w8(c) && c->n > c->k) return c->n >= 16384 ? 3 : 8;
+    /* halves (no tc; two row tiles per warp from m = 9): wg from m = 9 on the wide layers (n >= 16384, n > k), else
+     * skinny to 16. H100 v23, uint2b2 group 128, bf16, us, skinny vs wg: 70B gate_up m = 9 130.2 vs 114.4, m = 16
+     * 142.9 vs 114.4; 8B gate_up m = 9 36.2 vs 32.5; kept on skinny: 8B qkv m = 16 13.2 vs 14.3, 70B down 71.3 vs
+     * 100.1 (wg-streamk 76.7), 70B o 24.2 vs 33.7, 70B qkv m = 9 32.2 vs 33.6 (m = 16 34.4 vs 34.1) */
+    if (packs_halves(c, p)) return c->n >= 16384 && c->n > c->k ? 8 : MPL_CUDA_W4A16_SKINNY_MAX_M;
     return (is_w8(c) ? 2 * c->k : c->k) < 8192 ? 8 : MPL_CUDA_W4A16_SKINNY_MAX_M;
 }
 static void skinny_m_range(const mpl_config *c, const mpl_platform *p, int64_t *m_min, int64_t *m_max) {
@@ -236,7 +241,9 @@ static const mpl_path_desc paths[NPATHS] = {
                "gate_up; m = 8 40.3 vs 47.6 on 70B qkv, 18.8 vs 19.4 on 8B qkv; m = 12 57.3 vs 47.8 on 70B qkv); n <= k: "
                "skinny to 16 (70B down m = 16 101.8 vs wg 140.8); 8-bit m = 1: 70B gate_up 178.1 us, 70B down 91.8 "
                "(H100 v19, 88% / 86% of read BW); uint2 / uint3 with zero points: the "
-               "4-bit ranges (as uint4 codes, the same bytes and kernel)",
+               "4-bit ranges (as uint4 codes, the same bytes and kernel); 2-bit halves (cc 9.0): to 16, to 8 where n >= "
+               "16384 and n > k (H100 v23, uint2b2, m = 16 vs wg: 70B gate_up 142.9 vs 114.4 us, 70B down 71.3 vs "
+               "100.1); M = 1 70B gate_up 64.2 us (98.8 as 4-bit codes; 64% of read BW)",
         .m_range = skinny_m_range,
     },
     [PATH_WG_SK] = {
@@ -265,7 +272,8 @@ static const mpl_path_desc paths[NPATHS] = {
                "per stage, one rounding; group -1 too: v18/v19, H100, 70B gate_up m = 64 250.2 vs tc 527.3 us): from "
                "skinny's end to m = 256, H200 v17: 70B gate_up m = 64 248.0 vs tc 545.7 "
                "us, m = 256 637.5 vs dq 833.2, 70B down m = 24 159.0 vs tc 209.4; dq ahead from 512 (70B qkv 214.5 vs "
-               "328.9)",
+               "328.9); 2-bit halves (no tc): from skinny's end to 512, H100 v23: 8B gate_up m = 9 32.5 vs skinny 36.2 us, "
+               "m = 256 2-bit 111.9 vs 4-bit 115.9, 70B gate_up 435.2 vs 409.8",
         .can_implement = wg_can_implement,
         .m_range = wg_m_range,
     },

@@ -46,7 +46,7 @@ typedef struct mpl_cuda_w4a16_args {
     /* tuning (mpl_cuda_w4a16_tuning, cuda_w4a16.h) */
     int ksplit;                /* blocks along K reducing through a cluster: 0 = the launcher's rule, 1..8 forced */
     int skinny_nw;             /* skinny blocks per warp and chunk (row tiles; FORM_W8: x 2 planes): 0 = by rule, 2 or 4
-                                  (halves at m > 8: always 2) */
+                                  (halves at m > 8: 2 unless 4 is asked) */
     /* 2-bit layers in halves (docs/layouts/cuda_w4a16.md "2-bit: halves"): 1 when each nibble holds the codes of two
      * chunks (packed chunk v: x chunks 2v and 2v + 1; k_pad counts packed positions, k is x's row length, gs16 is
      * counted in packed k16 steps: group size / 32); skinny, wg and dq read it, tc and skinny-rounded refuse such

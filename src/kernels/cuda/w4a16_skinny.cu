@@ -528,8 +528,7 @@ static cudaError_t launch_zp(const mpl_cuda_w4a16_args *a, cudaStream_t stream, 
     bool cg = a->gs16 % 4 == 0; /* one group per chunk (also with one group: MPL_CUDA_W4A16_ONE_GROUP) */
     if constexpr (FORM == FORM_HALVES) { /* always one group per packed chunk (mpl_cuda_w4a16_halves_fits) */
         if (!cg) return cudaErrorInvalidValue;
-        if (a->m > 8) return NW == 2 ? launch_one<A, ZP, 2, true, 2, FORM>(a, stream, ksplit) : cudaErrorInvalidValue;
-        return launch_one<A, ZP, 1, true, NW, FORM>(a, stream, ksplit);
+        return a->m > 8 ? launch_one<A, ZP, 2, true, NW, FORM>(a, stream, ksplit) : launch_one<A, ZP, 1, true, NW, FORM>(a, stream, ksplit);
     } else {
         if (a->m > 8) return cg ? launch_one<A, ZP, 2, true, NW, FORM>(a, stream, ksplit) : launch_one<A, ZP, 2, false, NW, FORM>(a, stream, ksplit);
         return cg ? launch_one<A, ZP, 1, true, NW, FORM>(a, stream, ksplit) : launch_one<A, ZP, 1, false, NW, FORM>(a, stream, ksplit);
@@ -583,8 +582,9 @@ static int launch_skinny(const mpl_cuda_w4a16_args *a, void *stream, bool rounde
     if (a->skinny_nw == 2 || a->skinny_nw == 4) nw = a->skinny_nw; /* tuning (mpl_cuda_w4a16_tuning) */
     const bool w8 = cuda_w4a16::skinny_w8(a);
     if (w8 && a->skinny_nw != 2) nw = 4;
-    /* halves with two token tiles: two row tiles per warp (four spill: 128 registers, 264 bytes of stack) */
-    if (a->halves && a->m > 8) nw = 2;
+    /* halves with two token tiles: two row tiles per warp unless tuned to four (which spill: 128 registers, 264 bytes
+     * of stack) */
+    if (a->halves && a->m > 8 && a->skinny_nw != 4) nw = 2;
     if (w8) KC = a->planes_k / MPL_CUDA_W4A16_KC; /* the loop's chunks: one plane's */
     const int tiles = w8 ? nw / 2 : nw;          /* row tiles per warp (FORM_W8: nw blocks = nw / 2 tiles x 2 planes) */
     int blocks = (ntiles + tiles - 1) / tiles;
