@@ -8,6 +8,10 @@
 #          sweep at M 1..32 (the second kernel of the session: halves_off, bench/cuda/NOTES.md v23).
 #   nw:    the halves rounds of the matrix alone (MPL_CUDA_W4A16_TEST_HALVES, with four row tiles per warp forced at
 #          m = 9 and 16) and skinny with two vs four row tiles per warp at m = 9 and 16 beside wg.
+#   persist: the halves rounds (with the persistent skinny form's cases) and an A/B of the bench built before the
+#          persistent form (.h200/bench_cuda_w4a16_old) and after, taking turns, at M = 1 and 8 (default, skinny with two
+#          and four row tiles per warp). The persistent form was measured slower and is not in the tree: to rerun,
+#          apply bench/results/v23/persist.patch first.
 #   prof:  ncu (--clock-control none) of skinny at M = 1 on 70B gate_up: halves (uint2b2), the 4-bit offset form
 #          (uint4b8 forced skinny, the same form) and skinny-rounded (the 4-bit default).
 # Binaries packed as in bench/cuda/dev_unpack.sh; every log in one tar ($OUT/v23_MODE.tar.gz).
@@ -56,6 +60,26 @@ nw)
   timeout 90 stdbuf -oL $B/bench_cuda_w4a16 --shapes $S --m 9,16 --wtype uint2b2 --reps 5 \
       --sweep --sets "default,skinny,skinny nw4,wg,wg-streamk" > "$R/sweep_nw.log" 2>&1
   grep -E "^sweep" "$R/sweep_nw.log" | grep -v "cuBLAS bf16" | awk '{print $2, $3, $4, $5, $6}' | paste - - - - - -
+  dev_card "$R"
+  ;;
+persist)
+  ( time MPL_CUDA_W4A16_TEST_HALVES=1 timeout 200 $B/test_cuda_w4a16 ) > "$R/test_halves.log" 2>&1; echo "rc=$?" >> "$R/test_halves.log"
+  grep -E "device matrix|FAIL|PASSED|rc=|real" "$R/test_halves.log" | head -20
+  stamp "A/B"
+  dev_ab 2 "$R" --sweep --sets "default,skinny nw2,skinny nw4" --shapes 70B.gate_up,8B.gate_up,70B.qkv,70B.down --m 1,8 --wtype uint2b2 --reps 10
+  python3 - "$R" <<'PY'
+import glob, re, sys
+best = {}
+for f in glob.glob(sys.argv[1] + "/ab_*_*.log"):
+    v = "old" if "_old_" in f else "new"
+    for line in open(f):
+        m = re.match(r"sweep\s+(\S+)\s+M=(\d+)\s+(.+?)\s+([\d.]+) us", line)
+        if m and m.group(3) != "cuBLAS bf16":
+            k = (m.group(1), int(m.group(2)), m.group(3))
+            best.setdefault(k, {})[v] = min(best.get(k, {}).get(v, 1e9), float(m.group(4)))
+for k in sorted(best):
+    print(k[0], k[1], k[2], "old", best[k].get("old"), "new", best[k].get("new"))
+PY
   dev_card "$R"
   ;;
 prof)
