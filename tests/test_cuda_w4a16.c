@@ -72,7 +72,7 @@ static void layout_round_trip(void **state) {
         int64_t k, n, gs;
         int zp, act_order, scale_kind;
         mpl_act act;
-        int w8;
+        int form;         /* 0: 4-bit codes, 1: 8-bit (two planes), 2: 2-bit halves (mpl_cuda_w4a16_pack_halves) */
         mpl_wtype narrow; /* 0: 4-bit (uint4b8, or uint4 with zp); else this 2-, 3- or 4-bit type */
     } cases[] = {
         {64, 16, -1, 0, 0, 0, MPL_ACT_F16, 0, 0},    {200, 24, -1, 1, 0, 2, MPL_ACT_BF16, 0, 0},
@@ -88,6 +88,10 @@ static void layout_round_trip(void **state) {
         {768, 200, 64, 0, 1, 2, MPL_ACT_BF16, 0, MPL_WTYPE_UINT2B2}, {1408, 264, 128, 1, 1, 2, MPL_ACT_F16, 0, MPL_WTYPE_UINT2},
         {96, 16, -1, 0, 0, 0, MPL_ACT_BF16, 0, MPL_WTYPE_UINT3B4},   {960, 72, 32, 1, 0, 1, MPL_ACT_F16, 0, MPL_WTYPE_UINT3},
         {768, 200, 64, 0, 1, 0, MPL_ACT_BF16, 0, MPL_WTYPE_UINT3B4}, {1408, 264, 128, 1, 1, 2, MPL_ACT_F16, 0, MPL_WTYPE_UINT3},
+        /* 2-bit halves: one byte per four weights (k / 2 packed positions), both types, act-order, groups -1 / 128 / 256 */
+        {128, 16, -1, 0, 0, 0, MPL_ACT_F16, 2, MPL_WTYPE_UINT2B2},   {1024, 72, 128, 1, 0, 1, MPL_ACT_BF16, 2, MPL_WTYPE_UINT2},
+        {1280, 200, 256, 0, 1, 2, MPL_ACT_F16, 2, MPL_WTYPE_UINT2B2}, {768, 264, 128, 1, 1, 0, MPL_ACT_BF16, 2, MPL_WTYPE_UINT2},
+        {2048, 8, -1, 1, 0, 2, MPL_ACT_BF16, 2, MPL_WTYPE_UINT2},
     };
     tu_rng r;
     tu_rng_init(&r, tu_seed(0xc0da));
@@ -98,14 +102,23 @@ static void layout_round_trip(void **state) {
         c.act = cases[ci].act;
         c.zero_points = cases[ci].zp;
         c.wtype = cases[ci].narrow ? cases[ci].narrow
-                  : cases[ci].w8   ? (c.zero_points ? MPL_WTYPE_UINT8 : MPL_WTYPE_UINT8B128)
+                  : cases[ci].form ? (c.zero_points ? MPL_WTYPE_UINT8 : MPL_WTYPE_UINT8B128)
                   : c.zero_points  ? MPL_WTYPE_UINT4
                                    : MPL_WTYPE_UINT4B8;
         c.act_order = cases[ci].act_order;
         mpl_canonical w, back;
         random_canonical(&w, &c, &r, cases[ci].scale_kind);
         mpl_cuda_w4a16_layout l;
-        assert_int_equal(mpl_cuda_w4a16_pack(&c, &w, &l), MPL_OK);
+        const int halves = cases[ci].form == 2;
+        if (halves) assert_true(mpl_cuda_w4a16_halves_fits(&c));
+        assert_int_equal(halves ? mpl_cuda_w4a16_pack_halves(&c, &w, &l) : mpl_cuda_w4a16_pack(&c, &w, &l), MPL_OK);
+        if (halves) {
+            assert_int_equal(l.halves, 1);
+            assert_int_equal(l.k, c.k);
+            assert_int_equal(l.k_pad, c.k / 2);
+            assert_int_equal(mpl_cuda_w4a16_qweight_bytes(&l), (size_t)(l.n_pad * c.k / 4));
+            assert_int_equal(l.zeros != NULL, c.zero_points);
+        }
         int want_fmt = cases[ci].scale_kind == 2 ? MPL_CUDA_W4A16_SCALE_F32
                        : cases[ci].scale_kind == 1 ? MPL_CUDA_W4A16_SCALE_BF16
                        : c.act == MPL_ACT_BF16 ? MPL_CUDA_W4A16_SCALE_BF16 /* f16-exact scales may be bf16-exact too */
@@ -128,50 +141,12 @@ static void layout_round_trip(void **state) {
 }
 
 /*
- * 2-bit halves (mpl_cuda_w4a16_pack_halves): round trips over both 2-bit types, act-order, group -1 / 128 / 256,
- * every scale encoding, N tails; the packed size (k / 2 positions: one byte per four weights); hand-placed codes at
+ * 2-bit halves (mpl_cuda_w4a16_pack_halves; its round trips are layout_round_trip's form-2 rows): hand-placed codes at
  * their bits (channel 128 v + j in bits 0-1, 128 v + 64 + j in bits 2-3 of the nibble a 4-bit layer gives packed
  * position 64 v + j); the shapes it refuses, with the rule in the message.
  */
 static void layout_halves(void **state) {
     (void)state;
-    static const struct {
-        int64_t k, n, gs;
-        int zp, act_order, scale_kind;
-        mpl_act act;
-    } cases[] = {
-        {128, 16, -1, 0, 0, 0, MPL_ACT_F16}, {1024, 72, 128, 1, 0, 1, MPL_ACT_BF16}, {1280, 200, 256, 0, 1, 2, MPL_ACT_F16},
-        {768, 264, 128, 1, 1, 0, MPL_ACT_BF16}, {2048, 8, -1, 1, 0, 2, MPL_ACT_BF16},
-    };
-    tu_rng r;
-    tu_rng_init(&r, tu_seed(0x4a1f));
-    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
-        mpl_config c;
-        mpl_config_init(&c, cases[ci].k, cases[ci].n);
-        c.group_size = cases[ci].gs;
-        c.act = cases[ci].act;
-        c.zero_points = cases[ci].zp;
-        c.wtype = c.zero_points ? MPL_WTYPE_UINT2 : MPL_WTYPE_UINT2B2;
-        c.act_order = cases[ci].act_order;
-        assert_true(mpl_cuda_w4a16_halves_fits(&c));
-        mpl_canonical w, back;
-        random_canonical(&w, &c, &r, cases[ci].scale_kind);
-        mpl_cuda_w4a16_layout l;
-        assert_int_equal(mpl_cuda_w4a16_pack_halves(&c, &w, &l), MPL_OK);
-        assert_int_equal(l.halves, 1);
-        assert_int_equal(l.k, c.k);
-        assert_int_equal(l.k_pad, c.k / 2);
-        assert_int_equal(mpl_cuda_w4a16_qweight_bytes(&l), (size_t)(l.n_pad * c.k / 4));
-        assert_int_equal(l.zeros != NULL, c.zero_points);
-        assert_int_equal(mpl_cuda_w4a16_unpack(&l, c.act_order, &back), MPL_OK);
-        assert_memory_equal(back.codes, w.codes, (size_t)(w.n * w.k));
-        assert_memory_equal(back.scales, w.scales, (size_t)(w.n * w.groups) * sizeof(float));
-        if (w.zeros) assert_memory_equal(back.zeros, w.zeros, (size_t)(w.n * w.groups));
-        if (w.g_idx) assert_memory_equal(back.perm, w.perm, (size_t)w.k * sizeof(int32_t));
-        mpl_canonical_free(&back);
-        mpl_cuda_w4a16_layout_free(&l);
-        mpl_canonical_free(&w);
-    }
     /* bits: code 3 at (n, k) among codes 2, in the nibble of (n, packed 64 (k / 128) + k % 64) at bits 2 ((k / 64) & 1) */
     mpl_config c;
     mpl_config_init(&c, 256, 40);

@@ -48,12 +48,24 @@ typedef struct {
     const mpl_canonical *w;
 } pack_job;
 
-/* Codes of every 2-, 3- and 4-bit type go in as the 4-bit code the kernels read (mpl_code4, core/internal.h;
- * docs/layouts/cuda_w4a16.md, "Widths below 4 bits, and int4"): exact, so every 4-bit path serves them unchanged. */
+/* The nibble of row n at packed position p. Codes of every 2-, 3- and 4-bit type go in as the 4-bit code the kernels
+ * read (mpl_code4, core/internal.h; docs/layouts/cuda_w4a16.md, "Widths below 4 bits, and int4"): exact, so every
+ * 4-bit path serves them unchanged. Halves: the 2-bit codes of channels 128 v + p % 64 (bits 0-1) and 128 v + 64 +
+ * p % 64 (bits 2-3) of chunk v = p / 64, after the act-order sort; padding rows hold code 2 twice (uint2b2's zero). */
+static uint32_t packed_nibble(const mpl_cuda_w4a16_layout *l, const mpl_canonical *w, int64_t n, int64_t p) {
+    if (l->halves) {
+        if (n >= w->n) return 0xau;
+        const uint8_t *row = w->codes + n * w->k;
+        const int64_t lo = p / MPL_CUDA_W4A16_KC * 2 * MPL_CUDA_W4A16_KC + p % MPL_CUDA_W4A16_KC, hi = lo + MPL_CUDA_W4A16_KC;
+        return (uint32_t)(row[w->perm ? w->perm[lo] : lo] & 3u) | (uint32_t)(row[w->perm ? w->perm[hi] : hi] & 3u) << 2;
+    }
+    if (n >= w->n || p >= w->k) return MPL_CUDA_W4A16_PAD_CODE;
+    return mpl_code4(w->wtype, w->codes[n * w->k + (w->perm ? w->perm[p] : p)]) & 15u;
+}
+
 static void pack_rows(void *ctx, int tid, int nthreads) {
     const pack_job *job = ctx;
     mpl_cuda_w4a16_layout *l = job->l;
-    const mpl_canonical *w = job->w;
     int64_t NT = l->n_pad / MPL_CUDA_W4A16_NT, KC = l->k_pad / MPL_CUDA_W4A16_KC;
     for (int64_t nt = NT * tid / nthreads; nt < NT * (tid + 1) / nthreads; nt++)
         for (int64_t kc = 0; kc < KC; kc++)
@@ -63,40 +75,16 @@ static void pack_rows(void *ctx, int tid, int nthreads) {
                     for (int i = 0; i < 8; i++) {
                         int64_t n = nt * MPL_CUDA_W4A16_NT + mpl_cuda_w4a16_nibble_row(lane, i);
                         int64_t p = kc * MPL_CUDA_W4A16_KC + 16 * j + mpl_cuda_w4a16_nibble_col(lane, i);
-                        uint32_t code = MPL_CUDA_W4A16_PAD_CODE;
-                        if (n < w->n && p < w->k) code = mpl_code4(w->wtype, w->codes[n * w->k + (w->perm ? w->perm[p] : p)]);
-                        word |= (code & 15u) << (4 * i);
+                        word |= packed_nibble(l, job->w, n, p) << (4 * i);
                     }
                     l->qweight[mpl_cuda_w4a16_word_index(l, nt, kc, lane, j)] = word;
                 }
 }
 
-static mpl_status pack4(const mpl_config *c, const mpl_canonical *w, mpl_cuda_w4a16_layout *out);
-
-/* Halves: nibble (row, packed position p of chunk v) = the 2-bit codes of channels 128 v + p % 64 (bits 0-1) and
- * 128 v + 64 + p % 64 (bits 2-3), after the act-order sort; padding rows hold code 2 twice (uint2b2's zero). */
-static void pack_rows_halves(void *ctx, int tid, int nthreads) {
-    const pack_job *job = ctx;
-    mpl_cuda_w4a16_layout *l = job->l;
-    const mpl_canonical *w = job->w;
-    int64_t NT = l->n_pad / MPL_CUDA_W4A16_NT, KC = l->k_pad / MPL_CUDA_W4A16_KC;
-    for (int64_t nt = NT * tid / nthreads; nt < NT * (tid + 1) / nthreads; nt++)
-        for (int64_t kc = 0; kc < KC; kc++)
-            for (int lane = 0; lane < 32; lane++)
-                for (int j = 0; j < 4; j++) {
-                    uint32_t word = 0;
-                    for (int i = 0; i < 8; i++) {
-                        int64_t n = nt * MPL_CUDA_W4A16_NT + mpl_cuda_w4a16_nibble_row(lane, i);
-                        int64_t lo = 2 * kc * MPL_CUDA_W4A16_KC + 16 * j + mpl_cuda_w4a16_nibble_col(lane, i);
-                        int64_t hi = lo + MPL_CUDA_W4A16_KC;
-                        uint32_t nib = 0xau;
-                        if (n < w->n)
-                            nib = (uint32_t)(w->codes[n * w->k + (w->perm ? w->perm[lo] : lo)] & 3u) |
-                                  (uint32_t)(w->codes[n * w->k + (w->perm ? w->perm[hi] : hi)] & 3u) << 2;
-                        word |= nib << (4 * i);
-                    }
-                    l->qweight[mpl_cuda_w4a16_word_index(l, nt, kc, lane, j)] = word;
-                }
+/* One plane of nibbles: 4-bit codes, or (halves) 2-bit codes two per nibble. */
+static mpl_status pack_one(const mpl_config *c, const mpl_canonical *w, bool halves, mpl_cuda_w4a16_layout *out);
+static mpl_status pack4(const mpl_config *c, const mpl_canonical *w, mpl_cuda_w4a16_layout *out) {
+    return pack_one(c, w, false, out);
 }
 
 mpl_status mpl_cuda_w4a16_pack_halves(const mpl_config *c, const mpl_canonical *w, mpl_cuda_w4a16_layout *out) {
@@ -107,24 +95,7 @@ mpl_status mpl_cuda_w4a16_pack_halves(const mpl_config *c, const mpl_canonical *
                              "cuda_w4a16 pack (halves): weight type %s, k = %lld, group size %lld: needs uint2b2 or "
                              "uint2, k a multiple of 128 and group size -1 or a multiple of 128",
                              mpl_wtype_name(w->wtype), (long long)w->k, (long long)w->group_size);
-    /* scales, zeros and perm as the 4-bit layer of the same K (its 4-bit qweight replaced below) */
-    mpl_status st = pack4(c, w, out);
-    if (st != MPL_OK) return st;
-    mpl_cuda_w4a16_layout *l = out;
-    free(l->qweight);
-    l->halves = 1;
-    l->k_pad = w->k / 2;
-    l->qweight = malloc(mpl_cuda_w4a16_qweight_bytes(l));
-    if (!l->qweight) {
-        mpl_cuda_w4a16_layout_free(l);
-        return mpl_set_error(MPL_ERR_OUT_OF_MEMORY, "cuda_w4a16 pack (halves): cannot allocate %zu bytes of packed weights",
-                             (size_t)(l->n_pad * l->k_pad / 2));
-    }
-    pack_job job = {.l = l, .w = w};
-    int64_t NT = l->n_pad / MPL_CUDA_W4A16_NT;
-    int threads = mpl_pool_size();
-    mpl_parallel_run(threads < NT ? threads : (int)NT, pack_rows_halves, &job);
-    return MPL_OK;
+    return pack_one(c, w, true, out); /* scales, zeros and perm as the 4-bit layer of the same K */
 }
 
 /*
@@ -168,7 +139,7 @@ mpl_status mpl_cuda_w4a16_pack(const mpl_config *c, const mpl_canonical *w, mpl_
     return pack4(c, w, out);
 }
 
-static mpl_status pack4(const mpl_config *c, const mpl_canonical *w, mpl_cuda_w4a16_layout *out) {
+static mpl_status pack_one(const mpl_config *c, const mpl_canonical *w, bool halves, mpl_cuda_w4a16_layout *out) {
     memset(out, 0, sizeof *out);
     if (mpl_wtype_bits(w->wtype) > 4)
         return mpl_set_error(MPL_ERR_INVALID_ARGUMENT,
@@ -183,9 +154,10 @@ static mpl_status pack4(const mpl_config *c, const mpl_canonical *w, mpl_cuda_w4
     mpl_cuda_w4a16_layout *l = out;
     l->k_in = w->k;
     l->planes = 1;
+    l->halves = halves;
     l->k = w->k;
     l->n = w->n;
-    l->k_pad = round_up(w->k, MPL_CUDA_W4A16_KC);
+    l->k_pad = halves ? w->k / 2 : round_up(w->k, MPL_CUDA_W4A16_KC); /* halves: k % 128 == 0 (the caller checks) */
     l->n_pad = round_up(w->n, MPL_CUDA_W4A16_N_ALIGN);
     l->cfg_group_size = c->group_size;
     l->group_size = w->group_size;

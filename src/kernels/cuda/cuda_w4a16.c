@@ -57,6 +57,14 @@ static bool packs_halves(const mpl_config *c, const mpl_platform *p) {
     return p->cuda_cc == 90 && mpl_cuda_w4a16_halves_fits(c);
 }
 
+/* The refusal of a path that does not read halves (who: the paths that do). */
+static mpl_reason refuse_halves(const mpl_config *c, const char *path, const char *who, char *msg, size_t cap) {
+    return mpl_refuse(msg, cap, MPL_REASON_WEIGHT_TYPE,
+                      "weight type %s, k = %lld, group size %lld on compute capability 9.0: packed in halves (2-bit "
+                      "codes, two per nibble), which %s does not read (%s)",
+                      mpl_wtype_name(c->wtype), (long long)c->k, (long long)c->group_size, path, who);
+}
+
 /* skinny-rounded rounds each weight once to bf16 (round(w * s), the issue-12 contract): bf16 activations and
  * the types stored as uint4b8 only (with zero points, -z s is not exact in bf16 and the form would round twice). */
 static mpl_reason skinny_rounded_can_implement(const mpl_config *c, const mpl_platform *p, char *msg, size_t cap) {
@@ -64,11 +72,7 @@ static mpl_reason skinny_rounded_can_implement(const mpl_config *c, const mpl_pl
         return mpl_refuse(msg, cap, MPL_REASON_ACT_TYPE,
                           "activation type %s: cuda_w4a16:skinny-rounded takes bf16 (f16 keeps skinny's offset form)",
                           mpl_act_name(c->act));
-    if (packs_halves(c, p))
-        return mpl_refuse(msg, cap, MPL_REASON_WEIGHT_TYPE,
-                          "weight type %s, k = %lld, group size %lld on compute capability 9.0: packed in halves (2-bit "
-                          "codes, two per nibble), which cuda_w4a16:skinny-rounded does not read (skinny does)",
-                          mpl_wtype_name(c->wtype), (long long)c->k, (long long)c->group_size);
+    if (packs_halves(c, p)) return refuse_halves(c, "cuda_w4a16:skinny-rounded", "skinny does", msg, cap);
     if (c->zero_points || !packs_uint4b8(c))
         return mpl_refuse(msg, cap, MPL_REASON_ZERO_POINTS,
                           "weight type %s%s: cuda_w4a16:skinny-rounded takes the types packed as uint4b8 (uint4b8, int4, "
@@ -136,11 +140,7 @@ static void wg_m_range(const mpl_config *c, const mpl_platform *p, int64_t *m_mi
 
 /* tc reads 4-bit codes and planes only. */
 static mpl_reason tc_can_implement(const mpl_config *c, const mpl_platform *p, char *msg, size_t cap) {
-    if (packs_halves(c, p))
-        return mpl_refuse(msg, cap, MPL_REASON_WEIGHT_TYPE,
-                          "weight type %s, k = %lld, group size %lld on compute capability 9.0: packed in halves (2-bit "
-                          "codes, two per nibble), which cuda_w4a16:tc does not read (skinny, wg and dq do)",
-                          mpl_wtype_name(c->wtype), (long long)c->k, (long long)c->group_size);
+    if (packs_halves(c, p)) return refuse_halves(c, "cuda_w4a16:tc", "skinny, wg and dq do", msg, cap);
     return MPL_REASON_OK;
 }
 

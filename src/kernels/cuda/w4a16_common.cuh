@@ -69,17 +69,15 @@ struct ActF16 {
      * 1 shift + 4 lop3 per 8 weights instead of 1 + 4 + 4 FMA.
      */
     static constexpr uint32_t ONES = 0x3C003C00u;
-    static constexpr float G8_SCALE = 0.0625f;
-    __device__ static __forceinline__ float off_g(uint32_t z) { return 1024.0f + (float)z; }
-    __device__ static __forceinline__ float off_g8(uint32_t z) { return 1024.0f + 16.0f * (float)z; }
-    template <uint32_t M = 15u>
+    static constexpr float OFF = 1024.0f; /* the offset of every register (0x6400) */
+    static constexpr int G8_MUL = 16;     /* rows g+8's multiplier of the code */
     __device__ static __forceinline__ void dequant_off(uint32_t w, uint32_t a[4]) {
-        const uint32_t MAGIC = 0x64006400u, L = M * 0x10001u;
+        const uint32_t MAGIC = 0x64006400u;
         uint32_t w8 = w >> 8;
-        a[0] = and_or(w, L, MAGIC);
-        a[1] = and_or(w, L << 4, MAGIC);
-        a[2] = and_or(w8, L, MAGIC);
-        a[3] = and_or(w8, L << 4, MAGIC);
+        a[0] = and_or(w, 0x000f000fu, MAGIC);
+        a[1] = and_or(w, 0x00f000f0u, MAGIC);
+        a[2] = and_or(w8, 0x000f000fu, MAGIC);
+        a[3] = and_or(w8, 0x00f000f0u, MAGIC);
     }
     __device__ static __forceinline__ void mma(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
         asm volatile(
@@ -114,12 +112,10 @@ struct ActBF16 {
     /* Offset form (skinny path): every pair (128 + q), 3 shifts + 4 lop3 per 8 weights, no FMA;
      * the fold subtracts (128 + zero) * sum(x) (see ActF16). */
     static constexpr uint32_t ONES = 0x3F803F80u;
-    static constexpr float G8_SCALE = 1.0f;
-    __device__ static __forceinline__ float off_g(uint32_t z) { return 128.0f + (float)z; }
-    __device__ static __forceinline__ float off_g8(uint32_t z) { return 128.0f + (float)z; }
-    template <uint32_t M = 15u>
+    static constexpr float OFF = 128.0f; /* 0x4300 */
+    static constexpr int G8_MUL = 1;
     __device__ static __forceinline__ void dequant_off(uint32_t w, uint32_t a[4]) {
-        const uint32_t MAGIC = 0x43004300u, MASK = M * 0x10001u;
+        const uint32_t MAGIC = 0x43004300u, MASK = 0x000f000fu;
         a[0] = and_or(w, MASK, MAGIC);
         a[1] = and_or(w >> 4, MASK, MAGIC);
         a[2] = and_or(w >> 8, MASK, MAGIC);
@@ -169,7 +165,7 @@ struct ActBF16 {
  * bits 0-1, 4-5 (nibbles 0, 1: half 0) and 2-3, 6-7 (half 1), and at 8-15 for nibbles 2, 3 (w >> 8); OR'd into the
  * mantissa of OFF (f16 1024: bits 0-9; bf16 128: bits 0-6), a code at bit b reads as OFF + 2^b c, exactly. Registers 0
  * and 2 hold rows g, 1 and 3 rows g + 8, each row class with one multiplier, which the fold divides out
- * (halves_mul): half 0 (1, 16) for both types; half 1 (4, 64) for f16, (4, 4) for bf16, whose bits 6-7 would reach
+ * (halves_mul, the skinny path's fold_offset): half 0 (1, 16) for both types; half 1 (4, 64) for f16, (4, 4) for bf16, whose bits 6-7 would reach
  * the exponent: rows g + 8 come from w >> 4 and w >> 12. Per word (16 weights): f16 1 shift + 8 lop3, bf16 3 + 8.
  */
 template <class A, int H>
@@ -195,8 +191,8 @@ __device__ __forceinline__ void halves_off(uint32_t w, uint32_t a[4]) {
 }
 /* The multipliers of halves_off's row classes: G (rows g) or G8 (rows g + 8) of half H. */
 template <class A, int H, bool G8>
-__device__ __forceinline__ constexpr float halves_mul() {
-    return !G8 ? (H ? 4.0f : 1.0f) : H == 0 ? 16.0f : A::id == MPL_CUDA_W4A16_ACT_F16 ? 64.0f : 4.0f;
+__device__ __forceinline__ constexpr int halves_mul() {
+    return !G8 ? (H ? 4 : 1) : H == 0 ? 16 : A::id == MPL_CUDA_W4A16_ACT_F16 ? 64 : 4;
 }
 
 /* One fma of 16-bit pairs in the activation type act. */

@@ -65,42 +65,27 @@ __global__ void __launch_bounds__(256) w4a16_dq_slab(const mpl_cuda_w4a16_args a
                 z0 += 16 * (int)(zh & 0xffu), z1 += 16 * (int)(zh >> 8);
                 wh = j == 0 ? qh.x : j == 1 ? qh.y : j == 2 ? qh.z : qh.w;
             }
-            if constexpr (HV) { /* halves: chunk 2 kc + hh from bits 2 hh of each nibble */
+            /* 4-bit: the nibble; 8-bit: low + 16 high; halves: chunk 2 kc + hh's 2-bit code at bits 2 hh of each nibble
+             * (exact integers: one rounding of (code - z) s) */
+            auto code = [&](int nib, int hh) {
+                if constexpr (HV) return (int)((wd >> (4 * nib + 2 * hh)) & 3u);
+                return (int)((wd >> (4 * nib)) & 15u) + (PL ? 16 * (int)((wh >> (4 * nib)) & 15u) : 0);
+            };
 #pragma unroll
-                for (int hh = 0; hh < 2; hh++) {
-                    const uint32_t wq = wd >> (2 * hh);
-                    const int kh = (2 * kc + hh) * MPL_CUDA_W4A16_KC + 16 * j + 4 * t; /* < a.k: k % 128 == 0 */
-                    uint32_t h0[2], h1[2];
-#pragma unroll
-                    for (int h = 0; h < 2; h++) {
-                        const int na = h == 0 ? 0 : 2, nb = h == 0 ? 4 : 6;
-                        const float r0a = (float)((int)((wq >> (4 * na)) & 3u) - z0) * s0, r0b = (float)((int)((wq >> (4 * nb)) & 3u) - z0) * s0;
-                        const float r1a = (float)((int)((wq >> (4 * (na + 1))) & 3u) - z1) * s1;
-                        const float r1b = (float)((int)((wq >> (4 * (nb + 1))) & 3u) - z1) * s1;
-                        h0[h] = (uint32_t)A::from_float(r0a) | ((uint32_t)A::from_float(r0b) << 16);
-                        h1[h] = (uint32_t)A::from_float(r1a) | ((uint32_t)A::from_float(r1b) << 16);
-                    }
-                    if (in0) *reinterpret_cast<uint2 *>(w0 + kh) = make_uint2(h0[0], h0[1]);
-                    if (in1) *reinterpret_cast<uint2 *>(w1 + kh) = make_uint2(h1[0], h1[1]);
-                }
-            } else {
+            for (int hh = 0; hh < (HV ? 2 : 1); hh++) {
+                const int kk = HV ? (2 * kc + hh) * MPL_CUDA_W4A16_KC + 16 * j + 4 * t : k; /* halves: < a.k, k % 128 == 0 */
                 /* row g: channels 4t + 0, 1, 2, 3 are nibbles 0, 4, 2, 6; row g+8: nibbles 1, 5, 3, 7 */
                 uint32_t o0[2], o1[2];
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
                     const int na = h == 0 ? 0 : 2, nb = h == 0 ? 4 : 6; /* row g, channels 2h and 2h+1 */
-                    /* 4-bit: the nibble; 8-bit: low + 16 high (exact integers: one rounding of (code - z) s) */
-                    const int c0a = (int)((wd >> (4 * na)) & 15u) + (PL ? 16 * (int)((wh >> (4 * na)) & 15u) : 0);
-                    const int c0b = (int)((wd >> (4 * nb)) & 15u) + (PL ? 16 * (int)((wh >> (4 * nb)) & 15u) : 0);
-                    const int c1a = (int)((wd >> (4 * (na + 1))) & 15u) + (PL ? 16 * (int)((wh >> (4 * (na + 1))) & 15u) : 0);
-                    const int c1b = (int)((wd >> (4 * (nb + 1))) & 15u) + (PL ? 16 * (int)((wh >> (4 * (nb + 1))) & 15u) : 0);
-                    const float r0a = (float)(c0a - z0) * s0, r0b = (float)(c0b - z0) * s0;
-                    const float r1a = (float)(c1a - z1) * s1, r1b = (float)(c1b - z1) * s1;
+                    const float r0a = (float)(code(na, hh) - z0) * s0, r0b = (float)(code(nb, hh) - z0) * s0;
+                    const float r1a = (float)(code(na + 1, hh) - z1) * s1, r1b = (float)(code(nb + 1, hh) - z1) * s1;
                     o0[h] = (uint32_t)A::from_float(r0a) | ((uint32_t)A::from_float(r0b) << 16);
                     o1[h] = (uint32_t)A::from_float(r1a) | ((uint32_t)A::from_float(r1b) << 16);
                 }
-                if (in0) *reinterpret_cast<uint2 *>(w0 + k) = make_uint2(o0[0], o0[1]);
-                if (in1) *reinterpret_cast<uint2 *>(w1 + k) = make_uint2(o1[0], o1[1]);
+                if (in0) *reinterpret_cast<uint2 *>(w0 + kk) = make_uint2(o0[0], o0[1]);
+                if (in1) *reinterpret_cast<uint2 *>(w1 + kk) = make_uint2(o1[0], o1[1]);
             }
         }
     }

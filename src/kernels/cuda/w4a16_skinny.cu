@@ -71,7 +71,7 @@ __device__ __forceinline__ void offset_step(float cg[N][MT][4], float c1[MT][4],
  * The offset form on a halves layer (FORM_HALVES): word j of each tile carries k16 step j of two chunks, the 2-bit
  * codes in bits 0-1 (chunk 2v, half H = 0) and 2-3 (chunk 2v + 1, H = 1) of each nibble; halves_off makes half H's
  * registers (OFF + multiplier x code, exact) against that chunk's x fragments xf, and the all-ones MMA sums its x;
- * fold_halves divides the multipliers out. Per 8 weights: the 4-bit form's MMAs, fewer logic ops (no mask of 4).
+ * fold_offset divides the multipliers out. Per 8 weights: the 4-bit form's MMAs, fewer logic ops (no mask of 4).
  */
 template <class A, int N, int MT, int H>
 __device__ __forceinline__ void half_step(float cg[N][MT][4], float c1[MT][4], const uint4 wv[N], int j,
@@ -89,39 +89,20 @@ __device__ __forceinline__ void half_step(float cg[N][MT][4], float c1[MT][4], c
     for (int mt = 0; mt < MT; mt++) A::mma(c1[mt], ones, xf[mt].x, xf[mt].y);
 }
 
-/* fold_offset for half H of a halves chunk: cg sums (OFF + M z') x with M = halves_mul per row class, so
- * (cg - (OFF + M z) sum x) / M = sum (c - z) x, then the scale (M a power of two: exact). */
-template <class A, int MT, int H>
-__device__ __forceinline__ void fold_halves(float acc[MT][4], float cg[MT][4], const float c1[MT][4], uint32_t hi,
-                                            uint32_t lo, uint32_t zz, int fmt) {
-    constexpr float MG = halves_mul<A, H, false>(), MG8 = halves_mul<A, H, true>();
-    const float off = A::off_g(0u);
-    const float s_g = scale_value(hi & 0xffffu, lo & 0xffffu, fmt) * (1.0f / MG);
-    const float s_g8 = scale_value(hi >> 16, lo >> 16, fmt) * (1.0f / MG8);
-    const float o_g = off + MG * (float)(zz & 0xffu), o_g8 = off + MG8 * (float)(zz >> 8);
-#pragma unroll
-    for (int mt = 0; mt < MT; mt++) {
-        acc[mt][0] = fmaf(s_g, fmaf(-o_g, c1[mt][0], cg[mt][0]), acc[mt][0]);
-        acc[mt][1] = fmaf(s_g, fmaf(-o_g, c1[mt][1], cg[mt][1]), acc[mt][1]);
-        acc[mt][2] = fmaf(s_g8, fmaf(-o_g8, c1[mt][0], cg[mt][2]), acc[mt][2]);
-        acc[mt][3] = fmaf(s_g8, fmaf(-o_g8, c1[mt][1], cg[mt][3]), acc[mt][3]);
-#pragma unroll
-        for (int e = 0; e < 4; e++) cg[mt][e] = 0.0f;
-    }
-}
-
 /*
- * The offset form's fold of one row tile: cg holds sum (OFF + code) x over the group's k16 steps, c1 the
- * same steps' sum x (columns 2t, 2t + 1); (sum (OFF + code) x) - (OFF + zero) sum x = sum (code - zero) x,
- * then the group scale, into acc for rows g (e 0, 1) and g + 8 (e 2, 3). hi/lo: the two rows' scales
- * (scale_value), zz: their zero points (low byte row g), cg is reset.
+ * The offset form's fold of one row tile: cg holds sum (OFF + M code) x over the group's k16 steps, c1 the
+ * same steps' sum x (columns 2t, 2t + 1); (sum (OFF + M code) x) - (OFF + M zero) sum x = M sum (code - zero) x,
+ * then the group scale over M, into acc for rows g (e 0, 1, multiplier MG) and g + 8 (e 2, 3, MG8). The 4-bit form's
+ * multipliers are 1 and 16 (f16: nibbles 1 and 5 read in place) or 1 (bf16); a halves chunk's are halves_mul's, so
+ * its half H folds with fold_offset<A, MT, halves_mul<A, H, false>(), halves_mul<A, H, true>()> (powers of two:
+ * exact). hi/lo: the two rows' scales (scale_value), zz: their zero points (low byte row g), cg is reset.
  */
-template <class A, int MT>
+template <class A, int MT, int MG = 1, int MG8 = A::G8_MUL>
 __device__ __forceinline__ void fold_offset(float acc[MT][4], float cg[MT][4], const float c1[MT][4], uint32_t hi,
                                             uint32_t lo, uint32_t zz, int fmt) {
-    const float s_g = scale_value(hi & 0xffffu, lo & 0xffffu, fmt);
-    const float s_g8 = scale_value(hi >> 16, lo >> 16, fmt) * A::G8_SCALE;
-    const float o_g = A::off_g(zz & 0xffu), o_g8 = A::off_g8(zz >> 8);
+    const float s_g = scale_value(hi & 0xffffu, lo & 0xffffu, fmt) * (1.0f / (float)MG);
+    const float s_g8 = scale_value(hi >> 16, lo >> 16, fmt) * (1.0f / (float)MG8);
+    const float o_g = A::OFF + (float)MG * (float)(zz & 0xffu), o_g8 = A::OFF + (float)MG8 * (float)(zz >> 8);
 #pragma unroll
     for (int mt = 0; mt < MT; mt++) {
         acc[mt][0] = fmaf(s_g, fmaf(-o_g, c1[mt][0], cg[mt][0]), acc[mt][0]);
@@ -380,7 +361,7 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
                     const uint32_t hi = *reinterpret_cast<const uint32_t *>(st + Sh::OFF_S + i * 32 + 4 * g);
                     const uint32_t lo = a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32 ? *reinterpret_cast<const uint32_t *>(st + Sh::OFF_L + i * 32 + 4 * g) : 0u;
                     const uint32_t zz = ZP ? *reinterpret_cast<const uint16_t *>(st + Sh::OFF_Z + i * 16 + 2 * g) : 0x0202u; /* uint2b2: 2 */
-                    fold_halves<A, MT, H>(acc[i], cg[i], c1, hi, lo, zz, a.scale_fmt);
+                    fold_offset<A, MT, halves_mul<A, H, false>(), halves_mul<A, H, true>()>(acc[i], cg[i], c1, hi, lo, zz, a.scale_fmt);
                 }
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++)
