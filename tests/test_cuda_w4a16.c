@@ -414,7 +414,7 @@ static int expected_streamk(int64_t m, int64_t k, int64_t n) {
 }
 
 /* 2-bit layers on cc 9.0 with k % 128 == 0 and groups of 128k (or one) are packed in halves (cuda_w4a16.c,
- * packs_halves): no tc, no skinny-rounded; skinny to 8 where n >= 16384 and n > k, else to 16, then wg-streamk where its rule says
+ * packs_halves): no tc, no skinny-rounded; skinny to 16 (f16: to 8 where n >= 16384 and n > k), then wg-streamk where its rule says
  * (without zero points; its 33..64 bucket from m = 17), wg to 512, dq after */
 static int halves_case(int64_t k, int64_t gs, int cc, int zp) {
     const mpl_wtype t = zp ? g_asym : g_sym;
@@ -423,7 +423,7 @@ static int halves_case(int64_t k, int64_t gs, int cc, int zp) {
 
 static const char *expected_default(int64_t m, int64_t k, int64_t n, int64_t gs, int cc, mpl_act act, int zp) {
     if (halves_case(k, gs, cc, zp)) {
-        if (m <= (n >= 16384 && n > k ? 8 : 16)) return "cuda_w4a16:skinny";
+        if (m <= (act == MPL_ACT_F16 && n >= 16384 && n > k ? 8 : 16)) return "cuda_w4a16:skinny";
         /* stream-K's first bucket (33..64) reaches down to 17 for halves */
         if (!zp && expected_streamk(m >= 17 && m <= 32 ? 33 : m, k, n)) return "cuda_w4a16:wg-streamk";
         return m <= 512 ? "cuda_w4a16:wg" : "cuda_w4a16:dq";
@@ -695,11 +695,14 @@ static void path_refusals(void **state) {
         assert_string_equal(got, "cuda_w4a16:skinny");
         assert_int_equal(mpl_choose_path(&hd, &o, 17, &got), MPL_OK);
         assert_string_equal(got, "cuda_w4a16:wg-streamk");
+        assert_int_equal(mpl_choose_path(&hg, &o, 16, &got), MPL_OK); /* bf16: skinny to 16 on wide layers too */
+        assert_string_equal(got, "cuda_w4a16:skinny");
+        assert_int_equal(mpl_choose_path(&hg, &o, 17, &got), MPL_OK);
+        assert_string_equal(got, "cuda_w4a16:wg");
+        hg.act = MPL_ACT_F16;
         assert_int_equal(mpl_choose_path(&hg, &o, 8, &got), MPL_OK);
         assert_string_equal(got, "cuda_w4a16:skinny");
-        assert_int_equal(mpl_choose_path(&hg, &o, 9, &got), MPL_OK); /* wide (n >= 16384, n > k): wg from 9 */
-        assert_string_equal(got, "cuda_w4a16:wg");
-        assert_int_equal(mpl_choose_path(&hg, &o, 17, &got), MPL_OK);
+        assert_int_equal(mpl_choose_path(&hg, &o, 9, &got), MPL_OK); /* f16, wide (n >= 16384, n > k): wg from 9 */
         assert_string_equal(got, "cuda_w4a16:wg");
         h.group_size = 64; /* 4-bit codes: tc and skinny-rounded again */
         assert_int_equal(mpl_check(&h, &o, "cuda_w4a16:tc", &v), MPL_OK);
@@ -1098,7 +1101,7 @@ static int halves_matrix(uint64_t seed, int *pcases) {
             {768, 200, -1, 0, 0, MPL_ACT_BF16, RN, F32, G, 1},    {2048, 1032, 128, 1, 0, MPL_ACT_BF16, RN, F16, MPL_LAYOUT_CT, 1},
             {1024, 136, 128, 0, 1, MPL_ACT_F16, EX, F16, G, 1},
         };
-        const int64_t hv_m[] = {1, 9, 16, 17, 33, 65, 129, 513};
+        const int64_t hv_m[] = {1, 8, 9, 16, 17, 33, 65, 129, 513};
         for (size_t i = 0; i < sizeof hv / sizeof hv[0]; i++)
             bad += run_ms(&hv[i], hv_m, (int)(sizeof hv_m / sizeof hv_m[0]), seed, &cases);
         const dcase hw = {8192, 6656, 128, 0, 0, MPL_ACT_BF16, RN, BF16, G, 1};
@@ -1121,7 +1124,9 @@ static int halves_matrix(uint64_t seed, int *pcases) {
                 bad += !run_forced(&hv[i], 65, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:dq", 0), cases++;
             g_tune = mpl_cuda_w4a16_tuning_default;
         }
-        g_tune.skinny_nw = 4; /* four row tiles per warp with two token tiles (the tuning; two by default) */
+        /* four row tiles per warp with two token tiles (f16: the tuning, two by default; bf16: on layers this small the
+         * rule gives two) */
+        g_tune.skinny_nw = 4;
         for (size_t i = 0; i < sizeof hv / sizeof hv[0]; i++)
             for (int j = 9; j <= 16; j += 7)
                 bad += !run_forced(&hv[i], j, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:skinny", 0), cases++;

@@ -97,11 +97,14 @@ static bool wg_takes_w8(const mpl_config *c) { return c->k % MPL_CUDA_W4A16_KC =
  * m = 8 18.8 vs 19.4, m = 12 21.1 vs 19.6; 70B o m = 16 34.6 vs 48.0; 70B down m = 16 101.8 vs 140.8. */
 static int64_t skinny_max_m(const mpl_config *c, const mpl_platform *p) {
     if (is_w8(c) && p->cuda_cc == 90 && wg_takes_w8(c) && c->n > c->k) return c->n >= 16384 ? 3 : 8;
-    /* halves (no tc; two row tiles per warp from m = 9): wg from m = 9 on the wide layers (n >= 16384, n > k), else
-     * skinny to 16. H100 v23, uint2b2 group 128, bf16, us, skinny vs wg: 70B gate_up m = 9 130.2 vs 114.4, m = 16
-     * 142.9 vs 114.4; 8B gate_up m = 9 36.2 vs 32.5; kept on skinny: 8B qkv m = 16 13.2 vs 14.3, 70B down 71.3 vs
-     * 100.1 (wg-streamk 76.7), 70B o 24.2 vs 33.7, 70B qkv m = 9 32.2 vs 33.6 (m = 16 34.4 vs 34.1) */
-    if (packs_halves(c, p)) return c->n >= 16384 && c->n > c->k ? 8 : MPL_CUDA_W4A16_SKINNY_MAX_M;
+    /* halves (no tc): bf16 skinny to 16 (one fold per packed chunk, four row tiles per warp at m 9..16: H200 v24,
+     * uint2b2 group 128, m = 16, us, skinny vs the default of v23: 70B gate_up 85.2 vs wg 115.9, 8B gate_up 29.3 vs
+     * wg 32.5, 70B down 44.4 vs skinny with two row tiles 58.5). f16 (a fold per half, two row tiles per warp from
+     * m = 9): wg from m = 9 on the wide layers (n >= 16384, n > k), else skinny to 16. H100 v23, bf16 with that
+     * form, us, skinny vs wg: 70B gate_up m = 9 130.2 vs 114.4, m = 16 142.9 vs 114.4; 8B gate_up m = 9 36.2 vs
+     * 32.5; kept on skinny: 8B qkv m = 16 13.2 vs 14.3, 70B down 71.3 vs 100.1, 70B o 24.2 vs 33.7 */
+    if (packs_halves(c, p))
+        return c->act == MPL_ACT_F16 && c->n >= 16384 && c->n > c->k ? 8 : MPL_CUDA_W4A16_SKINNY_MAX_M;
     return (is_w8(c) ? 2 * c->k : c->k) < 8192 ? 8 : MPL_CUDA_W4A16_SKINNY_MAX_M;
 }
 static void skinny_m_range(const mpl_config *c, const mpl_platform *p, int64_t *m_min, int64_t *m_max) {
@@ -241,9 +244,10 @@ static const mpl_path_desc paths[NPATHS] = {
                "gate_up; m = 8 40.3 vs 47.6 on 70B qkv, 18.8 vs 19.4 on 8B qkv; m = 12 57.3 vs 47.8 on 70B qkv); n <= k: "
                "skinny to 16 (70B down m = 16 101.8 vs wg 140.8); 8-bit m = 1: 70B gate_up 178.1 us, 70B down 91.8 "
                "(H100 v19, 88% / 86% of read BW); uint2 / uint3 with zero points: the "
-               "4-bit ranges (as uint4 codes, the same bytes and kernel); 2-bit halves (cc 9.0): to 16, to 8 where n >= "
-               "16384 and n > k (H100 v23, uint2b2, m = 16 vs wg: 70B gate_up 142.9 vs 114.4 us, 70B down 71.3 vs "
-               "100.1); M = 1 70B gate_up 64.2 us (98.8 as 4-bit codes; 64% of read BW)",
+               "4-bit ranges (as uint4 codes, the same bytes and kernel); 2-bit halves (cc 9.0): to 16 (bf16, H200 v24, "
+               "uint2b2, m = 16 vs wg: 70B gate_up 85.2 vs 115.9 us, 8B gate_up 29.3 vs 32.5), f16 to 8 where n >= "
+               "16384 and n > k (H100 v23, bf16 with f16's form, m = 16 vs wg: 70B gate_up 142.9 vs 114.4 us, 70B down "
+               "71.3 vs 100.1); M = 1, H200 v24: 70B gate_up 55.9 us (61.7 before one fold per packed chunk)",
         .m_range = skinny_m_range,
     },
     [PATH_WG_SK] = {

@@ -95,20 +95,32 @@ __device__ __forceinline__ void half_step(float cg[N][MT][4], float c1[MT][4], c
  * then the group scale over M, into acc for rows g (e 0, 1, multiplier MG) and g + 8 (e 2, 3, MG8). The 4-bit form's
  * multipliers are 1 and 16 (f16: nibbles 1 and 5 read in place) or 1 (bf16); a halves chunk's are halves_mul's, so
  * its half H folds with fold_offset<A, MT, halves_mul<A, H, false>(), halves_mul<A, H, true>()> (powers of two:
- * exact). hi/lo: the two rows' scales (scale_value), zz: their zero points (low byte row g), cg is reset.
+ * exact). QX (bf16 halves, one fold per packed chunk): cg also holds half 1's sum (OFF + 4 code) (x / 4) and cq that
+ * half's sum x / 4, so (OFF + 4 zero) cq comes off too. hi/lo: the two rows' scales (scale_value), zz: their zero
+ * points (low byte row g), cg is reset.
  */
-template <class A, int MT, int MG = 1, int MG8 = A::G8_MUL>
+template <class A, int MT, int MG = 1, int MG8 = A::G8_MUL, bool QX = false>
 __device__ __forceinline__ void fold_offset(float acc[MT][4], float cg[MT][4], const float c1[MT][4], uint32_t hi,
-                                            uint32_t lo, uint32_t zz, int fmt) {
+                                            uint32_t lo, uint32_t zz, int fmt, const float (*cq)[4] = nullptr) {
     const float s_g = scale_value(hi & 0xffffu, lo & 0xffffu, fmt) * (1.0f / (float)MG);
     const float s_g8 = scale_value(hi >> 16, lo >> 16, fmt) * (1.0f / (float)MG8);
-    const float o_g = A::OFF + (float)MG * (float)(zz & 0xffu), o_g8 = A::OFF + (float)MG8 * (float)(zz >> 8);
+    const float z_g = (float)(zz & 0xffu), z_g8 = (float)(zz >> 8);
+    const float o_g = A::OFF + (float)MG * z_g, o_g8 = A::OFF + (float)MG8 * z_g8;
+    const float q_g = A::OFF + 4.0f * z_g, q_g8 = A::OFF + 4.0f * z_g8;
 #pragma unroll
     for (int mt = 0; mt < MT; mt++) {
-        acc[mt][0] = fmaf(s_g, fmaf(-o_g, c1[mt][0], cg[mt][0]), acc[mt][0]);
-        acc[mt][1] = fmaf(s_g, fmaf(-o_g, c1[mt][1], cg[mt][1]), acc[mt][1]);
-        acc[mt][2] = fmaf(s_g8, fmaf(-o_g8, c1[mt][0], cg[mt][2]), acc[mt][2]);
-        acc[mt][3] = fmaf(s_g8, fmaf(-o_g8, c1[mt][1], cg[mt][3]), acc[mt][3]);
+        float d[4] = {fmaf(-o_g, c1[mt][0], cg[mt][0]), fmaf(-o_g, c1[mt][1], cg[mt][1]), fmaf(-o_g8, c1[mt][0], cg[mt][2]),
+                      fmaf(-o_g8, c1[mt][1], cg[mt][3])};
+        if constexpr (QX) {
+            d[0] = fmaf(-q_g, cq[mt][0], d[0]);
+            d[1] = fmaf(-q_g, cq[mt][1], d[1]);
+            d[2] = fmaf(-q_g8, cq[mt][0], d[2]);
+            d[3] = fmaf(-q_g8, cq[mt][1], d[3]);
+        }
+        acc[mt][0] = fmaf(s_g, d[0], acc[mt][0]);
+        acc[mt][1] = fmaf(s_g, d[1], acc[mt][1]);
+        acc[mt][2] = fmaf(s_g8, d[2], acc[mt][2]);
+        acc[mt][3] = fmaf(s_g8, d[3], acc[mt][3]);
 #pragma unroll
         for (int e = 0; e < 4; e++) cg[mt][e] = 0.0f;
     }
@@ -204,6 +216,31 @@ __device__ __forceinline__ void load_x_chunk(const mpl_cuda_w4a16_args &a, int c
         }
 }
 
+/* x fragments of packed chunk c of a halves layer: x chunks 2c (xd[0..3]) and 2c + 1 (xd[4..7]) as load_x_chunk.
+ * K % 128 == 0 (mpl_cuda_w4a16_halves_fits), so a packed chunk below k / 128 has both inside K: one bound per row. */
+template <int MT>
+__device__ __forceinline__ void load_x_halves(const mpl_cuda_w4a16_args &a, int c, int g, int t, uint2 (*xd)[MT]) {
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) {
+        const int m = mt * 8 + g;
+        const bool in = m < a.m && c < (a.k >> 7);
+        const uint2 *p = reinterpret_cast<const uint2 *>((const uint16_t *)a.x + (in ? (size_t)m * a.k + (size_t)c * 128 + 4 * t : 0));
+#pragma unroll
+        for (int j = 0; j < 8; j++) xd[j][mt] = in ? p[(j >> 2) * 16 + (j & 3) * 4] : make_uint2(0u, 0u);
+    }
+}
+
+/* bf16 halves: half 1's x fragments (xd[4..7]) times 1/4, exact for |x| >= 2^-124 (bf16 has fp32's exponent range);
+ * below, x / 4 rounds to a bf16 subnormal (an absolute error of at most 2^-134). */
+template <int MT>
+__device__ __forceinline__ void quarter_x(uint2 (*xd)[MT]) {
+#pragma unroll
+    for (int j = 4; j < 8; j++)
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+            xd[j][mt] = make_uint2(ActBF16::mul2(xd[j][mt].x, 0x3E803E80u), ActBF16::mul2(xd[j][mt].y, 0x3E803E80u));
+}
+
 /* Copies of chunk c into one ring stage: each lane its own 16 bytes of each block (it alone reads
  * them back), and with CHUNK_GROUP a few lanes the group's scales and zeros for the whole warp. */
 template <int NW, int PL, bool ZP, bool CHUNK_GROUP>
@@ -248,8 +285,10 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
     constexpr int PL = FORM == FORM_W8 ? 2 : 1;
     using Sh = SkShape<NW, PL>;
     constexpr bool OFF = FORM == FORM_OFFSET || FORM == FORM_HALVES; /* the offset form's fold (sum x, zero offset) */
-    /* x fragments kept: 4 k16 steps; halves with PREFETCH_X: both x chunks of the packed chunk (else loaded per half) */
-    constexpr int XS = FORM == FORM_HALVES && (MT == 1) ? 8 : 4;
+    /* halves, bf16: one fold per packed chunk, half 1 against x / 4 (QX, fold_offset) */
+    constexpr bool QX = FORM == FORM_HALVES && A::id == MPL_CUDA_W4A16_ACT_BF16;
+    /* x fragments kept: 4 k16 steps; halves prefetched or QX: both x chunks of the packed chunk (else loaded per half) */
+    constexpr int XS = FORM == FORM_HALVES && (MT == 1 || QX) ? 8 : 4;
     static_assert(OFF || FORM == FORM_W8 || A::id == MPL_CUDA_W4A16_ACT_BF16, "subnormal forms: bf16 only");
     static_assert(OFF || FORM == FORM_W8 || !ZP, "subnormal forms: uint4b8 only (skinny-rounded refuses zero points)");
     static_assert(FORM != FORM_W8 || ZP, "8-bit layers carry zero points (both planes')");
@@ -285,11 +324,13 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
     }
     float cg[Sh::NW][MT][4]; /* the current group's partial sums (offset form: of (OFF + code) * x) */
     float c1[MT][4];         /* offset form: the same steps' sums of x (all-ones A fragment): e 0/2 column 2t, 1/3 column 2t+1 */
+    float cq[QX ? MT : 1][4]; /* QX: half 1's sums of x / 4 */
 #pragma unroll
     for (int mt = 0; mt < MT; mt++)
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             c1[mt][e] = 0.0f;
+            if (QX) cq[mt][e] = 0.0f;
 #pragma unroll
             for (int i = 0; i < Sh::NW; i++) cg[i][mt][e] = 0.0f;
         }
@@ -300,18 +341,19 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
     /* x one chunk ahead (its latency hides behind this chunk's MMAs): m <= 8, and m <= 16 in the rounded
      * form (94 registers without the second copy); the m > 8 offset and exact forms would spill (125-128). */
     constexpr bool PREFETCH_X = MT == 1 || FORM == FORM_ROUNDED;
-    static_assert(FORM != FORM_HALVES || PREFETCH_X == (XS == 8), "halves: x prefetched for both chunks, or per half");
-    /* halves (prefetched): packed chunk c reads x chunks 2c (xf[0..3]) and 2c + 1 (xf[4..7]) */
+    static_assert(FORM != FORM_HALVES || (PREFETCH_X || QX) == (XS == 8), "halves: x for both chunks, or per half");
+    /* halves (XS 8): packed chunk c reads x chunks 2c (xf[0..3]) and 2c + 1 (xf[4..7]) */
     auto load_x = [&](int c, uint2 (*xd)[MT]) {
-        if constexpr (XS == 8) {
-            load_x_chunk<MT>(a, 2 * c, g, t, xd);
-            load_x_chunk<MT>(a, 2 * c + 1, g, t, xd + 4);
-        } else {
+        if constexpr (XS == 8)
+            load_x_halves<MT>(a, c, g, t, xd);
+        else
             load_x_chunk<MT>(a, c, g, t, xd);
-        }
     };
     uint2 xf[XS][MT];
-    if (PREFETCH_X) load_x(first, xf);
+    if (PREFETCH_X) {
+        load_x(first, xf);
+        if (QX) quarter_x<MT>(xf);
+    }
     int rem = a.gs16 - (first * 4) % a.gs16; /* k16 steps until the current group ends */
     for (int it = 0; it < count; it++) {
         cp_async_wait<Sh::STAGES - 2>();
@@ -325,10 +367,12 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
         const unsigned char *st = ring + (it % Sh::STAGES) * Sh::STAGE;
         /* PREFETCH_X: the next chunk's x now (masked past k); else this chunk's, here */
         uint2 xn[XS][MT];
-        if (PREFETCH_X)
+        if (PREFETCH_X) {
             load_x(c + 1, xn);
-        else if (FORM != FORM_HALVES)
+        } else if (FORM != FORM_HALVES || QX) {
             load_x(c, xf);
+            if (QX) quarter_x<MT>(xf);
+        }
         uint4 wv[Sh::NW], wh[PL == 2 ? Sh::NW : 1];
 #pragma unroll
         for (int i = 0; i < Sh::NW; i++) wv[i] = *reinterpret_cast<const uint4 *>(st + i * MPL_CUDA_W4A16_BLOCK_BYTES + lane * 16);
@@ -349,27 +393,44 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
             }
         }
         if constexpr (FORM == FORM_HALVES) {
-            /* x chunk 2c (half 0), then 2c + 1 (half 1), each folded at once (the packed chunk lies in one group: its
-             * scales and zeros are in the stage) */
-            auto half = [&](auto hc) {
+            /* the packed chunk lies in one group: its scales and zeros are in the stage */
+            auto fold = [&](auto hc) {
                 constexpr int H = decltype(hc)::value;
-                if (!PREFETCH_X) load_x_chunk<MT>(a, 2 * c + H, g, t, xf);
-#pragma unroll
-                for (int j = 0; j < 4; j++) half_step<A, Sh::NW, MT, H>(cg, c1, wv, j, xf[PREFETCH_X ? 4 * H + j : j]);
 #pragma unroll
                 for (int i = 0; i < Sh::NW; i++) {
                     const uint32_t hi = *reinterpret_cast<const uint32_t *>(st + Sh::OFF_S + i * 32 + 4 * g);
                     const uint32_t lo = a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32 ? *reinterpret_cast<const uint32_t *>(st + Sh::OFF_L + i * 32 + 4 * g) : 0u;
                     const uint32_t zz = ZP ? *reinterpret_cast<const uint16_t *>(st + Sh::OFF_Z + i * 16 + 2 * g) : 0x0202u; /* uint2b2: 2 */
-                    fold_offset<A, MT, halves_mul<A, H, false>(), halves_mul<A, H, true>()>(acc[i], cg[i], c1, hi, lo, zz, a.scale_fmt);
+                    fold_offset<A, MT, halves_mul<A, H, false>(), halves_mul<A, H, true>(), QX>(acc[i], cg[i], c1, hi, lo, zz, a.scale_fmt, cq);
                 }
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-                    for (int e = 0; e < 4; e++) c1[mt][e] = 0.0f;
+                    for (int e = 0; e < 4; e++) {
+                        c1[mt][e] = 0.0f;
+                        if (QX) cq[mt][e] = 0.0f;
+                    }
             };
-            half(std::integral_constant<int, 0>());
-            half(std::integral_constant<int, 1>());
+            if constexpr (QX) {
+                /* bf16: both halves' MMAs into cg (half 1 against x / 4: multiplier 1 in both), one fold */
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    half_step<A, Sh::NW, MT, 0>(cg, c1, wv, j, xf[j]);
+                    half_step<A, Sh::NW, MT, 1>(cg, cq, wv, j, xf[4 + j]);
+                }
+                fold(std::integral_constant<int, 0>());
+            } else {
+                /* f16 (x / 4 would round below 2^-12): x chunk 2c (half 0), then 2c + 1 (half 1), each folded at once */
+                auto half = [&](auto hc) {
+                    constexpr int H = decltype(hc)::value;
+                    if (!PREFETCH_X) load_x_chunk<MT>(a, 2 * c + H, g, t, xf);
+#pragma unroll
+                    for (int j = 0; j < 4; j++) half_step<A, Sh::NW, MT, H>(cg, c1, wv, j, xf[PREFETCH_X ? 4 * H + j : j]);
+                    fold(hc);
+                };
+                half(std::integral_constant<int, 0>());
+                half(std::integral_constant<int, 1>());
+            }
         }
 #pragma unroll
         for (int j = 0; j < 4 && FORM != FORM_HALVES; j++) {
@@ -430,11 +491,13 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
                         for (int e = 0; e < 4; e++) c1[mt][e] = 0.0f;
             }
         }
-        if (PREFETCH_X)
+        if (PREFETCH_X) {
 #pragma unroll
             for (int j = 0; j < XS; j++)
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++) xf[j][mt] = xn[j][mt];
+            if (QX) quarter_x<MT>(xf);
+        }
     }
     if (FORM == FORM_ROUNDED)
 #pragma unroll
@@ -563,9 +626,10 @@ static int launch_skinny(const mpl_cuda_w4a16_args *a, void *stream, bool rounde
     if (a->skinny_nw == 2 || a->skinny_nw == 4) nw = a->skinny_nw; /* tuning (mpl_cuda_w4a16_tuning) */
     const bool w8 = cuda_w4a16::skinny_w8(a);
     if (w8 && a->skinny_nw != 2) nw = 4;
-    /* halves with two token tiles: two row tiles per warp unless tuned to four (which spill: 128 registers, 264 bytes
-     * of stack) */
-    if (a->halves && a->m > 8 && a->skinny_nw != 4) nw = 2;
+    /* f16 halves with two token tiles: two row tiles per warp unless tuned to four (which spill: 120 registers, 220
+     * bytes of stack); bf16 folds once per packed chunk and fits four (116 registers, 8 bytes): the rule above. H200
+     * v24, uint2b2 m = 16, us, four vs two: 70B gate_up 85.2 vs 115.1, 70B down 44.4 vs 58.4, 70B qkv 25.7 vs 29.5 */
+    if (a->halves && a->m > 8 && a->act == MPL_CUDA_W4A16_ACT_F16 && a->skinny_nw != 4) nw = 2;
     if (w8) KC = a->planes_k / MPL_CUDA_W4A16_KC; /* the loop's chunks: one plane's */
     const int tiles = w8 ? nw / 2 : nw;          /* row tiles per warp (FORM_W8: nw blocks = nw / 2 tiles x 2 planes) */
     int blocks = (ntiles + tiles - 1) / tiles;
