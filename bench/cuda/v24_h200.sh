@@ -5,6 +5,11 @@
 #          (.h200/bench_cuda_w4a16_old) and after, taking turns (2 rounds): uint2b2 defaults and forced skinny with two
 #          and four row tiles at M 1, 8, 16 on the 70B and 8B shapes (bf16), and at M 1 with f16 activations; then ncu
 #          of the new skinny at M = 1 on 70B gate_up (bf16).
+#   ab2:   the device matrix, then an A/B/C of the bench before this session (_old), after the bf16 one-fold change
+#          (_mid) and with the scale format a template parameter of the offset forms (new): defaults at M 1 and 16,
+#          uint2b2 bf16 / f16 and uint4b8 f16 (the 4-bit offset form), taking turns.
+#   peers: uint2b2 defaults at M 1..1024 (before and after) and Humming 0.1.19 int2 (the wheel carried in .whl/), then
+#          uint4b8 defaults.
 #   tests: the whole device matrix and test_cuda_faults, then the uint2b2 and uint4b8 defaults at M 1..1024 and the
 #          uint2b2 sweep at m 9, 16, 17 (skinny with two and four row tiles, wg) for bf16 and f16.
 # Binaries packed as in bench/cuda/dev_unpack.sh; every log in one tar ($OUT/v24_MODE.tar.gz).
@@ -55,6 +60,47 @@ ab)
     grep -E "^    (Duration|DRAM Throughput|Issue Slots Busy|No Eligible|Registers Per|Executed Instructions )|pipe_tensor|pipe_alu|pipe_fma|pipe_lsu" "$R/ncu_$v.txt" | head -12
     grep -E "stalled_.*ratio" "$R/ncu_$v.txt" | sort -k3 -nr | head -6
   done
+  ;;
+ab2)
+  TEST_S=400 dev_tests "$R"
+  stamp "A/B/C"
+  for r in 1 2; do
+    for v in old mid new; do
+      bin=$B/bench_cuda_w4a16; [ $v != new ] && bin=$B/bench_cuda_w4a16_$v
+      timeout 40 stdbuf -oL $bin --shapes $S --m 1,16 --wtype uint2b2 --reps 10 > "$R/c_${v}_bf2_$r.log" 2>&1
+      timeout 40 stdbuf -oL $bin --shapes $S --m 1,16 --act f16 --wtype uint2b2 --reps 10 > "$R/c_${v}_hf2_$r.log" 2>&1
+      timeout 40 stdbuf -oL $bin --shapes $S --m 1,16 --act f16 --wtype uint4b8 --reps 10 > "$R/c_${v}_hf4_$r.log" 2>&1
+    done
+  done
+  python3 - "$R" <<'PY'
+import glob, re, sys
+best = {}
+for f in glob.glob(sys.argv[1] + "/c_*.log"):
+    _, v, cfg, _r = f.rsplit("/", 1)[1][:-4].split("_")
+    for line in open(f):
+        m = re.match(r"(\S+)\s+(\d+)\s+\S+\s+([\d.]+)\s+(cuda_w4a16:\S+)", line)
+        if m:
+            k = (cfg, m.group(1), int(m.group(2)))
+            d = best.setdefault(k, {})
+            d[v] = min(d.get(v, 1e9), float(m.group(3)))
+            d["path"] = m.group(4)
+for k in sorted(best):
+    d = best[k]
+    print(*k, d["path"], "old %.2f mid %.2f new %.2f" % (d.get("old", 0), d.get("mid", 0), d.get("new", 0)),
+          "new/old %.3f new/mid %.3f" % (d["new"] / d["old"], d["new"] / d["mid"]) if "old" in d and "mid" in d and "new" in d else "")
+PY
+  ;;
+peers)
+  dev_card "$R"
+  stamp "defaults uint2b2"
+  timeout 70 stdbuf -oL $B/bench_cuda_w4a16 --shapes $S --m 1,16,64,256,1024 --wtype uint2b2 --reps 10 > "$R/default_uint2b2.log" 2>&1
+  stamp "humming 2"
+  PEER_SECONDS=${PEER_SECONDS:-90} dev_humming 2 "$R/humming2" | tail -14
+  stamp "defaults uint2b2 again, uint4b8"
+  timeout 70 stdbuf -oL $B/bench_cuda_w4a16 --shapes $S --m 1,16,64,256,1024 --wtype uint2b2 --reps 10 > "$R/default_uint2b2_2.log" 2>&1
+  timeout 70 stdbuf -oL $B/bench_cuda_w4a16 --shapes $S --m 1,16,64,256,1024 --wtype uint4b8 --reps 10 > "$R/default_uint4b8.log" 2>&1
+  timeout 30 $B/bench_cuda_bw --quick > "$R/bw_end.log" 2>&1
+  for f in default_uint2b2 default_uint2b2_2 default_uint4b8; do echo "-- $f"; grep -E "cuda_w4a16" "$R/$f.log" | awk '{print $1, $2, $4, $5}' | paste - - - - - ; done
   ;;
 tests)
   TEST_S=450 dev_tests "$R"

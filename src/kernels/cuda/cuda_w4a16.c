@@ -247,7 +247,8 @@ static const mpl_path_desc paths[NPATHS] = {
                "4-bit ranges (as uint4 codes, the same bytes and kernel); 2-bit halves (cc 9.0): to 16 (bf16, H200 v24, "
                "uint2b2, m = 16 vs wg: 70B gate_up 85.2 vs 115.9 us, 8B gate_up 29.3 vs 32.5), f16 to 8 where n >= "
                "16384 and n > k (H100 v23, bf16 with f16's form, m = 16 vs wg: 70B gate_up 142.9 vs 114.4 us, 70B down "
-               "71.3 vs 100.1); M = 1, H200 v24: 70B gate_up 55.9 us (61.7 before one fold per packed chunk)",
+               "71.3 vs 100.1); M = 1, H100 v24: 70B gate_up 54.4 us (62.7 before one fold per packed chunk and the scale "
+               "format template; 74% of read BW; Humming int2 69.8)",
         .m_range = skinny_m_range,
     },
     [PATH_WG_SK] = {

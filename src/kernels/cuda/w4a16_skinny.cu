@@ -244,7 +244,8 @@ __device__ __forceinline__ void quarter_x(uint2 (*xd)[MT]) {
 /* Copies of chunk c into one ring stage: each lane its own 16 bytes of each block (it alone reads
  * them back), and with CHUNK_GROUP a few lanes the group's scales and zeros for the whole warp. */
 template <int NW, int PL, bool ZP, bool CHUNK_GROUP>
-__device__ __forceinline__ void sk_issue(const mpl_cuda_w4a16_args &a, int nt0, int KC, int KL, int c, int lane, unsigned char *st) {
+__device__ __forceinline__ void sk_issue(const mpl_cuda_w4a16_args &a, int fmt, int nt0, int KC, int KL, int c, int lane,
+                                         unsigned char *st) {
     using Sh = SkShape<NW, PL>;
     const uint4 *wq = reinterpret_cast<const uint4 *>(a.qweight);
 #pragma unroll
@@ -257,7 +258,7 @@ __device__ __forceinline__ void sk_issue(const mpl_cuda_w4a16_args &a, int nt0, 
         if (lane < 2 * NW) /* scales: 32 bytes per row tile */
             cp_async16(st + Sh::OFF_S + lane * 16, a.scales + row0 + lane * 8, 16);
         else if (lane < 4 * NW) {
-            if (a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32) cp_async16(st + Sh::OFF_L + (lane - 2 * NW) * 16, a.scales_lo + row0 + (lane - 2 * NW) * 8, 16);
+            if (fmt == MPL_CUDA_W4A16_SCALE_F32) cp_async16(st + Sh::OFF_L + (lane - 2 * NW) * 16, a.scales_lo + row0 + (lane - 2 * NW) * 8, 16);
         } else if (ZP) { /* zeros: 16 bytes per row tile (PL = 2: then the high plane's, whose groups follow) */
             const int zi = lane - 4 * NW;
             if (zi >= NW) row0 = (size_t)group_of_step((KL + c) * 4, a.inv_gs16) * a.n_pad + (size_t)nt0 * 16;
@@ -280,8 +281,10 @@ __device__ __forceinline__ void sk_issue(const mpl_cuda_w4a16_args &a, int nt0, 
  * packed chunk; exact). */
 enum { FORM_OFFSET = 0, FORM_EXACT = 1, FORM_ROUNDED = 2, FORM_W8 = 3, FORM_HALVES = 4 };
 
-template <class A, bool ZP, int MT, bool CHUNK_GROUP, int NW, int FORM>
+template <class A, bool ZP, int MT, bool CHUNK_GROUP, int NW, int FORM, int SF>
 __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a16_args a) {
+    /* the scale format: SF, or a.scale_fmt where SF < 0 (launch_one) */
+    const int fmt = SF >= 0 ? SF : a.scale_fmt;
     constexpr int PL = FORM == FORM_W8 ? 2 : 1;
     using Sh = SkShape<NW, PL>;
     constexpr bool OFF = FORM == FORM_OFFSET || FORM == FORM_HALVES; /* the offset form's fold (sum x, zero offset) */
@@ -319,7 +322,7 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
     const int count = c_begin + (c_end - c_begin) * (warp + 1) / SK_WARPS - first;
 #pragma unroll
     for (int s = 0; s < Sh::STAGES - 1; s++) {
-        if (s < count) sk_issue<NW, PL, ZP, CHUNK_GROUP>(a, nt0, KC, KL, first + s, lane, ring + s * Sh::STAGE);
+        if (s < count) sk_issue<NW, PL, ZP, CHUNK_GROUP>(a, fmt, nt0, KC, KL, first + s, lane, ring + s * Sh::STAGE);
         cp_async_commit();
     }
     float cg[Sh::NW][MT][4]; /* the current group's partial sums (offset form: of (OFF + code) * x) */
@@ -360,7 +363,7 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
         __syncwarp(); /* stage `it` visible to the warp; the stage read last iteration is free */
         {
             int s = it + Sh::STAGES - 1;
-            if (s < count) sk_issue<NW, PL, ZP, CHUNK_GROUP>(a, nt0, KC, KL, first + s, lane, ring + (s % Sh::STAGES) * Sh::STAGE);
+            if (s < count) sk_issue<NW, PL, ZP, CHUNK_GROUP>(a, fmt, nt0, KC, KL, first + s, lane, ring + (s % Sh::STAGES) * Sh::STAGE);
             cp_async_commit();
         }
         const int c = first + it;
@@ -399,9 +402,9 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
 #pragma unroll
                 for (int i = 0; i < Sh::NW; i++) {
                     const uint32_t hi = *reinterpret_cast<const uint32_t *>(st + Sh::OFF_S + i * 32 + 4 * g);
-                    const uint32_t lo = a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32 ? *reinterpret_cast<const uint32_t *>(st + Sh::OFF_L + i * 32 + 4 * g) : 0u;
+                    const uint32_t lo = fmt == MPL_CUDA_W4A16_SCALE_F32 ? *reinterpret_cast<const uint32_t *>(st + Sh::OFF_L + i * 32 + 4 * g) : 0u;
                     const uint32_t zz = ZP ? *reinterpret_cast<const uint16_t *>(st + Sh::OFF_Z + i * 16 + 2 * g) : 0x0202u; /* uint2b2: 2 */
-                    fold_offset<A, MT, halves_mul<A, H, false>(), halves_mul<A, H, true>(), QX>(acc[i], cg[i], c1, hi, lo, zz, a.scale_fmt, cq);
+                    fold_offset<A, MT, halves_mul<A, H, false>(), halves_mul<A, H, true>(), QX>(acc[i], cg[i], c1, hi, lo, zz, fmt, cq);
                 }
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++)
@@ -469,20 +472,20 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
                     uint32_t hi, lo = 0u, zz = 0x0808u;
                     if (CHUNK_GROUP) {
                         hi = *reinterpret_cast<const uint32_t *>(st + Sh::OFF_S + i * 32 + 4 * g);
-                        if (a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32) lo = *reinterpret_cast<const uint32_t *>(st + Sh::OFF_L + i * 32 + 4 * g);
+                        if (fmt == MPL_CUDA_W4A16_SCALE_F32) lo = *reinterpret_cast<const uint32_t *>(st + Sh::OFF_L + i * 32 + 4 * g);
                         if (ZP && OFF) zz = *reinterpret_cast<const uint16_t *>(st + Sh::OFF_Z + i * 16 + 2 * g);
                     } else {
                         size_t at = ((size_t)grp * a.n_pad + (size_t)(nt0 + i) * 16) / 2 + g;
                         hi = __ldg(sc32 + at);
-                        if (a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32) lo = __ldg(sl32 + at);
+                        if (fmt == MPL_CUDA_W4A16_SCALE_F32) lo = __ldg(sl32 + at);
                         if (ZP && OFF) zz = __ldg(z16 + at);
                     }
                     if (FORM == FORM_EXACT)
-                        fold_sub<A, MT>(acc[i], cg[i], hi, lo, a.scale_fmt, ActBF16::SUB_SCALE);
+                        fold_sub<A, MT>(acc[i], cg[i], hi, lo, fmt, ActBF16::SUB_SCALE);
                     else if (FORM == FORM_W8)
-                        fold_sub<A, MT>(acc[i], cg[i], hi, lo, a.scale_fmt, W8_MUL);
+                        fold_sub<A, MT>(acc[i], cg[i], hi, lo, fmt, W8_MUL);
                     else
-                        fold_offset<A, MT>(acc[i], cg[i], c1, hi, lo, zz, a.scale_fmt);
+                        fold_offset<A, MT>(acc[i], cg[i], c1, hi, lo, zz, fmt);
                 }
                 if (OFF)
 #pragma unroll
@@ -556,15 +559,32 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
     if (S > 1) cluster_sync(); /* keep this block's shared memory alive while peers read it */
 }
 
-template <class A, bool ZP, int MT, bool CG, int NW, int FORM>
-static cudaError_t launch_one(const mpl_cuda_w4a16_args *a, cudaStream_t stream, int ksplit) {
+template <class A, bool ZP, int MT, bool CG, int NW, int FORM, int SF>
+static cudaError_t launch_sf(const mpl_cuda_w4a16_args *a, cudaStream_t stream, int ksplit) {
     int ntiles = (a->n + MPL_CUDA_W4A16_NT - 1) / MPL_CUDA_W4A16_NT;
     constexpr int SMEM = SkShape<NW, FORM == FORM_W8 ? 2 : 1>::SMEM;
     static KernelSetup setup;
-    cudaError_t e = setup_kernel(w4a16_skinny<A, ZP, MT, CG, NW, FORM>, a->device, SK_THREADS, SMEM, setup, nullptr);
+    cudaError_t e = setup_kernel(w4a16_skinny<A, ZP, MT, CG, NW, FORM, SF>, a->device, SK_THREADS, SMEM, setup, nullptr);
     if (e != cudaSuccess) return e;
-    return launch_ksplit(w4a16_skinny<A, ZP, MT, CG, NW, FORM>, (unsigned)((ntiles + NW - 1) / NW), ksplit, SK_THREADS,
+    return launch_ksplit(w4a16_skinny<A, ZP, MT, CG, NW, FORM, SF>, (unsigned)((ntiles + NW - 1) / NW), ksplit, SK_THREADS,
                          SMEM, stream, *a);
+}
+
+/* The offset forms (4-bit and halves) with the scale format a template parameter: the fold's conversion and the F32
+ * scales' second plane without selects (the halves loop, bf16 M = 1: 417 instructions per packed chunk instead of
+ * 466, SASS); the other forms read it at run time. */
+template <class A, bool ZP, int MT, bool CG, int NW, int FORM>
+static cudaError_t launch_one(const mpl_cuda_w4a16_args *a, cudaStream_t stream, int ksplit) {
+    if constexpr (FORM == FORM_OFFSET || FORM == FORM_HALVES) {
+        switch (a->scale_fmt) {
+        case MPL_CUDA_W4A16_SCALE_F16: return launch_sf<A, ZP, MT, CG, NW, FORM, MPL_CUDA_W4A16_SCALE_F16>(a, stream, ksplit);
+        case MPL_CUDA_W4A16_SCALE_BF16: return launch_sf<A, ZP, MT, CG, NW, FORM, MPL_CUDA_W4A16_SCALE_BF16>(a, stream, ksplit);
+        case MPL_CUDA_W4A16_SCALE_F32: return launch_sf<A, ZP, MT, CG, NW, FORM, MPL_CUDA_W4A16_SCALE_F32>(a, stream, ksplit);
+        default: return cudaErrorInvalidValue;
+        }
+    } else {
+        return launch_sf<A, ZP, MT, CG, NW, FORM, -1>(a, stream, ksplit);
+    }
 }
 
 template <class A, bool ZP, int NW, int FORM>
@@ -626,9 +646,9 @@ static int launch_skinny(const mpl_cuda_w4a16_args *a, void *stream, bool rounde
     if (a->skinny_nw == 2 || a->skinny_nw == 4) nw = a->skinny_nw; /* tuning (mpl_cuda_w4a16_tuning) */
     const bool w8 = cuda_w4a16::skinny_w8(a);
     if (w8 && a->skinny_nw != 2) nw = 4;
-    /* f16 halves with two token tiles: two row tiles per warp unless tuned to four (which spill: 120 registers, 220
-     * bytes of stack); bf16 folds once per packed chunk and fits four (116 registers, 8 bytes): the rule above. H200
-     * v24, uint2b2 m = 16, us, four vs two: 70B gate_up 85.2 vs 115.1, 70B down 44.4 vs 58.4, 70B qkv 25.7 vs 29.5 */
+    /* f16 halves with two token tiles: two row tiles per warp unless tuned to four (which spill ~200 bytes); bf16 folds
+     * once per packed chunk and fits four (spills 0-56 bytes by scale format): the rule above. H200 v24, uint2b2
+     * m = 16, us, four vs two: 70B gate_up 85.2 vs 115.1, 70B down 44.4 vs 58.4, 70B qkv 25.7 vs 29.5 */
     if (a->halves && a->m > 8 && a->act == MPL_CUDA_W4A16_ACT_F16 && a->skinny_nw != 4) nw = 2;
     if (w8) KC = a->planes_k / MPL_CUDA_W4A16_KC; /* the loop's chunks: one plane's */
     const int tiles = w8 ? nw / 2 : nw;          /* row tiles per warp (FORM_W8: nw blocks = nw / 2 tiles x 2 planes) */
