@@ -5,6 +5,9 @@
 #          (.h200/bench_cuda_w4a16_old) and after, taking turns (2 rounds): uint2b2 defaults and forced skinny with two
 #          and four row tiles at M 1, 8, 16 on the 70B and 8B shapes (bf16), and at M 1 with f16 activations; then ncu
 #          of the new skinny at M = 1 on 70B gate_up (bf16).
+#   hi:    the halves rounds, then an A/B of the bench of the tree before (_old) and after the halves shifts became
+#          IMAD.HI (uint2b2 bf16 M 1 and 16, f16 M 1), taking turns (bench/cuda/NOTES.md v24). Not in the tree and not
+#          run yet (no device was lent after call 5): apply bench/results/v24/imadhi.patch and build first.
 #   ab2:   the device matrix, then an A/B/C of the bench before this session (_old), after the bf16 one-fold change
 #          (_mid) and with the scale format a template parameter of the offset forms (new): defaults at M 1 and 16,
 #          uint2b2 bf16 / f16 and uint4b8 f16 (the 4-bit offset form), taking turns.
@@ -60,6 +63,33 @@ ab)
     grep -E "^    (Duration|DRAM Throughput|Issue Slots Busy|No Eligible|Registers Per|Executed Instructions )|pipe_tensor|pipe_alu|pipe_fma|pipe_lsu" "$R/ncu_$v.txt" | head -12
     grep -E "stalled_.*ratio" "$R/ncu_$v.txt" | sort -k3 -nr | head -6
   done
+  ;;
+hi)
+  ( time MPL_CUDA_W4A16_TEST_HALVES=1 timeout 200 $B/test_cuda_w4a16 ) > "$R/test_halves.log" 2>&1; echo "rc=$?" >> "$R/test_halves.log"
+  grep -E "device matrix|FAIL|PASSED|rc=|real" "$R/test_halves.log" | head -20
+  dev_card "$R"
+  stamp "A/B"
+  for r in 1 2; do
+    for v in old new; do
+      bin=$B/bench_cuda_w4a16; [ $v = old ] && bin=$B/bench_cuda_w4a16_old
+      timeout 40 stdbuf -oL $bin --shapes $S --m 1,16 --wtype uint2b2 --reps 10 > "$R/h_${v}_bf2_$r.log" 2>&1
+      timeout 40 stdbuf -oL $bin --shapes $S --m 1 --act f16 --wtype uint2b2 --reps 10 > "$R/h_${v}_hf2_$r.log" 2>&1
+    done
+  done
+  python3 - "$R" <<'PY'
+import glob, re, sys
+best = {}
+for f in glob.glob(sys.argv[1] + "/h_*.log"):
+    _, v, cfg, _r = f.rsplit("/", 1)[1][:-4].split("_")
+    for line in open(f):
+        m = re.match(r"(\S+)\s+(\d+)\s+\S+\s+([\d.]+)\s+(cuda_w4a16:\S+)", line)
+        if m:
+            d = best.setdefault((cfg, m.group(1), int(m.group(2))), {})
+            d[v] = min(d.get(v, 1e9), float(m.group(3)))
+for k in sorted(best):
+    d = best[k]
+    print(*k, "old %.2f new %.2f new/old %.3f" % (d["old"], d["new"], d["new"] / d["old"]))
+PY
   ;;
 ab2)
   TEST_S=400 dev_tests "$R"
