@@ -278,7 +278,7 @@ __device__ __forceinline__ void sk_issue(const mpl_cuda_w4a16_args &a, int fmt, 
 /* Inner-loop forms (see sub_step, w8_step, halves_step): the offset form (f16, and bf16 with zero points), the exact
  * subnormal form (bf16), the rounded subnormal form (bf16, uint4b8, bf16 scales: path cuda_w4a16:skinny-rounded), the
  * 8-bit form (both planes of a chunk, PL = 2; exact) and the offset form on a halves layer (2-bit: two x chunks per
- * packed chunk; exact). */
+ * packed chunk; exact, bf16 with half 1 against x / 4 and one fold per packed chunk: QX). */
 enum { FORM_OFFSET = 0, FORM_EXACT = 1, FORM_ROUNDED = 2, FORM_W8 = 3, FORM_HALVES = 4 };
 
 template <class A, bool ZP, int MT, bool CHUNK_GROUP, int NW, int FORM, int SF>
