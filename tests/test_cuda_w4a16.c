@@ -1082,6 +1082,20 @@ static int run_forced(const dcase *d, int64_t m, uint64_t seed, const char *path
     return 0;
 }
 
+/* dq with 16 KiB slabs (several per layer), with and without the copy overlap, on the first n cases of d at m = 65;
+ * the tuning is back at its default after. */
+static int dq_slab_rounds(const dcase *d, size_t n, uint64_t seed, int *cases) {
+    int bad = 0;
+    for (int ov = 0; ov <= 1; ov++) {
+        g_tune.dq_slab_bytes = (size_t)16 << 10;
+        g_tune.dq_overlap = ov;
+        for (size_t i = 0; i < n; i++)
+            bad += !run_forced(&d[i], 65, tu_case_seed(seed, (uint64_t)*cases), "cuda_w4a16:dq", 0), (*cases)++;
+        g_tune = mpl_cuda_w4a16_tuning_default;
+    }
+    return bad;
+}
+
 /* 2-bit halves rounds of the device matrix (MPL_CUDA_W4A16_TEST_HALVES: these alone). */
 static int halves_matrix(uint64_t seed, int *pcases) {
     int bad = 0, cases = *pcases;
@@ -1117,13 +1131,7 @@ static int halves_matrix(uint64_t seed, int *pcases) {
             bad += !run_forced(&hv[3], 200, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
         }
         g_tune = mpl_cuda_w4a16_tuning_default;
-        for (int ov = 0; ov <= 1; ov++) {
-            g_tune.dq_slab_bytes = (size_t)16 << 10;
-            g_tune.dq_overlap = ov;
-            for (size_t i = 0; i < 3; i++)
-                bad += !run_forced(&hv[i], 65, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:dq", 0), cases++;
-            g_tune = mpl_cuda_w4a16_tuning_default;
-        }
+        bad += dq_slab_rounds(hv, 3, seed, &cases);
         /* four row tiles per warp with two token tiles (f16: the tuning, two by default; bf16: on layers this small the
          * rule gives two) */
         g_tune.skinny_nw = 4;
@@ -1259,13 +1267,7 @@ static int device_matrix_body(void) {
     g_w8 = 1;
     for (size_t i = 0; i < sizeof w8c / sizeof w8c[0]; i++)
         bad += run_ms(&w8c[i], w8_m, (int)(sizeof w8_m / sizeof w8_m[0]), seed, &cases);
-    for (int ov = 0; ov <= 1; ov++) {
-        g_tune.dq_slab_bytes = (size_t)16 << 10;
-        g_tune.dq_overlap = ov;
-        for (size_t i = 0; i < 3; i++)
-            bad += !run_forced(&w8c[i], 65, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:dq", 0), cases++;
-        g_tune = mpl_cuda_w4a16_tuning_default;
-    }
+    bad += dq_slab_rounds(w8c, 3, seed, &cases);
     /* 8-bit on wg (both planes of a chunk per stage, one rounding of (c - z) s): every token tile (16, 32, 64, 128)
      * and its edges, the exact form (m <= 32, groups of 64k) and the rounded one, every scale form (bf16 / f16
      * activations with scales in their own type, f16 scales under bf16 and f32 scales: the fp32 form), zero points,

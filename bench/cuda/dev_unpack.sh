@@ -32,15 +32,18 @@ dev_humming() {
   grep -A24 SUMMARY "$2/stdout.log"
 }
 
+# bench_of VERSION: the bench binary of an A/B version: new = .h200/bench_cuda_w4a16, old / mid = a bench built from an
+# earlier tree and packed beside it as .h200/bench_cuda_w4a16_old / _mid (bench/cuda/ab_table.py reads their logs)
+bench_of() { if [ "$1" = new ]; then echo .h200/bench_cuda_w4a16; else echo ".h200/bench_cuda_w4a16_$1"; fi; }
+
 # dev_ab ROUNDS DIR BENCH_ARGS...: A/B of .h200/bench_cuda_w4a16_old (a bench built from an earlier tree, packed
 # beside the current one) and .h200/bench_cuda_w4a16, taking turns for ROUNDS rounds; logs DIR/ab_{old,new}_R.log
 dev_ab() {
-  local rounds=$1 dir=$2 r v bin
+  local rounds=$1 dir=$2 r v
   shift 2
   for r in $(seq "$rounds"); do
     for v in old new; do
-      bin=.h200/bench_cuda_w4a16; [ $v = old ] && bin=.h200/bench_cuda_w4a16_old
-      timeout 60 stdbuf -oL $bin "$@" > "$dir/ab_${v}_$r.log" 2>&1
+      timeout 60 stdbuf -oL "$(bench_of $v)" "$@" > "$dir/ab_${v}_$r.log" 2>&1
     done
   done
 }

@@ -67,19 +67,7 @@ persist)
   grep -E "device matrix|FAIL|PASSED|rc=|real" "$R/test_halves.log" | head -20
   stamp "A/B"
   dev_ab 2 "$R" --sweep --sets "default,skinny nw2,skinny nw4" --shapes 70B.gate_up,8B.gate_up,70B.qkv,70B.down --m 1,8 --wtype uint2b2 --reps 10
-  python3 - "$R" <<'PY'
-import glob, re, sys
-best = {}
-for f in glob.glob(sys.argv[1] + "/ab_*_*.log"):
-    v = "old" if "_old_" in f else "new"
-    for line in open(f):
-        m = re.match(r"sweep\s+(\S+)\s+M=(\d+)\s+(.+?)\s+([\d.]+) us", line)
-        if m and m.group(3) != "cuBLAS bf16":
-            k = (m.group(1), int(m.group(2)), m.group(3))
-            best.setdefault(k, {})[v] = min(best.get(k, {}).get(v, 1e9), float(m.group(4)))
-for k in sorted(best):
-    print(k[0], k[1], k[2], "old", best[k].get("old"), "new", best[k].get("new"))
-PY
+  python3 bench/cuda/ab_table.py "$R"/ab_*.log
   dev_card "$R"
   ;;
 prof)

@@ -21,22 +21,6 @@ set -u
 R=$(mktemp -d)
 B=.h200
 S=70B.gate_up,70B.down,70B.qkv,70B.o,8B.qkv,8B.gate_up
-best() { # the best of each (shape, M, set, version) over the A/B logs in $R (prefix $1)
-  python3 - "$R" "$1" <<'PY'
-import glob, re, sys
-best = {}
-for f in glob.glob(sys.argv[1] + "/" + sys.argv[2] + "_*_*.log"):
-    v = "old" if "_old_" in f else "new"
-    for line in open(f):
-        m = re.match(r"sweep\s+(\S+)\s+M=(\d+)\s+(.+?)\s+([\d.]+) us", line)
-        if m and m.group(3) != "cuBLAS bf16":
-            k = (m.group(1), int(m.group(2)), m.group(3))
-            best.setdefault(k, {})[v] = min(best.get(k, {}).get(v, 1e9), float(m.group(4)))
-for k in sorted(best):
-    o, n = best[k].get("old"), best[k].get("new")
-    print(k[0], k[1], k[2], "old", o, "new", n, "new/old %.3f" % (n / o) if o and n else "")
-PY
-}
 case "${1:-ab}" in
 ab)
   dev_card "$R"
@@ -45,19 +29,19 @@ ab)
   stamp "A/B bf16"
   for r in 1 2; do
     for v in old new; do
-      bin=$B/bench_cuda_w4a16; [ $v = old ] && bin=$B/bench_cuda_w4a16_old
+      bin=$(bench_of $v)
       timeout 80 stdbuf -oL $bin --sweep --sets "default,skinny,skinny nw4" --shapes $S --m 1,8,16 --wtype uint2b2 --reps 10 > "$R/bf_${v}_$r.log" 2>&1
       timeout 40 stdbuf -oL $bin --sweep --sets "default,skinny" --shapes $S --m 1 --act f16 --wtype uint2b2 --reps 10 > "$R/hf_${v}_$r.log" 2>&1
     done
   done
-  echo "-- bf16"; best bf
-  echo "-- f16"; best hf
+  echo "-- bf16"; python3 bench/cuda/ab_table.py "$R"/bf_*.log
+  echo "-- f16"; python3 bench/cuda/ab_table.py "$R"/hf_*.log
   stamp "ncu"
   NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
   sec="--section SpeedOfLight --section WarpStateStats --section ComputeWorkloadAnalysis --section SchedulerStats --section InstructionStats --section LaunchStats"
   met="--metrics regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,sm__inst_executed_pipe_tensor_op_hmma.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active,dram__bytes_read.sum"
   for v in new old; do
-    bin=$B/bench_cuda_w4a16; [ $v = old ] && bin=$B/bench_cuda_w4a16_old
+    bin=$(bench_of $v)
     timeout 100 "$NCU" --clock-control none $sec $met -k "regex:w4a16_skinny" -c 1 $bin --sweep --sets "skinny,_" --shapes 70B.gate_up --m 1 --wtype uint2b2 --reps 1 > "$R/ncu_$v.txt" 2>&1
     echo "-- ncu $v"
     grep -E "^    (Duration|DRAM Throughput|Issue Slots Busy|No Eligible|Registers Per|Executed Instructions )|pipe_tensor|pipe_alu|pipe_fma|pipe_lsu" "$R/ncu_$v.txt" | head -12
@@ -71,54 +55,25 @@ hi)
   stamp "A/B"
   for r in 1 2; do
     for v in old new; do
-      bin=$B/bench_cuda_w4a16; [ $v = old ] && bin=$B/bench_cuda_w4a16_old
+      bin=$(bench_of $v)
       timeout 40 stdbuf -oL $bin --shapes $S --m 1,16 --wtype uint2b2 --reps 10 > "$R/h_${v}_bf2_$r.log" 2>&1
       timeout 40 stdbuf -oL $bin --shapes $S --m 1 --act f16 --wtype uint2b2 --reps 10 > "$R/h_${v}_hf2_$r.log" 2>&1
     done
   done
-  python3 - "$R" <<'PY'
-import glob, re, sys
-best = {}
-for f in glob.glob(sys.argv[1] + "/h_*.log"):
-    _, v, cfg, _r = f.rsplit("/", 1)[1][:-4].split("_")
-    for line in open(f):
-        m = re.match(r"(\S+)\s+(\d+)\s+\S+\s+([\d.]+)\s+(cuda_w4a16:\S+)", line)
-        if m:
-            d = best.setdefault((cfg, m.group(1), int(m.group(2))), {})
-            d[v] = min(d.get(v, 1e9), float(m.group(3)))
-for k in sorted(best):
-    d = best[k]
-    print(*k, "old %.2f new %.2f new/old %.3f" % (d["old"], d["new"], d["new"] / d["old"]))
-PY
+  python3 bench/cuda/ab_table.py "$R"/h_*.log
   ;;
 ab2)
   TEST_S=400 dev_tests "$R"
   stamp "A/B/C"
   for r in 1 2; do
     for v in old mid new; do
-      bin=$B/bench_cuda_w4a16; [ $v != new ] && bin=$B/bench_cuda_w4a16_$v
+      bin=$(bench_of $v)
       timeout 40 stdbuf -oL $bin --shapes $S --m 1,16 --wtype uint2b2 --reps 10 > "$R/c_${v}_bf2_$r.log" 2>&1
       timeout 40 stdbuf -oL $bin --shapes $S --m 1,16 --act f16 --wtype uint2b2 --reps 10 > "$R/c_${v}_hf2_$r.log" 2>&1
       timeout 40 stdbuf -oL $bin --shapes $S --m 1,16 --act f16 --wtype uint4b8 --reps 10 > "$R/c_${v}_hf4_$r.log" 2>&1
     done
   done
-  python3 - "$R" <<'PY'
-import glob, re, sys
-best = {}
-for f in glob.glob(sys.argv[1] + "/c_*.log"):
-    _, v, cfg, _r = f.rsplit("/", 1)[1][:-4].split("_")
-    for line in open(f):
-        m = re.match(r"(\S+)\s+(\d+)\s+\S+\s+([\d.]+)\s+(cuda_w4a16:\S+)", line)
-        if m:
-            k = (cfg, m.group(1), int(m.group(2)))
-            d = best.setdefault(k, {})
-            d[v] = min(d.get(v, 1e9), float(m.group(3)))
-            d["path"] = m.group(4)
-for k in sorted(best):
-    d = best[k]
-    print(*k, d["path"], "old %.2f mid %.2f new %.2f" % (d.get("old", 0), d.get("mid", 0), d.get("new", 0)),
-          "new/old %.3f new/mid %.3f" % (d["new"] / d["old"], d["new"] / d["mid"]) if "old" in d and "mid" in d and "new" in d else "")
-PY
+  python3 bench/cuda/ab_table.py "$R"/c_*.log
   ;;
 peers)
   dev_card "$R"

@@ -2,31 +2,10 @@
 """bench/results/v23/make_table_v23.py -- the v23 table of bench/results/h200-widths.md from the raw logs here:
 call 4 (the kept halves kernel: uint2b2 and uint4b8 defaults in one call) and call 2 (the first halves form beside
 Humming int2 in one call). Prints markdown."""
-import json, os, re
+import os, sys
 D = os.path.dirname(os.path.abspath(__file__))
-
-def defaults(path):
-    out = {}
-    for line in open(path):
-        f = line.split()
-        if len(f) >= 5 and f[4].startswith("cuda_w4a16:"):
-            out[(f[0], int(f[1]))] = (float(f[3]), f[4].split(":")[1], float(f[2]))
-    return out
-
-def humming(path):
-    out, on = {}, False
-    for line in open(path):
-        if line.startswith("SUMMARY"):
-            on = True
-            continue
-        m = re.match(r"L3-(\S+) (\S+)\s+\d+\s+\d+\s+(\d+)\s+([\d.]+)", line) if on else None
-        if m:
-            out[(m.group(1) + "." + m.group(2), int(m.group(3)))] = float(m.group(4))
-    return out
-
-def read16(path):
-    v = [float(x) for x in re.findall(r"read16\s+([\d.]+) TB/s", open(path).read())]
-    return max(v)
+sys.path.insert(0, os.path.dirname(D))
+from table_logs import defaults, humming, read16  # noqa: E402
 
 # ideal bytes at 2 bits: weights k n / 4, f16 scales n k / 128 * 2, x and y (bf16)
 SH = {"70B.gate_up": (8192, 57344), "70B.down": (28672, 8192), "70B.qkv": (8192, 10240), "70B.o": (8192, 8192),

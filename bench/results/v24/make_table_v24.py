@@ -3,33 +3,10 @@
 (H100: the final kernels' uint2b2 defaults before and after Humming 0.1.19 int2, and uint4b8, in one call) and call 4
 (H100: the A/B/C of the tree before the session, after the bf16 one-fold change and after the scale-format template,
 best of two turns). Prints markdown."""
-import glob, os, re
+import glob, os, sys
 D = os.path.dirname(os.path.abspath(__file__))
-
-def defaults(*paths):  # best of the runs given: {(shape, M): (us, path)}
-    out = {}
-    for path in paths:
-        for line in open(path):
-            f = line.split()
-            if len(f) >= 5 and f[4].startswith("cuda_w4a16:"):
-                k = (f[0], int(f[1]))
-                if k not in out or float(f[3]) < out[k][0]:
-                    out[k] = (float(f[3]), f[4].split(":")[1])
-    return out
-
-def humming(path):
-    out, on = {}, False
-    for line in open(path):
-        if line.startswith("SUMMARY"):
-            on = True
-            continue
-        m = re.match(r"L3-(\S+) (\S+)\s+\d+\s+\d+\s+(\d+)\s+([\d.]+)", line) if on else None
-        if m:
-            out[(m.group(1) + "." + m.group(2), int(m.group(3)))] = float(m.group(4))
-    return out
-
-def read16(path):
-    return max(float(x) for x in re.findall(r"read16\s+([\d.]+) TB/s", open(path).read()))
+sys.path.insert(0, os.path.dirname(D))
+from table_logs import defaults, humming, read16  # noqa: E402
 
 # ideal bytes at 2 bits: weights k n / 4, f16 scales n k / 128 * 2, x and y (bf16)
 SH = {"70B.gate_up": (8192, 57344), "70B.down": (28672, 8192), "70B.qkv": (8192, 10240), "70B.o": (8192, 8192),
@@ -44,8 +21,8 @@ print("| shape | M | 2-bit halves (path) | M = 1: % of read16 | 4-bit default (p
 print("|---|---|---|---|---|---|---|---|")
 for s in SH:
     for m in (1, 16, 64, 256, 1024):
-        t2, p2 = w2[(s, m)]
-        t4, p4 = w4[(s, m)]
+        t2, p2, _ = w2[(s, m)]
+        t4, p4, _ = w4[(s, m)]
         k, n = SH[s]
         pct = ""
         if m == 1:
@@ -62,7 +39,7 @@ print("|---|---|---|---|---|---|---|")
 best = {}
 for f in glob.glob(os.path.join(D, "call4_ab2", "c_*.log")):
     _, v, cfg, _r = os.path.basename(f)[:-4].split("_")
-    for k, (t, p) in defaults(f).items():
+    for k, (t, p, _) in defaults(f).items():
         d = best.setdefault((cfg,) + k, {})
         d[v] = min(d.get(v, 1e9), t)
         if v == "new":

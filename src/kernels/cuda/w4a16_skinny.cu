@@ -267,6 +267,16 @@ __device__ __forceinline__ void sk_issue(const mpl_cuda_w4a16_args &a, int fmt, 
     }
 }
 
+/* Row tile i's group constants for lane row g from ring stage st: the scales (hi: rows g and g + 8; lo: their low
+ * halves with f32 scales, else 0) and, with ZP, the zero points (low byte row g); else zz keeps the caller's default. */
+template <class Sh, bool ZP>
+__device__ __forceinline__ void stage_group(const unsigned char *st, int i, int g, int fmt, uint32_t &hi, uint32_t &lo,
+                                            uint32_t &zz) {
+    hi = *reinterpret_cast<const uint32_t *>(st + Sh::OFF_S + i * 32 + 4 * g);
+    lo = fmt == MPL_CUDA_W4A16_SCALE_F32 ? *reinterpret_cast<const uint32_t *>(st + Sh::OFF_L + i * 32 + 4 * g) : 0u;
+    if (ZP) zz = *reinterpret_cast<const uint16_t *>(st + Sh::OFF_Z + i * 16 + 2 * g);
+}
+
 /*
  * CHUNK_GROUP: every 64-channel chunk lies in one group (group size a multiple of 64, or one
  * group), so scales and zeros ride in the ring with the weights; otherwise they are fetched per
@@ -401,9 +411,8 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
                 constexpr int H = decltype(hc)::value;
 #pragma unroll
                 for (int i = 0; i < Sh::NW; i++) {
-                    const uint32_t hi = *reinterpret_cast<const uint32_t *>(st + Sh::OFF_S + i * 32 + 4 * g);
-                    const uint32_t lo = fmt == MPL_CUDA_W4A16_SCALE_F32 ? *reinterpret_cast<const uint32_t *>(st + Sh::OFF_L + i * 32 + 4 * g) : 0u;
-                    const uint32_t zz = ZP ? *reinterpret_cast<const uint16_t *>(st + Sh::OFF_Z + i * 16 + 2 * g) : 0x0202u; /* uint2b2: 2 */
+                    uint32_t hi, lo, zz = 0x0202u; /* uint2b2: 2 */
+                    stage_group<Sh, ZP>(st, i, g, fmt, hi, lo, zz);
                     fold_offset<A, MT, halves_mul<A, H, false>(), halves_mul<A, H, true>(), QX>(acc[i], cg[i], c1, hi, lo, zz, fmt, cq);
                 }
 #pragma unroll
@@ -471,9 +480,7 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
                 for (int i = 0; i < Sh::NW; i++) {
                     uint32_t hi, lo = 0u, zz = 0x0808u;
                     if (CHUNK_GROUP) {
-                        hi = *reinterpret_cast<const uint32_t *>(st + Sh::OFF_S + i * 32 + 4 * g);
-                        if (fmt == MPL_CUDA_W4A16_SCALE_F32) lo = *reinterpret_cast<const uint32_t *>(st + Sh::OFF_L + i * 32 + 4 * g);
-                        if (ZP && OFF) zz = *reinterpret_cast<const uint16_t *>(st + Sh::OFF_Z + i * 16 + 2 * g);
+                        stage_group<Sh, ZP && OFF>(st, i, g, fmt, hi, lo, zz);
                     } else {
                         size_t at = ((size_t)grp * a.n_pad + (size_t)(nt0 + i) * 16) / 2 + g;
                         hi = __ldg(sc32 + at);
