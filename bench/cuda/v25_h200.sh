@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# bench/cuda/v25_h200.sh MODE -- on the device machine (bench/cuda/NOTES.md v25): the halves skinny at M = 1 with more
+# warps per scheduler.
+#   b3:    the halves rounds of the device matrix, then an A/B/C of the bench built from the tree before this session
+#          (.h200/bench_cuda_w4a16_old), with the halves shifts as IMAD.HI (_mid) and with three blocks per SM for
+#          halves at m <= 8 (new), taking turns (2 rounds): uint2b2 defaults at M 1 and 8 (bf16, f16 scales; bf16 with
+#          bf16 scales; f16), and uint4b8 at M 1 (a control: its kernels did not change); then ncu of new at M = 1.
+#   m1:    the halves rounds, then an A/B of the bench before (_old) and after FORM_HALVES_M1 (the halves skinny at m = 1:
+#          token 0 in every lane, one all-ones MMA per k16 step for both halves, the offset term starting the MMA sums, the
+#          fold on column 0 alone), taking turns (3 rounds): uint2b2 M 1 and 2 (2: unchanged, a control) bf16 with f16
+#          and bf16 scales, f16; then ncu of the new kernel at M = 1 (70B gate_up, bf16).
+#   tests: the whole device matrix and test_cuda_faults, then uint2b2 / uint4b8 defaults at M 1..1024.
+# Binaries packed as in bench/cuda/dev_unpack.sh; every log in one tar ($OUT/v25_MODE.tar.gz).
+set -u
+. bench/cuda/dev_unpack.sh
+R=$(mktemp -d)
+B=.h200
+S=70B.gate_up,70B.down,70B.qkv,70B.o,8B.qkv,8B.gate_up
+case "${1:-m1}" in
+b3)
+  ( time MPL_CUDA_W4A16_TEST_HALVES=1 timeout 200 $B/test_cuda_w4a16 ) > "$R/test_halves.log" 2>&1; echo "rc=$?" >> "$R/test_halves.log"
+  grep -E "device matrix|FAIL|PASSED|rc=|real" "$R/test_halves.log" | head -20
+  dev_card "$R"
+  stamp "A/B/C"
+  for r in 1 2; do
+    for v in old mid new; do
+      bin=$(bench_of $v)
+      timeout 40 stdbuf -oL $bin --shapes $S --m 1,8 --wtype uint2b2 --reps 10 > "$R/c_${v}_bf2_$r.log" 2>&1
+      timeout 40 stdbuf -oL $bin --shapes $S --m 1 --scales bf16 --wtype uint2b2 --reps 10 > "$R/c_${v}_bfb2_$r.log" 2>&1
+      timeout 40 stdbuf -oL $bin --shapes $S --m 1 --act f16 --wtype uint2b2 --reps 10 > "$R/c_${v}_hf2_$r.log" 2>&1
+      timeout 40 stdbuf -oL $bin --shapes $S --m 1 --wtype uint4b8 --reps 10 > "$R/c_${v}_bf4_$r.log" 2>&1
+    done
+  done
+  python3 bench/cuda/ab_table.py "$R"/c_*.log
+  stamp "ncu"
+  NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  sec="--section SpeedOfLight --section WarpStateStats --section SchedulerStats --section LaunchStats --section Occupancy"
+  met="--metrics regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_fmaheavy.avg.pct_of_peak_sustained_active,dram__bytes_read.sum"
+  for v in new mid; do
+    bin=$(bench_of $v)
+    timeout 60 "$NCU" --clock-control none $sec $met -k "regex:w4a16_skinny" -c 1 $bin --sweep --sets "skinny,_" --shapes 70B.gate_up --m 1 --wtype uint2b2 --reps 1 > "$R/ncu_$v.txt" 2>&1
+    echo "-- ncu $v"
+    grep -E "^    (Duration|DRAM Throughput|Issue Slots Busy|No Eligible|Registers Per|Achieved Occupancy|Block Limit)|pipe_alu|pipe_fma" "$R/ncu_$v.txt" | head -14
+    grep -E "stalled_.*ratio" "$R/ncu_$v.txt" | sort -k3 -nr | head -5
+  done
+  ;;
+m1)
+  ( time MPL_CUDA_W4A16_TEST_HALVES=1 timeout 200 $B/test_cuda_w4a16 ) > "$R/test_halves.log" 2>&1; echo "rc=$?" >> "$R/test_halves.log"
+  grep -E "device matrix|FAIL|PASSED|rc=|real|halves|error" "$R/test_halves.log" | head -30
+  dev_card "$R"
+  stamp "A/B"
+  for r in 1 2 3; do
+    for v in old new; do
+      bin=$(bench_of $v)
+      timeout 40 stdbuf -oL $bin --shapes $S --m 1,2 --wtype uint2b2 --reps 10 > "$R/m_${v}_bf2_$r.log" 2>&1
+      timeout 40 stdbuf -oL $bin --shapes $S --m 1 --scales bf16 --wtype uint2b2 --reps 10 > "$R/m_${v}_bfb2_$r.log" 2>&1
+      timeout 40 stdbuf -oL $bin --shapes $S --m 1,2 --act f16 --wtype uint2b2 --reps 10 > "$R/m_${v}_hf2_$r.log" 2>&1
+    done
+  done
+  python3 bench/cuda/ab_table.py "$R"/m_*.log
+  stamp "ncu"
+  NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  sec="--section SpeedOfLight --section WarpStateStats --section SchedulerStats --section LaunchStats"
+  met="--metrics regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_fmaheavy.avg.pct_of_peak_sustained_active,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
+  timeout 60 "$NCU" --clock-control none $sec $met -k "regex:w4a16_skinny" -c 1 $B/bench_cuda_w4a16 --sweep --sets "skinny,_" --shapes 70B.gate_up --m 1 --wtype uint2b2 --reps 1 > "$R/ncu_new.txt" 2>&1
+  grep -E "^    (Duration|DRAM Throughput|Issue Slots Busy|No Eligible|Registers Per)|pipe_alu|pipe_fma|hmma" "$R/ncu_new.txt" | head -12
+  grep -E "stalled_.*ratio" "$R/ncu_new.txt" | sort -k3 -nr | head -6
+  ;;
+tests)
+  TEST_S=450 dev_tests "$R"
+  for w in uint2b2 uint4b8; do
+    stamp "defaults $w"
+    timeout 70 stdbuf -oL $B/bench_cuda_w4a16 --shapes $S --m 1,16,64,256,1024 --wtype $w --reps 10 > "$R/default_$w.log" 2>&1
+  done
+  for w in uint2b2 uint4b8; do echo "-- $w"; grep -E "cuda_w4a16" "$R/default_$w.log" | awk '{print $1, $2, $4, $5}' | paste - - - - - ; done
+  ;;
+esac
+stamp done
+grep -iE "read16" "$R/bw.log" | head -2
+tar -C "$R" -czf "${OUT:-/tmp}/v25_${1:-b3}.tar.gz" .
