@@ -247,8 +247,9 @@ static const mpl_path_desc paths[NPATHS] = {
                "4-bit ranges (as uint4 codes, the same bytes and kernel); 2-bit halves (cc 9.0): to 16 (bf16, H200 v24, "
                "uint2b2, m = 16 vs wg: 70B gate_up 85.2 vs 115.9 us, 8B gate_up 29.3 vs 32.5), f16 to 8 where n >= "
                "16384 and n > k (H100 v23, bf16 with f16's form, m = 16 vs wg: 70B gate_up 142.9 vs 114.4 us, 70B down "
-               "71.3 vs 100.1); M = 1, H100 v24: 70B gate_up 54.4 us (62.7 before one fold per packed chunk and the scale "
-               "format template; 74% of read BW; Humming int2 69.8)",
+               "71.3 vs 100.1); M = 1, H100 v25 (the m = 1 form, FORM_HALVES_M1, against v24's in turns): 70B gate_up "
+               "52.7 vs 54.2 us (76% of read BW; 62.7 in v23; Humming int2 69.8 in v24), 70B down 28.4 vs 30.2, 70B qkv "
+               "16.8 vs 17.8; f16 70B qkv 16.3 vs 17.7",
         .m_range = skinny_m_range,
     },
     [PATH_WG_SK] = {

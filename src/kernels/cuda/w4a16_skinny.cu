@@ -20,6 +20,11 @@
  *  - 8-bit layers (two 4-bit planes, k % 64 == 0): FORM_W8 copies the low and the high plane's block of the same
  *    channels into one ring stage and rebuilds the byte codes (dequant8), exact like the offset form: one MMA
  *    per 8 weights instead of two, and x read once per channel (bench/cuda/NOTES.md v19).
+ *  - 2-bit layers in halves (FORM_HALVES, two x chunks per packed chunk) have an m = 1 form (FORM_HALVES_M1): the MMA
+ *    columns past token 0 are never stored, so every lane loads token 0 and lane 1 swaps its two chunks, one all-ones MMA
+ *    per k16 step sums both chunks' x (columns 0 and 1), each row's offset term starts its MMA sums and the fold is one
+ *    fma per row: 400 -> 357 SASS instructions per packed chunk (bf16), 397 -> 348 (f16); H100 v25 M = 1 0.92-0.97x
+ *    of the time on the 70B layers.
  */
 #include <type_traits>
 
@@ -73,7 +78,7 @@ __device__ __forceinline__ void offset_step(float cg[N][MT][4], float c1[MT][4],
  * registers (OFF + multiplier x code, exact) against that chunk's x fragments xf, and the all-ones MMA sums its x;
  * fold_offset divides the multipliers out. Per 8 weights: the 4-bit form's MMAs, fewer logic ops (no mask of 4).
  */
-template <class A, int N, int MT, int H>
+template <class A, int N, int MT, int H, bool SUMX = true>
 __device__ __forceinline__ void half_step(float cg[N][MT][4], float c1[MT][4], const uint4 wv[N], int j,
                                           const uint2 xf[MT]) {
     const uint32_t ones[4] = {A::ONES, A::ONES, A::ONES, A::ONES};
@@ -85,8 +90,20 @@ __device__ __forceinline__ void half_step(float cg[N][MT][4], float c1[MT][4], c
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) A::mma(cg[i][mt], af, xf[mt].x, xf[mt].y);
     }
+    if (SUMX)
 #pragma unroll
-    for (int mt = 0; mt < MT; mt++) A::mma(c1[mt], ones, xf[mt].x, xf[mt].y);
+        for (int mt = 0; mt < MT; mt++) A::mma(c1[mt], ones, xf[mt].x, xf[mt].y);
+}
+
+/* FORM_HALVES_M1: c1 = the sums of x chunks 2c (column 0, e 0) and 2c + 1 (column 1, e 1) of lane t = 0, one all-ones
+ * MMA per k16 step on load_x_halves_m1's fragments xd[0..3]. */
+template <class A>
+__device__ __forceinline__ void sum_x_m1(float c1[4], uint2 (*xd)[1]) {
+    const uint32_t ones[4] = {A::ONES, A::ONES, A::ONES, A::ONES};
+#pragma unroll
+    for (int e = 0; e < 4; e++) c1[e] = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 4; j++) A::mma(c1, ones, xd[j][0].x, xd[j][0].y);
 }
 
 /*
@@ -230,6 +247,20 @@ __device__ __forceinline__ void load_x_halves(const mpl_cuda_w4a16_args &a, int 
     }
 }
 
+/* FORM_HALVES_M1 (m = 1): every lane takes token 0, lane g = 1 with its two chunks swapped: xd[0..3] of lane 1 hold x chunk
+ * 2c + 1, so B column 1 of the all-ones MMA on xd[0..3] sums chunk 2c + 1 while column 0 sums chunk 2c (one all-ones MMA
+ * per k16 step for both halves). Columns 1..7 of the weight MMAs are never stored (m = 1). */
+__device__ __forceinline__ void load_x_halves_m1(const mpl_cuda_w4a16_args &a, int c, int g, int t, uint2 (*xd)[1]) {
+    const bool in = c < (a.k >> 7);
+    const uint2 *p = reinterpret_cast<const uint2 *>((const uint16_t *)a.x + (in ? (size_t)c * 128 + 4 * t : 0));
+    const uint2 *p0 = p + (g == 1 ? 16 : 0), *p1 = p + (g == 1 ? 0 : 16);
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        xd[j][0] = in ? p0[4 * j] : make_uint2(0u, 0u);
+        xd[4 + j][0] = in ? p1[4 * j] : make_uint2(0u, 0u);
+    }
+}
+
 /* bf16 halves: half 1's x fragments (xd[4..7]) times 1/4, exact for |x| >= 2^-124 (bf16 has fp32's exponent range);
  * below, x / 4 rounds to a bf16 subnormal (an absolute error of at most 2^-134). */
 template <int MT>
@@ -285,11 +316,11 @@ __device__ __forceinline__ void stage_group(const unsigned char *st, int i, int 
  * Each warp runs its own cp.async ring over its chunks (c = first, first + 8, ...): no block
  * barrier in the loop, and STAGES - 1 chunks stay in flight while one is computed.
  */
-/* Inner-loop forms (see sub_step, w8_step, halves_step): the offset form (f16, and bf16 with zero points), the exact
+/* Inner-loop forms (see sub_step, w8_step, half_step): the offset form (f16, and bf16 with zero points), the exact
  * subnormal form (bf16), the rounded subnormal form (bf16, uint4b8, bf16 scales: path cuda_w4a16:skinny-rounded), the
- * 8-bit form (both planes of a chunk, PL = 2; exact) and the offset form on a halves layer (2-bit: two x chunks per
- * packed chunk; exact, bf16 with half 1 against x / 4 and one fold per packed chunk: QX). */
-enum { FORM_OFFSET = 0, FORM_EXACT = 1, FORM_ROUNDED = 2, FORM_W8 = 3, FORM_HALVES = 4 };
+ * 8-bit form (both planes of a chunk, PL = 2; exact), the offset form on a halves layer (2-bit: two x chunks per
+ * packed chunk; exact, bf16 with half 1 against x / 4 and one fold per packed chunk: QX) and its m = 1 form. */
+enum { FORM_OFFSET = 0, FORM_EXACT = 1, FORM_ROUNDED = 2, FORM_W8 = 3, FORM_HALVES = 4, FORM_HALVES_M1 = 5 };
 
 template <class A, bool ZP, int MT, bool CHUNK_GROUP, int NW, int FORM, int SF>
 __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a16_args a) {
@@ -297,11 +328,14 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
     const int fmt = SF >= 0 ? SF : a.scale_fmt;
     constexpr int PL = FORM == FORM_W8 ? 2 : 1;
     using Sh = SkShape<NW, PL>;
-    constexpr bool OFF = FORM == FORM_OFFSET || FORM == FORM_HALVES; /* the offset form's fold (sum x, zero offset) */
+    constexpr bool HV = FORM == FORM_HALVES || FORM == FORM_HALVES_M1; /* a halves layer */
+    constexpr bool M1 = FORM == FORM_HALVES_M1;
+    static_assert(!M1 || MT == 1, "FORM_HALVES_M1: m = 1");
+    constexpr bool OFF = FORM == FORM_OFFSET || HV; /* the offset form's fold (sum x, zero offset) */
     /* halves, bf16: one fold per packed chunk, half 1 against x / 4 (QX, fold_offset) */
-    constexpr bool QX = FORM == FORM_HALVES && A::id == MPL_CUDA_W4A16_ACT_BF16;
+    constexpr bool QX = HV && A::id == MPL_CUDA_W4A16_ACT_BF16;
     /* x fragments kept: 4 k16 steps; halves prefetched or QX: both x chunks of the packed chunk (else loaded per half) */
-    constexpr int XS = FORM == FORM_HALVES && (MT == 1 || QX) ? 8 : 4;
+    constexpr int XS = HV && (MT == 1 || QX) ? 8 : 4;
     static_assert(OFF || FORM == FORM_W8 || A::id == MPL_CUDA_W4A16_ACT_BF16, "subnormal forms: bf16 only");
     static_assert(OFF || FORM == FORM_W8 || !ZP, "subnormal forms: uint4b8 only (skinny-rounded refuses zero points)");
     static_assert(FORM != FORM_W8 || ZP, "8-bit layers carry zero points (both planes')");
@@ -354,10 +388,12 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
     /* x one chunk ahead (its latency hides behind this chunk's MMAs): m <= 8, and m <= 16 in the rounded
      * form (94 registers without the second copy); the m > 8 offset and exact forms would spill (125-128). */
     constexpr bool PREFETCH_X = MT == 1 || FORM == FORM_ROUNDED;
-    static_assert(FORM != FORM_HALVES || (PREFETCH_X || QX) == (XS == 8), "halves: x for both chunks, or per half");
+    static_assert(!HV || (PREFETCH_X || QX) == (XS == 8), "halves: x for both chunks, or per half");
     /* halves (XS 8): packed chunk c reads x chunks 2c (xf[0..3]) and 2c + 1 (xf[4..7]) */
     auto load_x = [&](int c, uint2 (*xd)[MT]) {
-        if constexpr (XS == 8)
+        if constexpr (M1)
+            load_x_halves_m1(a, c, g, t, xd);
+        else if constexpr (XS == 8)
             load_x_halves<MT>(a, c, g, t, xd);
         else
             load_x_chunk<MT>(a, c, g, t, xd);
@@ -365,6 +401,7 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
     uint2 xf[XS][MT];
     if (PREFETCH_X) {
         load_x(first, xf);
+        if constexpr (M1) sum_x_m1<A>(c1[0], xf);
         if (QX) quarter_x<MT>(xf);
     }
     int rem = a.gs16 - (first * 4) % a.gs16; /* k16 steps until the current group ends */
@@ -382,7 +419,7 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
         uint2 xn[XS][MT];
         if (PREFETCH_X) {
             load_x(c + 1, xn);
-        } else if (FORM != FORM_HALVES || QX) {
+        } else if (!HV || QX) {
             load_x(c, xf);
             if (QX) quarter_x<MT>(xf);
         }
@@ -405,7 +442,7 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
                     rounded_consts(*reinterpret_cast<const uint32_t *>(st + Sh::OFF_S + i * 32 + 4 * g), mq[i], m16[i], ag[i], ag8[i]);
             }
         }
-        if constexpr (FORM == FORM_HALVES) {
+        if constexpr (HV) {
             /* the packed chunk lies in one group: its scales and zeros are in the stage */
             auto fold = [&](auto hc) {
                 constexpr int H = decltype(hc)::value;
@@ -423,7 +460,45 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
                         if (QX) cq[mt][e] = 0.0f;
                     }
             };
-            if constexpr (QX) {
+            if constexpr (M1) {
+                /* m = 1: each row's offset term -(OFF + M z) sum x_H starts its MMA sums (c1 from sum_x_m1: column H sums
+                 * x chunk 2c + H, unscaled; bf16 adds both halves into cg, half 1 against x / 4, so its term is
+                 * (OFF / 4 + z) sum x1), so the fold is acc += (s / M) cg for column 0 alone (e 0: row g, e 2: row g + 8):
+                 * one pass per packed chunk (bf16) or per half (f16) */
+                auto pass = [&](auto pc) {
+                    constexpr int P = decltype(pc)::value;
+#pragma unroll
+                    for (int i = 0; i < Sh::NW; i++) {
+                        uint32_t zz = 0x0202u; /* uint2b2: 2 */
+                        if (ZP) zz = *reinterpret_cast<const uint16_t *>(st + Sh::OFF_Z + i * 16 + 2 * g);
+                        const float z_g = (float)(zz & 0xffu), z_g8 = (float)(zz >> 8);
+                        if constexpr (QX) {
+                            cg[i][0][0] = -fmaf(A::OFF + z_g, c1[0][0], (0.25f * A::OFF + z_g) * c1[0][1]);
+                            cg[i][0][2] = -fmaf(A::OFF + z_g8, c1[0][0], (0.25f * A::OFF + z_g8) * c1[0][1]);
+                        } else {
+                            cg[i][0][0] = -(A::OFF + (float)halves_mul<A, P, false>() * z_g) * c1[0][P];
+                            cg[i][0][2] = -(A::OFF + (float)halves_mul<A, P, true>() * z_g8) * c1[0][P];
+                        }
+                    }
+#pragma unroll
+                    for (int j = 0; j < 4; j++) {
+                        if (QX || P == 0) half_step<A, Sh::NW, MT, 0, false>(cg, c1, wv, j, xf[j]);
+                        if (QX || P == 1) half_step<A, Sh::NW, MT, 1, false>(cg, c1, wv, j, xf[4 + j]);
+                    }
+                    constexpr float R_G = 1.0f / (float)halves_mul<A, P, false>(), R_G8 = 1.0f / (float)halves_mul<A, P, true>();
+#pragma unroll
+                    for (int i = 0; i < Sh::NW; i++) {
+                        uint32_t hi, lo, zz;
+                        stage_group<Sh, false>(st, i, g, fmt, hi, lo, zz);
+                        acc[i][0][0] = fmaf(scale_value(hi & 0xffffu, lo & 0xffffu, fmt) * R_G, cg[i][0][0], acc[i][0][0]);
+                        acc[i][0][2] = fmaf(scale_value(hi >> 16, lo >> 16, fmt) * R_G8, cg[i][0][2], acc[i][0][2]);
+#pragma unroll
+                        for (int e = 0; e < 4; e++) cg[i][0][e] = 0.0f;
+                    }
+                };
+                pass(std::integral_constant<int, 0>());
+                if constexpr (!QX) pass(std::integral_constant<int, 1>());
+            } else if constexpr (QX) {
                 /* bf16: both halves' MMAs into cg (half 1 against x / 4: multiplier 1 in both), one fold */
 #pragma unroll
                 for (int j = 0; j < 4; j++) {
@@ -445,7 +520,7 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
             }
         }
 #pragma unroll
-        for (int j = 0; j < 4 && FORM != FORM_HALVES; j++) {
+        for (int j = 0; j < 4 && !HV; j++) {
             const int grp = CHUNK_GROUP ? 0 : group_of_step(c * 4 + j, a.inv_gs16);
             if (FORM == FORM_ROUNDED) {
                 /* no fold: the scales are in the weights */
@@ -506,6 +581,7 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
             for (int j = 0; j < XS; j++)
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++) xf[j][mt] = xn[j][mt];
+            if constexpr (M1) sum_x_m1<A>(c1[0], xf);
             if (QX) quarter_x<MT>(xf);
         }
     }
@@ -582,7 +658,7 @@ static cudaError_t launch_sf(const mpl_cuda_w4a16_args *a, cudaStream_t stream, 
  * 466, SASS); the other forms read it at run time. */
 template <class A, bool ZP, int MT, bool CG, int NW, int FORM>
 static cudaError_t launch_one(const mpl_cuda_w4a16_args *a, cudaStream_t stream, int ksplit) {
-    if constexpr (FORM == FORM_OFFSET || FORM == FORM_HALVES) {
+    if constexpr (FORM == FORM_OFFSET || FORM == FORM_HALVES || FORM == FORM_HALVES_M1) {
         switch (a->scale_fmt) {
         case MPL_CUDA_W4A16_SCALE_F16: return launch_sf<A, ZP, MT, CG, NW, FORM, MPL_CUDA_W4A16_SCALE_F16>(a, stream, ksplit);
         case MPL_CUDA_W4A16_SCALE_BF16: return launch_sf<A, ZP, MT, CG, NW, FORM, MPL_CUDA_W4A16_SCALE_BF16>(a, stream, ksplit);
@@ -599,6 +675,7 @@ static cudaError_t launch_zp(const mpl_cuda_w4a16_args *a, cudaStream_t stream, 
     bool cg = a->gs16 % 4 == 0; /* one group per chunk (also with one group: MPL_CUDA_W4A16_ONE_GROUP) */
     if constexpr (FORM == FORM_HALVES) { /* always one group per packed chunk (mpl_cuda_w4a16_halves_fits) */
         if (!cg) return cudaErrorInvalidValue;
+        if (a->m == 1) return launch_one<A, ZP, 1, true, NW, FORM_HALVES_M1>(a, stream, ksplit);
         return a->m > 8 ? launch_one<A, ZP, 2, true, NW, FORM>(a, stream, ksplit) : launch_one<A, ZP, 1, true, NW, FORM>(a, stream, ksplit);
     } else {
         if (a->m > 8) return cg ? launch_one<A, ZP, 2, true, NW, FORM>(a, stream, ksplit) : launch_one<A, ZP, 2, false, NW, FORM>(a, stream, ksplit);
