@@ -9,6 +9,10 @@
 #          token 0 in every lane, one all-ones MMA per k16 step for both halves, the offset term starting the MMA sums, the
 #          fold on column 0 alone), taking turns (3 rounds): uint2b2 M 1 and 2 (2: unchanged, a control) bf16 with f16
 #          and bf16 scales, f16; then ncu of the new kernel at M = 1 (70B gate_up, bf16).
+#   final: the whole device matrix and test_cuda_faults; an A/B of the bench before (_old: with FORM_HALVES_M1) and after
+#          the uint2b2 offset-weighted x sums (bf16 halves without zero points: the sum MMAs' A is OFF + 2 and OFF + 8,
+#          one accumulator, the fold acc += s (cg - c1)) at M 2, 8, 16, taking turns (2 rounds); then the uint2b2
+#          defaults at M 1..1024 and Humming 0.1.19 int2 (the wheel carried in .whl/) in the same call.
 #   tests: the whole device matrix and test_cuda_faults, then uint2b2 / uint4b8 defaults at M 1..1024.
 # Binaries packed as in bench/cuda/dev_unpack.sh; every log in one tar ($OUT/v25_MODE.tar.gz).
 set -u
@@ -65,6 +69,22 @@ m1)
   timeout 60 "$NCU" --clock-control none $sec $met -k "regex:w4a16_skinny" -c 1 $B/bench_cuda_w4a16 --sweep --sets "skinny,_" --shapes 70B.gate_up --m 1 --wtype uint2b2 --reps 1 > "$R/ncu_new.txt" 2>&1
   grep -E "^    (Duration|DRAM Throughput|Issue Slots Busy|No Eligible|Registers Per)|pipe_alu|pipe_fma|hmma" "$R/ncu_new.txt" | head -12
   grep -E "stalled_.*ratio" "$R/ncu_new.txt" | sort -k3 -nr | head -6
+  ;;
+final)
+  TEST_S=330 dev_tests "$R"
+  stamp "A/B"
+  for r in 1 2; do
+    for v in old new; do
+      timeout 40 stdbuf -oL $(bench_of $v) --shapes $S --m 2,8,16 --wtype uint2b2 --reps 10 > "$R/u_${v}_bf2_$r.log" 2>&1
+    done
+  done
+  python3 bench/cuda/ab_table.py "$R"/u_*.log
+  stamp "defaults uint2b2"
+  timeout 70 stdbuf -oL $B/bench_cuda_w4a16 --shapes $S --m 1,16,64,256,1024 --wtype uint2b2 --reps 10 > "$R/default_uint2b2.log" 2>&1
+  grep -E "cuda_w4a16" "$R/default_uint2b2.log" | awk '{print $1, $2, $4, $5}' | paste - - - - -
+  stamp "humming 2"
+  PEER_SECONDS=${PEER_SECONDS:-110} dev_humming 2 "$R/humming2" | tail -14
+  timeout 30 $B/bench_cuda_bw --quick > "$R/bw_end.log" 2>&1
   ;;
 tests)
   TEST_S=450 dev_tests "$R"

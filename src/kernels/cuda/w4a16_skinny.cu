@@ -78,10 +78,10 @@ __device__ __forceinline__ void offset_step(float cg[N][MT][4], float c1[MT][4],
  * registers (OFF + multiplier x code, exact) against that chunk's x fragments xf, and the all-ones MMA sums its x;
  * fold_offset divides the multipliers out. Per 8 weights: the 4-bit form's MMAs, fewer logic ops (no mask of 4).
  */
-template <class A, int N, int MT, int H, bool SUMX = true>
+template <class A, int N, int MT, int H, bool SUMX = true, uint32_t ONE = A::ONES>
 __device__ __forceinline__ void half_step(float cg[N][MT][4], float c1[MT][4], const uint4 wv[N], int j,
                                           const uint2 xf[MT]) {
-    const uint32_t ones[4] = {A::ONES, A::ONES, A::ONES, A::ONES};
+    const uint32_t ones[4] = {ONE, ONE, ONE, ONE};
 #pragma unroll
     for (int i = 0; i < N; i++) {
         const uint32_t w = j == 0 ? wv[i].x : j == 1 ? wv[i].y : j == 2 ? wv[i].z : wv[i].w;
@@ -499,13 +499,41 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
                 pass(std::integral_constant<int, 0>());
                 if constexpr (!QX) pass(std::integral_constant<int, 1>());
             } else if constexpr (QX) {
-                /* bf16: both halves' MMAs into cg (half 1 against x / 4: multiplier 1 in both), one fold */
+                /* bf16: both halves' MMAs into cg (half 1 against x / 4: multiplier 1 in both), one fold. uint2b2 (no zero
+                 * points, every row's zero 2): the sum MMAs' A is the rows' offset, OFF + 2 = 130 (half 0) and OFF + 4 * 2
+                 * = 136 (half 1, against x / 4), both exact in bf16, into one accumulator c1, so the fold is
+                 * acc += s (cg - c1) */
+                constexpr bool UX = !ZP;
+                constexpr uint32_t SUM0 = UX ? 0x43024302u : A::ONES, SUM1 = UX ? 0x43084308u : A::ONES;
+                static_assert(!UX || A::OFF == 128.0f, "the bf16 offset");
 #pragma unroll
                 for (int j = 0; j < 4; j++) {
-                    half_step<A, Sh::NW, MT, 0>(cg, c1, wv, j, xf[j]);
-                    half_step<A, Sh::NW, MT, 1>(cg, cq, wv, j, xf[4 + j]);
+                    half_step<A, Sh::NW, MT, 0, true, SUM0>(cg, c1, wv, j, xf[j]);
+                    half_step<A, Sh::NW, MT, 1, true, SUM1>(cg, UX ? c1 : cq, wv, j, xf[4 + j]);
                 }
-                fold(std::integral_constant<int, 0>());
+                if constexpr (UX) {
+#pragma unroll
+                    for (int i = 0; i < Sh::NW; i++) {
+                        uint32_t hi, lo, zz;
+                        stage_group<Sh, false>(st, i, g, fmt, hi, lo, zz);
+                        const float s_g = scale_value(hi & 0xffffu, lo & 0xffffu, fmt), s_g8 = scale_value(hi >> 16, lo >> 16, fmt);
+#pragma unroll
+                        for (int mt = 0; mt < MT; mt++) { /* c1's rows are equal: e 2 / 3 = e 0 / 1 */
+                            acc[i][mt][0] = fmaf(s_g, cg[i][mt][0] - c1[mt][0], acc[i][mt][0]);
+                            acc[i][mt][1] = fmaf(s_g, cg[i][mt][1] - c1[mt][1], acc[i][mt][1]);
+                            acc[i][mt][2] = fmaf(s_g8, cg[i][mt][2] - c1[mt][0], acc[i][mt][2]);
+                            acc[i][mt][3] = fmaf(s_g8, cg[i][mt][3] - c1[mt][1], acc[i][mt][3]);
+#pragma unroll
+                            for (int e = 0; e < 4; e++) cg[i][mt][e] = 0.0f;
+                        }
+                    }
+#pragma unroll
+                    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                        for (int e = 0; e < 4; e++) c1[mt][e] = 0.0f;
+                } else {
+                    fold(std::integral_constant<int, 0>());
+                }
             } else {
                 /* f16 (x / 4 would round below 2^-12): x chunk 2c (half 0), then 2c + 1 (half 1), each folded at once */
                 auto half = [&](auto hc) {
