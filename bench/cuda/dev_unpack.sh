@@ -47,3 +47,25 @@ dev_ab() {
     done
   done
 }
+
+# dev_halves DIR: the halves rounds of the device matrix alone (MPL_CUDA_W4A16_TEST_HALVES), log DIR/test_halves.log;
+# prints the verdict lines
+dev_halves() {
+  ( time MPL_CUDA_W4A16_TEST_HALVES=1 timeout 200 .h200/test_cuda_w4a16 ) > "$1/test_halves.log" 2>&1; echo "rc=$?" >> "$1/test_halves.log"
+  grep -E "device matrix|FAIL|PASSED|rc=|real" "$1/test_halves.log" | head -20
+}
+
+# dev_ncu OUT BIN KERNEL_REGEX BENCH_ARGS...: one launch of the kernel under ncu (no clock control; speed of light, warp
+# states, schedulers, launch and occupancy, instruction stats, the pipes' shares and the stall reasons per issue) while
+# BIN runs BENCH_ARGS, report OUT; prints its summary lines
+dev_ncu() {
+  local out=$1 bin=$2 kern=$3 ncu
+  shift 3
+  ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  timeout 100 "$ncu" --clock-control none --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
+    --section LaunchStats --section Occupancy --section ComputeWorkloadAnalysis --section InstructionStats \
+    --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,sm__inst_executed_pipe_tensor_op_hmma.avg.pct_of_peak_sustained_active,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_fmaheavy.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active,dram__bytes_read.sum" \
+    -k "regex:$kern" -c 1 "$bin" "$@" > "$out" 2>&1
+  grep -E "^    (Duration|DRAM Throughput|Issue Slots Busy|No Eligible|Registers Per|Achieved Occupancy|Block Limit|Executed Instructions )|pipe_|hmma" "$out" | head -18
+  grep -E "stalled_.*ratio" "$out" | sort -k3 -nr | head -6
+}

@@ -24,8 +24,7 @@ S=70B.gate_up,70B.down,70B.qkv,70B.o,8B.qkv,8B.gate_up
 case "${1:-ab}" in
 ab)
   dev_card "$R"
-  ( time MPL_CUDA_W4A16_TEST_HALVES=1 timeout 200 $B/test_cuda_w4a16 ) > "$R/test_halves.log" 2>&1; echo "rc=$?" >> "$R/test_halves.log"
-  grep -E "device matrix|FAIL|PASSED|rc=|real" "$R/test_halves.log" | head -20
+  dev_halves "$R"
   stamp "A/B bf16"
   for r in 1 2; do
     for v in old new; do
@@ -37,20 +36,13 @@ ab)
   echo "-- bf16"; python3 bench/cuda/ab_table.py "$R"/bf_*.log
   echo "-- f16"; python3 bench/cuda/ab_table.py "$R"/hf_*.log
   stamp "ncu"
-  NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-  sec="--section SpeedOfLight --section WarpStateStats --section ComputeWorkloadAnalysis --section SchedulerStats --section InstructionStats --section LaunchStats"
-  met="--metrics regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,sm__inst_executed_pipe_tensor_op_hmma.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active,dram__bytes_read.sum"
   for v in new old; do
-    bin=$(bench_of $v)
-    timeout 100 "$NCU" --clock-control none $sec $met -k "regex:w4a16_skinny" -c 1 $bin --sweep --sets "skinny,_" --shapes 70B.gate_up --m 1 --wtype uint2b2 --reps 1 > "$R/ncu_$v.txt" 2>&1
     echo "-- ncu $v"
-    grep -E "^    (Duration|DRAM Throughput|Issue Slots Busy|No Eligible|Registers Per|Executed Instructions )|pipe_tensor|pipe_alu|pipe_fma|pipe_lsu" "$R/ncu_$v.txt" | head -12
-    grep -E "stalled_.*ratio" "$R/ncu_$v.txt" | sort -k3 -nr | head -6
+    dev_ncu "$R/ncu_$v.txt" "$(bench_of $v)" w4a16_skinny --sweep --sets "skinny,_" --shapes 70B.gate_up --m 1 --wtype uint2b2 --reps 1
   done
   ;;
 hi)
-  ( time MPL_CUDA_W4A16_TEST_HALVES=1 timeout 200 $B/test_cuda_w4a16 ) > "$R/test_halves.log" 2>&1; echo "rc=$?" >> "$R/test_halves.log"
-  grep -E "device matrix|FAIL|PASSED|rc=|real" "$R/test_halves.log" | head -20
+  dev_halves "$R"
   dev_card "$R"
   stamp "A/B"
   for r in 1 2; do

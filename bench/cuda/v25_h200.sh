@@ -13,6 +13,11 @@
 #          the uint2b2 offset-weighted x sums (bf16 halves without zero points: the sum MMAs' A is OFF + 2 and OFF + 8,
 #          one accumulator, the fold acc += s (cg - c1)) at M 2, 8, 16, taking turns (2 rounds); then the uint2b2
 #          defaults at M 1..1024 and Humming 0.1.19 int2 (the wheel carried in .whl/) in the same call.
+#   om1:   an A/B of the bench before (_old) and after the 4-bit offset form's m = 1 form (FORM_OFFSET_M1: token 0 in
+#          every lane, lane 1 holding steps 1 and 3 for the x sums, two all-ones MMAs per chunk, the fold on column 0) and
+#          the chunk-group forms folding after step 3 only (bench/results/v25/offset_m1.patch, not in the tree), one turn
+#          each: M = 1 uint4b8 f16 (the offset form), uint4b8 bf16 (skinny-rounded's exact form), uint8b128 bf16
+#          (FORM_W8). The patch needs the whole device matrix (tests) before it may land.
 #   tests: the whole device matrix and test_cuda_faults, then uint2b2 / uint4b8 defaults at M 1..1024.
 # Binaries packed as in bench/cuda/dev_unpack.sh; every log in one tar ($OUT/v25_MODE.tar.gz).
 set -u
@@ -22,8 +27,7 @@ B=.h200
 S=70B.gate_up,70B.down,70B.qkv,70B.o,8B.qkv,8B.gate_up
 case "${1:-m1}" in
 b3)
-  ( time MPL_CUDA_W4A16_TEST_HALVES=1 timeout 200 $B/test_cuda_w4a16 ) > "$R/test_halves.log" 2>&1; echo "rc=$?" >> "$R/test_halves.log"
-  grep -E "device matrix|FAIL|PASSED|rc=|real" "$R/test_halves.log" | head -20
+  dev_halves "$R"
   dev_card "$R"
   stamp "A/B/C"
   for r in 1 2; do
@@ -37,20 +41,13 @@ b3)
   done
   python3 bench/cuda/ab_table.py "$R"/c_*.log
   stamp "ncu"
-  NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-  sec="--section SpeedOfLight --section WarpStateStats --section SchedulerStats --section LaunchStats --section Occupancy"
-  met="--metrics regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_fmaheavy.avg.pct_of_peak_sustained_active,dram__bytes_read.sum"
   for v in new mid; do
-    bin=$(bench_of $v)
-    timeout 60 "$NCU" --clock-control none $sec $met -k "regex:w4a16_skinny" -c 1 $bin --sweep --sets "skinny,_" --shapes 70B.gate_up --m 1 --wtype uint2b2 --reps 1 > "$R/ncu_$v.txt" 2>&1
     echo "-- ncu $v"
-    grep -E "^    (Duration|DRAM Throughput|Issue Slots Busy|No Eligible|Registers Per|Achieved Occupancy|Block Limit)|pipe_alu|pipe_fma" "$R/ncu_$v.txt" | head -14
-    grep -E "stalled_.*ratio" "$R/ncu_$v.txt" | sort -k3 -nr | head -5
+    dev_ncu "$R/ncu_$v.txt" "$(bench_of $v)" w4a16_skinny --sweep --sets "skinny,_" --shapes 70B.gate_up --m 1 --wtype uint2b2 --reps 1
   done
   ;;
 m1)
-  ( time MPL_CUDA_W4A16_TEST_HALVES=1 timeout 200 $B/test_cuda_w4a16 ) > "$R/test_halves.log" 2>&1; echo "rc=$?" >> "$R/test_halves.log"
-  grep -E "device matrix|FAIL|PASSED|rc=|real|halves|error" "$R/test_halves.log" | head -30
+  dev_halves "$R"
   dev_card "$R"
   stamp "A/B"
   for r in 1 2 3; do
@@ -63,12 +60,7 @@ m1)
   done
   python3 bench/cuda/ab_table.py "$R"/m_*.log
   stamp "ncu"
-  NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-  sec="--section SpeedOfLight --section WarpStateStats --section SchedulerStats --section LaunchStats"
-  met="--metrics regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_fmaheavy.avg.pct_of_peak_sustained_active,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
-  timeout 60 "$NCU" --clock-control none $sec $met -k "regex:w4a16_skinny" -c 1 $B/bench_cuda_w4a16 --sweep --sets "skinny,_" --shapes 70B.gate_up --m 1 --wtype uint2b2 --reps 1 > "$R/ncu_new.txt" 2>&1
-  grep -E "^    (Duration|DRAM Throughput|Issue Slots Busy|No Eligible|Registers Per)|pipe_alu|pipe_fma|hmma" "$R/ncu_new.txt" | head -12
-  grep -E "stalled_.*ratio" "$R/ncu_new.txt" | sort -k3 -nr | head -6
+  dev_ncu "$R/ncu_new.txt" $B/bench_cuda_w4a16 w4a16_skinny --sweep --sets "skinny,_" --shapes 70B.gate_up --m 1 --wtype uint2b2 --reps 1
   ;;
 final)
   TEST_S=330 dev_tests "$R"
@@ -85,6 +77,17 @@ final)
   stamp "humming 2"
   PEER_SECONDS=${PEER_SECONDS:-110} dev_humming 2 "$R/humming2" | tail -14
   timeout 30 $B/bench_cuda_bw --quick > "$R/bw_end.log" 2>&1
+  ;;
+om1)
+  dev_card "$R"
+  stamp "A/B"
+  for v in old new; do
+    bin=$(bench_of $v)
+    timeout 30 stdbuf -oL $bin --shapes $S --m 1 --act f16 --wtype uint4b8 --reps 10 > "$R/o_${v}_hf4_1.log" 2>&1
+    timeout 30 stdbuf -oL $bin --shapes $S --m 1 --wtype uint4b8 --reps 10 > "$R/o_${v}_bf4_1.log" 2>&1
+    timeout 30 stdbuf -oL $bin --shapes $S --m 1 --wtype uint8b128 --reps 10 > "$R/o_${v}_bf8_1.log" 2>&1
+  done
+  python3 bench/cuda/ab_table.py "$R"/o_*.log
   ;;
 tests)
   TEST_S=450 dev_tests "$R"

@@ -1,5 +1,7 @@
 """bench/results/table_logs.py -- readers of the raw device logs that the make_table_v*.py scripts under bench/results/
-share: bench_cuda_w4a16 default lines, Humming's peer summary (bench/cuda/humming_peer.py) and bench_cuda_bw's read16."""
+share: bench_cuda_w4a16 default lines, Humming's peer summary (bench/cuda/humming_peer.py) and bench_cuda_bw's read16;
+and the share of read16 an M = 1 time reaches."""
+import os
 import re
 
 
@@ -32,3 +34,24 @@ def humming(path):
 def read16(path):
     """The best read16 figure (TB/s) in a bench_cuda_bw log."""
     return max(float(x) for x in re.findall(r"read16\s+([\d.]+) TB/s", open(path).read()))
+
+
+def pct_read16(k, n, bits, us, r16):
+    """An M = 1 time's share of read16 (TB/s), as "74%": the bytes an ideal kernel moves (weights at `bits`, one f16 scale
+    per 128 weights, bf16 x and y) over the time."""
+    b = k * n * bits / 8 + n * k / 128 * 2 + 2 * k + 2 * n
+    return "%.0f%%" % (100 * b / (us * 1e-6) / (r16 * 1e12))
+
+
+def ab_best(paths):
+    """{(config, shape, M): {version: best us, "path": the new build's path}} over A/B logs named
+    PREFIX_VERSION_CONFIG_ROUND.log (bench/cuda/ab_table.py's naming), the best of the turns per version."""
+    best = {}
+    for f in paths:
+        _, v, cfg, _r = os.path.basename(f)[:-4].split("_")
+        for k, (t, p, _) in defaults(f).items():
+            d = best.setdefault((cfg,) + k, {})
+            d[v] = min(d.get(v, 1e9), t)
+            if v == "new":
+                d["path"] = p
+    return best

@@ -5,7 +5,7 @@ Humming int2 in one call). Prints markdown."""
 import os, sys
 D = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(D))
-from table_logs import defaults, humming, read16  # noqa: E402
+from table_logs import defaults, humming, pct_read16, read16  # noqa: E402
 
 # ideal bytes at 2 bits: weights k n / 4, f16 scales n k / 128 * 2, x and y (bf16)
 SH = {"70B.gate_up": (8192, 57344), "70B.down": (28672, 8192), "70B.qkv": (8192, 10240), "70B.o": (8192, 8192),
@@ -23,10 +23,7 @@ for s in SH:
         t2, p2, _ = c4w2[(s, m)]
         t4, p4, _ = c4w4[(s, m)]
         k, n = SH[s]
-        pct = ""
-        if m == 1:
-            b = k * n / 4 + n * k / 128 * 2 + 2 * k + 2 * n
-            pct = "%.0f%%" % (100 * b / (t2 * 1e-6) / (r16 * 1e12))
+        pct = pct_read16(k, n, 2, t2, r16) if m == 1 else ""
         f2 = c2w2.get((s, m))
         h = hum.get((s, m))
         print("| %s | %d | %.1f (%s) | %.1f (%s) | %.2fx | %s | %s | %s | %s |" % (

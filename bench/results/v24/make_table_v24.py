@@ -6,7 +6,7 @@ best of two turns). Prints markdown."""
 import glob, os, sys
 D = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(D))
-from table_logs import defaults, humming, read16  # noqa: E402
+from table_logs import ab_best, defaults, humming, pct_read16, read16  # noqa: E402
 
 # ideal bytes at 2 bits: weights k n / 4, f16 scales n k / 128 * 2, x and y (bf16)
 SH = {"70B.gate_up": (8192, 57344), "70B.down": (28672, 8192), "70B.qkv": (8192, 10240), "70B.o": (8192, 8192),
@@ -24,10 +24,7 @@ for s in SH:
         t2, p2, _ = w2[(s, m)]
         t4, p4, _ = w4[(s, m)]
         k, n = SH[s]
-        pct = ""
-        if m == 1:
-            b = k * n / 4 + n * k / 128 * 2 + 2 * k + 2 * n
-            pct = "%.0f%%" % (100 * b / (t2 * 1e-6) / (r16 * 1e12))
+        pct = pct_read16(k, n, 2, t2, r16) if m == 1 else ""
         h = hum.get((s, m))
         print("| %s | %d | %.1f (%s) | %s | %.1f (%s) | %.2fx | %s | %s |" % (
             s, m, t2, p2, pct, t4, p4, t2 / t4, "%.1f" % h if h else "-", "%.2fx" % (h / t2) if h else "-"))
@@ -36,14 +33,7 @@ for s in SH:
 print()
 print("| weights, activations | shape | M | before the session | bf16 one fold | + scale format template | after / before |")
 print("|---|---|---|---|---|---|---|")
-best = {}
-for f in glob.glob(os.path.join(D, "call4_ab2", "c_*.log")):
-    _, v, cfg, _r = os.path.basename(f)[:-4].split("_")
-    for k, (t, p, _) in defaults(f).items():
-        d = best.setdefault((cfg,) + k, {})
-        d[v] = min(d.get(v, 1e9), t)
-        if v == "new":
-            d["path"] = p
+best = ab_best(glob.glob(os.path.join(D, "call4_ab2", "c_*.log")))
 CFG = {"bf2": "uint2b2, bf16", "hf2": "uint2b2, f16", "hf4": "uint4b8, f16"}
 for k in sorted(best, key=lambda k: (list(CFG).index(k[0]), list(SH).index(k[1]), k[2])):
     d = best[k]

@@ -5,7 +5,7 @@ halves form) and 3 (the uint2b2 offset-weighted x sums), best of the turns. Prin
 import glob, os, sys
 D = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(D))
-from table_logs import defaults, humming, read16  # noqa: E402
+from table_logs import ab_best, defaults, humming, pct_read16, read16  # noqa: E402
 
 # ideal bytes at 2 bits: weights k n / 4, f16 scales n k / 128 * 2, x and y (bf16)
 SH = {"70B.gate_up": (8192, 57344), "70B.down": (28672, 8192), "70B.qkv": (8192, 10240), "70B.o": (8192, 8192),
@@ -24,24 +24,14 @@ for s in SH:
             continue
         t2, p2, _ = w2[(s, m)]
         k, n = SH[s]
-        pct = ""
-        if m == 1:
-            b = k * n / 4 + n * k / 128 * 2 + 2 * k + 2 * n
-            pct = "%.0f%%" % (100 * b / (t2 * 1e-6) / (r16 * 1e12))
+        pct = pct_read16(k, n, 2, t2, r16) if m == 1 else ""
         h = hum.get((s, m))
         print("| %s | %d | %.1f (%s) | %s | %s | %s |" % (
             s, m, t2, p2, pct, "%.1f" % h if h else "-", "%.2fx" % (h / t2) if h else "-"))
 
 # A/B: best of the turns per version
 for call, pat, title in (("call2", "m_*.log", "m = 1 form (call 2)"), ("call3", "u_*.log", "offset-weighted x sums (call 3)")):
-    best = {}
-    for f in glob.glob(os.path.join(D, call, pat)):
-        _, v, cfg, _r = os.path.basename(f)[:-4].split("_")
-        for k, (t, p, _) in defaults(f).items():
-            d = best.setdefault((cfg,) + k, {})
-            d[v] = min(d.get(v, 1e9), t)
-            if v == "new":
-                d["path"] = p
+    best = ab_best(glob.glob(os.path.join(D, call, pat)))
     if not best:
         continue
     print()
