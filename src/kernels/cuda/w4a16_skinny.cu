@@ -107,6 +107,12 @@ __device__ __forceinline__ void sum_x_m1(float c1[4], uint2 (*xd)[1]) {
     for (int j = 0; j < 4; j++) A::mma(c1, ones, xd[j][0].x, xd[j][0].y);
 }
 
+/* A row tile's group scales for lane rows g (s_g) and g + 8 (s_g8) from the pair hi / lo (scale_value's formats). */
+__device__ __forceinline__ void row_scales(uint32_t hi, uint32_t lo, int fmt, float &s_g, float &s_g8) {
+    s_g = scale_value(hi & 0xffffu, lo & 0xffffu, fmt);
+    s_g8 = scale_value(hi >> 16, lo >> 16, fmt);
+}
+
 /*
  * The offset form's fold of one row tile: cg holds sum (OFF + M code) x over the group's k16 steps, c1 the
  * same steps' sum x (columns 2t, 2t + 1); (sum (OFF + M code) x) - (OFF + M zero) sum x = M sum (code - zero) x,
@@ -120,8 +126,10 @@ __device__ __forceinline__ void sum_x_m1(float c1[4], uint2 (*xd)[1]) {
 template <class A, int MT, int MG = 1, int MG8 = A::G8_MUL, bool QX = false>
 __device__ __forceinline__ void fold_offset(float acc[MT][4], float cg[MT][4], const float c1[MT][4], uint32_t hi,
                                             uint32_t lo, uint32_t zz, int fmt, const float (*cq)[4] = nullptr) {
-    const float s_g = scale_value(hi & 0xffffu, lo & 0xffffu, fmt) * (1.0f / (float)MG);
-    const float s_g8 = scale_value(hi >> 16, lo >> 16, fmt) * (1.0f / (float)MG8);
+    float s_g, s_g8;
+    row_scales(hi, lo, fmt, s_g, s_g8);
+    s_g *= 1.0f / (float)MG;
+    s_g8 *= 1.0f / (float)MG8;
     const float z_g = (float)(zz & 0xffu), z_g8 = (float)(zz >> 8);
     const float o_g = A::OFF + (float)MG * z_g, o_g8 = A::OFF + (float)MG8 * z_g8;
     const float q_g = A::OFF + 4.0f * z_g, q_g8 = A::OFF + 4.0f * z_g8;
@@ -193,8 +201,10 @@ __device__ __forceinline__ void w8_step(float d[N][MT][4], const uint4 wv[N], co
  * subnormal form and bf16 FORM_W8, whose sums come out times 2^-6; 1 for f16 FORM_W8). */
 template <class A, int MT>
 __device__ __forceinline__ void fold_sub(float acc[MT][4], float cg[MT][4], uint32_t hi, uint32_t lo, int fmt, float mul) {
-    const float s_g = scale_value(hi & 0xffffu, lo & 0xffffu, fmt) * mul;
-    const float s_g8 = scale_value(hi >> 16, lo >> 16, fmt) * mul;
+    float s_g, s_g8;
+    row_scales(hi, lo, fmt, s_g, s_g8);
+    s_g *= mul;
+    s_g8 *= mul;
 #pragma unroll
     for (int mt = 0; mt < MT; mt++) {
         acc[mt][0] = fmaf(s_g, cg[mt][0], acc[mt][0]);
@@ -299,6 +309,12 @@ __device__ __forceinline__ void sk_issue(const mpl_cuda_w4a16_args &a, int fmt, 
     }
 }
 
+/* Slot i's zero points in ring stage st, rows g (low byte) and g + 8 (FORM_W8: slot NW + i holds the high plane's). */
+template <class Sh>
+__device__ __forceinline__ uint32_t stage_zero(const unsigned char *st, int i, int g) {
+    return *reinterpret_cast<const uint16_t *>(st + Sh::OFF_Z + i * 16 + 2 * g);
+}
+
 /* Row tile i's group constants for lane row g from ring stage st: the scales (hi: rows g and g + 8; lo: their low
  * halves with f32 scales, else 0) and, with ZP, the zero points (low byte row g); else zz keeps the caller's default. */
 template <class Sh, bool ZP>
@@ -306,7 +322,7 @@ __device__ __forceinline__ void stage_group(const unsigned char *st, int i, int 
                                             uint32_t &zz) {
     hi = *reinterpret_cast<const uint32_t *>(st + Sh::OFF_S + i * 32 + 4 * g);
     lo = fmt == MPL_CUDA_W4A16_SCALE_F32 ? *reinterpret_cast<const uint32_t *>(st + Sh::OFF_L + i * 32 + 4 * g) : 0u;
-    if (ZP) zz = *reinterpret_cast<const uint16_t *>(st + Sh::OFF_Z + i * 16 + 2 * g);
+    if (ZP) zz = stage_zero<Sh>(st, i, g);
 }
 
 /*
@@ -433,8 +449,7 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
             if (CHUNK_GROUP && (it == 0 || rem == a.gs16)) /* the rows' zero constants, where this chunk starts a group */
 #pragma unroll
                 for (int i = 0; i < Sh::NW; i++)
-                    w8_consts<A>(*reinterpret_cast<const uint16_t *>(st + Sh::OFF_Z + i * 16 + 2 * g),
-                                 *reinterpret_cast<const uint16_t *>(st + Sh::OFF_Z + (Sh::NW + i) * 16 + 2 * g), ag[i], ag8[i]);
+                    w8_consts<A>(stage_zero<Sh>(st, i, g), stage_zero<Sh>(st, Sh::NW + i, g), ag[i], ag8[i]);
         }
         if (FORM == FORM_ROUNDED && CHUNK_GROUP) {
 #pragma unroll
@@ -471,7 +486,7 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
 #pragma unroll
                     for (int i = 0; i < Sh::NW; i++) {
                         uint32_t zz = 0x0202u; /* uint2b2: 2 */
-                        if (ZP) zz = *reinterpret_cast<const uint16_t *>(st + Sh::OFF_Z + i * 16 + 2 * g);
+                        if (ZP) zz = stage_zero<Sh>(st, i, g);
                         const float z_g = (float)(zz & 0xffu), z_g8 = (float)(zz >> 8);
                         if constexpr (QX) {
                             cg[i][0][0] = -fmaf(A::OFF + z_g, c1[0][0], (0.25f * A::OFF + z_g) * c1[0][1]);
@@ -490,9 +505,11 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
 #pragma unroll
                     for (int i = 0; i < Sh::NW; i++) {
                         uint32_t hi, lo, zz;
+                        float s_g, s_g8;
                         stage_group<Sh, false>(st, i, g, fmt, hi, lo, zz);
-                        acc[i][0][0] = fmaf(scale_value(hi & 0xffffu, lo & 0xffffu, fmt) * R_G, cg[i][0][0], acc[i][0][0]);
-                        acc[i][0][2] = fmaf(scale_value(hi >> 16, lo >> 16, fmt) * R_G8, cg[i][0][2], acc[i][0][2]);
+                        row_scales(hi, lo, fmt, s_g, s_g8);
+                        acc[i][0][0] = fmaf(s_g * R_G, cg[i][0][0], acc[i][0][0]);
+                        acc[i][0][2] = fmaf(s_g8 * R_G8, cg[i][0][2], acc[i][0][2]);
 #pragma unroll
                         for (int e = 0; e < 4; e++) cg[i][0][e] = 0.0f;
                     }
@@ -516,8 +533,9 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
 #pragma unroll
                     for (int i = 0; i < Sh::NW; i++) {
                         uint32_t hi, lo, zz;
+                        float s_g, s_g8;
                         stage_group<Sh, false>(st, i, g, fmt, hi, lo, zz);
-                        const float s_g = scale_value(hi & 0xffffu, lo & 0xffffu, fmt), s_g8 = scale_value(hi >> 16, lo >> 16, fmt);
+                        row_scales(hi, lo, fmt, s_g, s_g8);
 #pragma unroll
                         for (int mt = 0; mt < MT; mt++) { /* c1's rows are equal: e 2 / 3 = e 0 / 1 */
                             acc[i][mt][0] = fmaf(s_g, cg[i][mt][0] - c1[mt][0], acc[i][mt][0]);
