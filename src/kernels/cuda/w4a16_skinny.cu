@@ -59,7 +59,7 @@ struct SkShape {
  */
 template <class A, int N, int MT>
 __device__ __forceinline__ void offset_step(float cg[N][MT][4], float c1[MT][4], const uint4 wv[N], int j,
-                                            const uint2 xf[MT]) {
+                                            const uint2 xf[MT], bool sumx = true) {
     const uint32_t ones[4] = {A::ONES, A::ONES, A::ONES, A::ONES};
 #pragma unroll
     for (int i = 0; i < N; i++) {
@@ -69,8 +69,9 @@ __device__ __forceinline__ void offset_step(float cg[N][MT][4], float c1[MT][4],
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) A::mma(cg[i][mt], af, xf[mt].x, xf[mt].y);
     }
+    if (sumx)
 #pragma unroll
-    for (int mt = 0; mt < MT; mt++) A::mma(c1[mt], ones, xf[mt].x, xf[mt].y);
+        for (int mt = 0; mt < MT; mt++) A::mma(c1[mt], ones, xf[mt].x, xf[mt].y);
 }
 
 /*
@@ -150,6 +151,18 @@ __device__ __forceinline__ void fold_offset(float acc[MT][4], float cg[MT][4], c
 #pragma unroll
         for (int e = 0; e < 4; e++) cg[mt][e] = 0.0f;
     }
+}
+
+/* The offset form's fold at m = 1 (FORM_OFFSET_M1): column 0 alone (e 0: row g, e 2: row g + 8), sx the group's sum of
+ * x (c1's columns 0 and 1 added: load_x_chunk_m1); otherwise fold_offset's arithmetic. */
+template <class A>
+__device__ __forceinline__ void fold_offset_m1(float acc[4], float cg[4], float sx, uint32_t hi, uint32_t lo, uint32_t zz, int fmt) {
+    const float s_g = scale_value(hi & 0xffffu, lo & 0xffffu, fmt), s_g8 = scale_value(hi >> 16, lo >> 16, fmt) * (1.0f / (float)A::G8_MUL);
+    const float z_g = (float)(zz & 0xffu), z_g8 = (float)(zz >> 8);
+    acc[0] = fmaf(s_g, fmaf(-(A::OFF + z_g), sx, cg[0]), acc[0]);
+    acc[2] = fmaf(s_g8, fmaf(-(A::OFF + (float)A::G8_MUL * z_g8), sx, cg[2]), acc[2]);
+#pragma unroll
+    for (int e = 0; e < 4; e++) cg[e] = 0.0f;
 }
 
 /*
@@ -242,6 +255,17 @@ __device__ __forceinline__ void load_x_chunk(const mpl_cuda_w4a16_args &a, int c
             if (m < a.m && k < a.k)
                 xf[j][mt] = *reinterpret_cast<const uint2 *>((const uint16_t *)a.x + (size_t)m * a.k + k);
         }
+}
+
+/* FORM_OFFSET_M1 (m = 1): every lane takes token 0 (load_x_chunk's bounds), lane g = 1 holds k16 steps 1 and 3 in
+ * xd[0] and xd[2], so the all-ones MMAs on xd[0] and xd[2] sum steps 0 and 2 in column 0 and steps 1 and 3 in column 1
+ * (two per chunk instead of four). Columns 1..7 of the weight MMAs are never stored (m = 1). */
+__device__ __forceinline__ void load_x_chunk_m1(const mpl_cuda_w4a16_args &a, int c, int g, int t, uint2 (*xd)[1]) {
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        const int k = c * MPL_CUDA_W4A16_KC + 16 * (g == 1 ? j | 1 : j) + 4 * t;
+        xd[j][0] = k < a.k ? *reinterpret_cast<const uint2 *>((const uint16_t *)a.x + k) : make_uint2(0u, 0u);
+    }
 }
 
 /* x fragments of packed chunk c of a halves layer: x chunks 2c (xd[0..3]) and 2c + 1 (xd[4..7]) as load_x_chunk.
@@ -337,7 +361,7 @@ __device__ __forceinline__ void stage_group(const unsigned char *st, int i, int 
  * subnormal form (bf16), the rounded subnormal form (bf16, uint4b8, bf16 scales: path cuda_w4a16:skinny-rounded), the
  * 8-bit form (both planes of a chunk, PL = 2; exact), the offset form on a halves layer (2-bit: two x chunks per
  * packed chunk; exact, bf16 with half 1 against x / 4 and one fold per packed chunk: QX) and its m = 1 form. */
-enum { FORM_OFFSET = 0, FORM_EXACT = 1, FORM_ROUNDED = 2, FORM_W8 = 3, FORM_HALVES = 4, FORM_HALVES_M1 = 5 };
+enum { FORM_OFFSET = 0, FORM_EXACT = 1, FORM_ROUNDED = 2, FORM_W8 = 3, FORM_HALVES = 4, FORM_HALVES_M1 = 5, FORM_OFFSET_M1 = 6 };
 
 template <class A, bool ZP, int MT, bool CHUNK_GROUP, int NW, int FORM, int SF>
 __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a16_args a) {
@@ -348,7 +372,9 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
     constexpr bool HV = FORM == FORM_HALVES || FORM == FORM_HALVES_M1; /* a halves layer */
     constexpr bool M1 = FORM == FORM_HALVES_M1;
     static_assert(!M1 || MT == 1, "FORM_HALVES_M1: m = 1");
-    constexpr bool OFF = FORM == FORM_OFFSET || HV; /* the offset form's fold (sum x, zero offset) */
+    constexpr bool OM1 = FORM == FORM_OFFSET_M1; /* the offset form at m = 1 (groups of whole chunks) */
+    static_assert(!OM1 || (MT == 1 && CHUNK_GROUP), "FORM_OFFSET_M1: m = 1, groups of whole chunks");
+    constexpr bool OFF = FORM == FORM_OFFSET || OM1 || HV; /* the offset form's fold (sum x, zero offset) */
     /* halves, bf16: one fold per packed chunk, half 1 against x / 4 (QX, fold_offset) */
     constexpr bool QX = HV && A::id == MPL_CUDA_W4A16_ACT_BF16;
     /* x fragments kept: 4 k16 steps; halves prefetched or QX: both x chunks of the packed chunk (else loaded per half) */
@@ -410,6 +436,8 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
     auto load_x = [&](int c, uint2 (*xd)[MT]) {
         if constexpr (M1)
             load_x_halves_m1(a, c, g, t, xd);
+        else if constexpr (OM1)
+            load_x_chunk_m1(a, c, g, t, xd);
         else if constexpr (XS == 8)
             load_x_halves<MT>(a, c, g, t, xd);
         else
@@ -591,11 +619,18 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
             } else if (FORM == FORM_EXACT) {
                 sub_step<A, Sh::NW, MT>(cg, wv, j, xf[j], mq, m16, ag, ag8);
             } else {
-                offset_step<A, Sh::NW, MT>(cg, c1, wv, j, xf[j]);
+                /* m = 1: the x sums of steps 0 and 2 (column 0) and 1 and 3 (column 1: load_x_chunk_m1) */
+                offset_step<A, Sh::NW, MT>(cg, c1, wv, j, xf[j], !OM1 || j % 2 == 0);
             }
             /* Fold the finished partial sums into acc with the group scale where a group
              * ends, and at the end of the warp's run. */
-            bool fold = --rem == 0 || (j == 3 && it == count - 1);
+            bool fold;
+            /* rem stays a multiple of 4 (gs16 % 4 == 0, runs start on chunks): groups end after step 3. Not FORM_W8: its
+             * 70B qkv (M = 1) ran 1.28x slower so, on both the H200 and the H100 (bench/cuda/NOTES.md v26) */
+            if (CHUNK_GROUP && FORM != FORM_W8)
+                fold = j == 3 && ((rem -= 4) == 0 || it == count - 1);
+            else
+                fold = --rem == 0 || (j == 3 && it == count - 1);
             if (rem == 0) rem = a.gs16;
             if (fold) {
 #pragma unroll
@@ -609,7 +644,9 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
                         if (fmt == MPL_CUDA_W4A16_SCALE_F32) lo = __ldg(sl32 + at);
                         if (ZP && OFF) zz = __ldg(z16 + at);
                     }
-                    if (FORM == FORM_EXACT)
+                    if constexpr (OM1)
+                        fold_offset_m1<A>(acc[i][0], cg[i][0], c1[0][0] + c1[0][1], hi, lo, zz, fmt);
+                    else if (FORM == FORM_EXACT)
                         fold_sub<A, MT>(acc[i], cg[i], hi, lo, fmt, ActBF16::SUB_SCALE);
                     else if (FORM == FORM_W8)
                         fold_sub<A, MT>(acc[i], cg[i], hi, lo, fmt, W8_MUL);
@@ -705,7 +742,7 @@ static cudaError_t launch_sf(const mpl_cuda_w4a16_args *a, cudaStream_t stream, 
  * 466, SASS); the other forms read it at run time. */
 template <class A, bool ZP, int MT, bool CG, int NW, int FORM>
 static cudaError_t launch_one(const mpl_cuda_w4a16_args *a, cudaStream_t stream, int ksplit) {
-    if constexpr (FORM == FORM_OFFSET || FORM == FORM_HALVES || FORM == FORM_HALVES_M1) {
+    if constexpr (FORM == FORM_OFFSET || FORM == FORM_OFFSET_M1 || FORM == FORM_HALVES || FORM == FORM_HALVES_M1) {
         switch (a->scale_fmt) {
         case MPL_CUDA_W4A16_SCALE_F16: return launch_sf<A, ZP, MT, CG, NW, FORM, MPL_CUDA_W4A16_SCALE_F16>(a, stream, ksplit);
         case MPL_CUDA_W4A16_SCALE_BF16: return launch_sf<A, ZP, MT, CG, NW, FORM, MPL_CUDA_W4A16_SCALE_BF16>(a, stream, ksplit);
@@ -726,6 +763,8 @@ static cudaError_t launch_zp(const mpl_cuda_w4a16_args *a, cudaStream_t stream, 
         return a->m > 8 ? launch_one<A, ZP, 2, true, NW, FORM>(a, stream, ksplit) : launch_one<A, ZP, 1, true, NW, FORM>(a, stream, ksplit);
     } else {
         if (a->m > 8) return cg ? launch_one<A, ZP, 2, true, NW, FORM>(a, stream, ksplit) : launch_one<A, ZP, 2, false, NW, FORM>(a, stream, ksplit);
+        if constexpr (FORM == FORM_OFFSET)
+            if (cg && a->m == 1) return launch_one<A, ZP, 1, true, NW, FORM_OFFSET_M1>(a, stream, ksplit);
         return cg ? launch_one<A, ZP, 1, true, NW, FORM>(a, stream, ksplit) : launch_one<A, ZP, 1, false, NW, FORM>(a, stream, ksplit);
     }
 }

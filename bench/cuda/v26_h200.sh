@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# bench/cuda/v26_h200.sh MODE -- on the device machine (bench/cuda/NOTES.md v26): wg's 256-token tile and the 4-bit
+# offset form's m = 1 form.
+#   probe: the 256-token tile's test rounds (MPL_CUDA_W4A16_TEST_BT256: 4- and 8-bit) and the halves rounds (they run
+#          it too); an A/B of the bench before this session (.h200/bench_cuda_w4a16_old) and after FORM_OFFSET_M1 (the
+#          4-bit offset form at m = 1, bench/results/v25/offset_m1.patch), one turn each at M = 1: uint4b8 f16 (the
+#          offset form), uint4b8 bf16 (skinny-rounded: a control), uint8b128 bf16 (FORM_W8: chunk-group folds);
+#          then --sweep of wg and wg-streamk at 128 and 256 tokens (mpl_cuda_w4a16_tuning.wg_bt) beside dq and cuBLAS
+#          at M 256..2048, uint4b8 and uint8b128.
+#   final: the whole device matrix and test_cuda_faults, the defaults at M 1..2048 (uint4b8, uint8b128, uint2b2) and
+#          Humming 0.1.19 int4 / int8 / int2 (the wheel carried in .whl/) in the same call.
+# Binaries packed as in bench/cuda/dev_unpack.sh; every log in one tar ($OUT/v26_MODE.tar.gz).
+set -u
+. bench/cuda/dev_unpack.sh
+R=$(mktemp -d)
+B=.h200
+S=70B.gate_up,70B.down,70B.qkv,70B.o,8B.qkv,8B.gate_up
+case "${1:-probe}" in
+probe)
+  dev_card "$R"
+  stamp "bt256 rounds"
+  ( time MPL_CUDA_W4A16_TEST_BT256=1 timeout 150 $B/test_cuda_w4a16 ) > "$R/test_bt256.log" 2>&1; echo "rc=$?" >> "$R/test_bt256.log"
+  grep -E "device matrix|FAIL|PASSED|rc=|real" "$R/test_bt256.log" | head -20
+  stamp "halves rounds"
+  dev_halves "$R"
+  stamp "A/B om1"
+  for v in old new; do
+    bin=$(bench_of $v)
+    timeout 30 stdbuf -oL $bin --shapes $S --m 1 --act f16 --wtype uint4b8 --reps 10 > "$R/o_${v}_hf4_1.log" 2>&1
+    timeout 30 stdbuf -oL $bin --shapes $S --m 1 --wtype uint4b8 --reps 10 > "$R/o_${v}_bf4_1.log" 2>&1
+    timeout 30 stdbuf -oL $bin --shapes $S --m 1 --wtype uint8b128 --reps 10 > "$R/o_${v}_bf8_1.log" 2>&1
+  done
+  python3 bench/cuda/ab_table.py "$R"/o_*.log
+  for w in uint4b8 uint8b128; do
+    stamp "sweep $w"
+    timeout 150 stdbuf -oL $B/bench_cuda_w4a16 --sweep --sets "wg bt128,wg bt256,wg-streamk bt128,wg-streamk bt256,dq" \
+      --shapes $S --m 256,512,1024,2048 --wtype $w --reps 10 > "$R/sweep_$w.log" 2>&1
+    python3 bench/cuda/sweep_compact.py "$R/sweep_$w.log"
+  done
+  ;;
+ncu)
+  dev_card "$R"
+  stamp "A/B om1 (2 turns)"
+  for r in 1 2; do
+    for v in old new; do
+      bin=$(bench_of $v)
+      timeout 30 stdbuf -oL $bin --shapes $S --m 1 --act f16 --wtype uint4b8 --reps 10 > "$R/o_${v}_hf4_$r.log" 2>&1
+      timeout 30 stdbuf -oL $bin --shapes $S --m 1 --wtype uint8b128 --reps 10 > "$R/o_${v}_bf8_$r.log" 2>&1
+    done
+  done
+  python3 bench/cuda/ab_table.py "$R"/o_*.log
+  ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  for bt in 128; do
+    stamp "ncu wg (bt$bt) 70B.gate_up m 1024"
+    timeout 120 "$ncu" --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
+      --section SchedulerStats --section ComputeWorkloadAnalysis --section Occupancy \
+      --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,lts__t_sectors.avg.pct_of_peak_sustained_elapsed,lts__t_bytes.sum.per_second,sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active" \
+      -k "regex:w4a16_wg" -c 1 $B/bench_cuda_w4a16 --sweep --sets wg,dq --shapes 70B.gate_up --m 1024 --reps 1 > "$R/ncu_wg_bt$bt.txt" 2>&1
+    grep -E "^    (Duration|DRAM Throughput|L2 Cache Throughput|L1/TEX Cache Throughput|Compute \(SM\) Throughput|Memory Throughput|Issue Slots Busy|No Eligible|Achieved Occupancy|Registers Per)|gmma|hmma|lts__|pipe_alu" "$R/ncu_wg_bt$bt.txt" | head -20
+    grep -E "stalled_.*ratio" "$R/ncu_wg_bt$bt.txt" | sort -k3 -nr | head -6
+  done
+  stamp "tests"
+  TEST_S=420 dev_tests "$R"
+  ;;
+wg1)
+  dev_card "$R"
+  stamp "A/B wg: scale constants once per chunk (SPLIT: bf16 x, f16 scales; S16: bf16 scales)"
+  for v in old new; do
+    bin=$(bench_of $v)
+    timeout 60 stdbuf -oL $bin --sweep --sets "wg,wg-streamk" --shapes $S --m 256,1024 --wtype uint4b8 --reps 10 > "$R/w_${v}_split.log" 2>&1
+    timeout 60 stdbuf -oL $bin --sweep --sets "wg,wg-streamk" --shapes $S --m 256,1024 --wtype uint4b8 --scales bf16 --reps 10 > "$R/w_${v}_s16.log" 2>&1
+  done
+  python3 bench/cuda/sweep_compact.py --ab "$R/w_old_split.log" "$R/w_new_split.log" "$R/w_old_s16.log" "$R/w_new_s16.log"
+  stamp "A/B om1 (FORM_W8 as before)"
+  for v in old new; do
+    bin=$(bench_of $v)
+    timeout 30 stdbuf -oL $bin --shapes $S --m 1 --wtype uint8b128 --reps 10 > "$R/o_${v}_bf8_1.log" 2>&1
+    timeout 30 stdbuf -oL $bin --shapes $S --m 1 --wtype uint4b8 --reps 10 > "$R/o_${v}_bf4_1.log" 2>&1
+  done
+  python3 bench/cuda/ab_table.py "$R"/o_*.log
+  stamp "tests"
+  TEST_S=400 dev_tests "$R"
+  ;;
+final)
+  TEST_S=450 dev_tests "$R"
+  for w in uint4b8 uint8b128 uint2b2; do
+    stamp "defaults $w"
+    timeout 60 stdbuf -oL $B/bench_cuda_w4a16 --shapes $S --m 1,16,64,256,1024,2048 --wtype $w --reps 10 > "$R/default_$w.log" 2>&1
+    grep -E "cuda_w4a16" "$R/default_$w.log" | awk '{print $1, $2, $4, $5}' | paste - - - - - -
+  done
+  for b in 4 8 2; do
+    stamp "humming $b"
+    HMS=1,16,64,256,1024,2048 PEER_SECONDS=${PEER_SECONDS:-45} dev_humming $b "$R/humming$b" | tail -14
+  done
+  ;;
+esac
+stamp done
+grep -iE "read16" "$R/bw.log" | head -2
+tar -C "$R" -czf "${OUT:-/tmp}/v26_${1:-probe}.tar.gz" .
