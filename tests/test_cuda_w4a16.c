@@ -383,7 +383,7 @@ static mpl_wtype g_sym = MPL_WTYPE_UINT4B8, g_asym = MPL_WTYPE_UINT4;
 
 /*
  * wg-streamk's default range (cuda_w4a16.c, wg_streamk_m_range), restated: for the m bucket (33..64 with 64-token
- * tiles, 65..128 and 129..256 with 128), the tiles of 256 rows of N, the 64-channel chunks per tile kc, and on 132
+ * tiles, 65..128, 129..256 and, 4-bit codes only, 257..512 with 128), the tiles of 256 rows of N, the 64-channel chunks per tile kc, and on 132
  * SMs the chunks the busiest SM streams under wg's split-K rule (factor 1 from 0.7 x 132 tiles, 2 from 0.2 x, else
  * 4, halved while a part would have under 4 chunks; waves of 132, 66, 30 or 15 clusters of 1, 2, 4, 8) against
  * stream-K's ceil(tiles kc / 132): it runs where that gain is >= 24 chunks with >= 16 tiles, in the first run
@@ -401,10 +401,11 @@ static int sk_bucket_pays(int64_t top, int64_t k, int64_t n) {
     const long long tiles = (top + (top <= 64 ? 63 : 127)) / (top <= 64 ? 64 : 128) * ((n + 255) / 256);
     return tiles >= 16 && sk_chunks(top, k, n, 0) - sk_chunks(top, k, n, 1) >= 24;
 }
-static int expected_streamk(int64_t m, int64_t k, int64_t n) {
-    static const int64_t lo[] = {33, 65, 129}, hi[] = {64, 128, 256};
+/* buckets: 3 (8-bit and halves layers: to 256) or 4 (4-bit codes: to 512) */
+static int expected_streamk(int64_t m, int64_t k, int64_t n, int buckets) {
+    static const int64_t lo[] = {33, 65, 129, 257}, hi[] = {64, 128, 256, 512};
     int started = 0;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < buckets; i++) {
         const int pays = sk_bucket_pays(hi[i], k, n);
         if (pays) started = 1;
         if (started && !pays) return 0; /* the run ended before m's bucket */
@@ -425,7 +426,7 @@ static const char *expected_default(int64_t m, int64_t k, int64_t n, int64_t gs,
     if (halves_case(k, gs, cc, zp)) {
         if (m <= (act == MPL_ACT_F16 && n >= 16384 && n > k ? 8 : 16)) return "cuda_w4a16:skinny";
         /* stream-K's first bucket (33..64) reaches down to 17 for halves */
-        if (!zp && expected_streamk(m >= 17 && m <= 32 ? 33 : m, k, n)) return "cuda_w4a16:wg-streamk";
+        if (!zp && expected_streamk(m >= 17 && m <= 32 ? 33 : m, k, n, 3)) return "cuda_w4a16:wg-streamk";
         return m <= 512 ? "cuda_w4a16:wg" : "cuda_w4a16:dq";
     }
     /* skinny-rounded comes first with skinny's range and takes bf16 uint4b8 */
@@ -433,9 +434,9 @@ static const char *expected_default(int64_t m, int64_t k, int64_t n, int64_t gs,
     const int64_t skinny_top = w8wg && n > k ? (n >= 16384 ? 3 : 8) : (g_w8 ? 2 * k : k) >= 8192 ? 16 : 8;
     if (m <= skinny_top)
         return act == MPL_ACT_BF16 && !zp && !g_w8 ? "cuda_w4a16:skinny-rounded" : "cuda_w4a16:skinny";
-    if (w8wg && m <= W8_WG_HI) return expected_streamk(m, k, n) ? "cuda_w4a16:wg-streamk" : "cuda_w4a16:wg";
+    if (w8wg && m <= W8_WG_HI) return expected_streamk(m, k, n, 3) ? "cuda_w4a16:wg-streamk" : "cuda_w4a16:wg";
     if (g_w8) return m >= 65 && k % 64 == 0 ? "cuda_w4a16:dq" : "cuda_w4a16:tc";
-    if (cc == 90 && !zp && expected_streamk(m, k, n)) return "cuda_w4a16:wg-streamk";
+    if (cc == 90 && !zp && expected_streamk(m, k, n, 4)) return "cuda_w4a16:wg-streamk";
     if (cc == 90 && m >= 33 && m <= 512) return "cuda_w4a16:wg";
     if (m >= 161) return "cuda_w4a16:dq";
     return "cuda_w4a16:tc";
@@ -472,7 +473,7 @@ static void path_table(void **state) {
     } want[] = {
         {"cuda_w4a16:skinny-rounded", 1, 16, 16, 0, 0}, /* bf16 without zero points: before skinny */
         {"cuda_w4a16:skinny", 1, 16, 16, 0, 0},
-        {"cuda_w4a16:wg-streamk", 33, 256, MPL_M_ANY, 90, 90}, /* narrowed per layer (expected_streamk) */
+        {"cuda_w4a16:wg-streamk", 33, 512, MPL_M_ANY, 90, 90}, /* narrowed per layer (expected_streamk) */
         {"cuda_w4a16:wg", 33, 512, MPL_M_ANY, 90, 90},
         {"cuda_w4a16:dq", 161, MPL_M_ANY, MPL_M_ANY, 0, 0},
         {"cuda_w4a16:tc", 1, MPL_M_ANY, MPL_M_ANY, 0, 0}, /* the fallback: any m, any device the kernel takes */
@@ -546,8 +547,8 @@ static void default_paths(void **state) {
     static const struct {
         int64_t k, n, m_min, m_max; /* m_min > m_max: forced only */
     } sk[] = {
-        {8192, 57344, 33, 256}, {28672, 8192, 33, 128}, {8192, 10240, 33, 256}, {8192, 8192, 33, 128},
-        {14336, 4096, 33, 256}, {4096, 6144, 33, 0},    {4096, 4096, 33, 0},    {4096, 28672, 33, 0},
+        {8192, 57344, 33, 512}, {28672, 8192, 33, 128}, {8192, 10240, 33, 512}, {8192, 8192, 33, 128},
+        {14336, 4096, 33, 256}, {4096, 6144, 33, 0},    {4096, 4096, 33, 0},    {4096, 28672, 257, 512}, /* v26: 257..512 */
     };
     fake_gpus(1, 90);
     for (size_t i = 0; i < sizeof sk / sizeof sk[0]; i++) {
@@ -569,16 +570,17 @@ static void default_paths(void **state) {
         /* 8-bit layers (both planes per stage; zeros always): the same range, measured (H100 v20), and the choices
          * around it (skinny to 3 or 8, wg to 256, dq after) */
         static const mpl_wtype w8[] = {MPL_WTYPE_UINT8B128, MPL_WTYPE_UINT8};
+        /* (8-bit layers stop at 256: without the 257..512 bucket, a range that starts there is empty) */
+        const int64_t w8_min = sk[i].m_min > 256 ? 33 : sk[i].m_min, w8_max = sk[i].m_min > 256 ? 0 : sk[i].m_max < 256 ? sk[i].m_max : 256;
         for (size_t w = 0; w < 2; w++) {
             c.wtype = w8[w], c.zero_points = w8[w] == MPL_WTYPE_UINT8;
             assert_int_equal(mpl_check(&c, &o, "cuda_w4a16:wg-streamk", &v), MPL_OK);
             assert_int_equal(v.reason, MPL_REASON_OK);
-            if (v.m_min != sk[i].m_min || v.m_max != sk[i].m_max)
+            if (v.m_min != w8_min || v.m_max != w8_max)
                 fail_msg("k %lld n %lld, %s: wg-streamk m %lld..%lld, want %lld..%lld", (long long)sk[i].k, (long long)sk[i].n,
-                         mpl_wtype_name(c.wtype), (long long)v.m_min, (long long)v.m_max, (long long)sk[i].m_min,
-                         (long long)sk[i].m_max);
+                         mpl_wtype_name(c.wtype), (long long)v.m_min, (long long)v.m_max, (long long)w8_min, (long long)w8_max);
             g_w8 = 1;
-            static const int64_t at8[] = {1, 3, 4, 9, 17, 33, 64, 65, 128, 129, 256, 257};
+            static const int64_t at8[] = {1, 3, 4, 9, 17, 33, 64, 65, 128, 129, 256, 257, 512};
             for (size_t j = 0; j < sizeof at8 / sizeof at8[0]; j++) {
                 const char *got = NULL, *want = expected_default(at8[j], sk[i].k, sk[i].n, c.group_size, 90, c.act, c.zero_points);
                 assert_int_equal(mpl_choose_path(&c, &o, at8[j], &got), MPL_OK);
@@ -590,7 +592,7 @@ static void default_paths(void **state) {
             g_w8 = 0;
         }
         c.zero_points = 0, c.wtype = MPL_WTYPE_UINT4B8;
-        static const int64_t at[] = {32, 33, 64, 65, 128, 129, 256, 257};
+        static const int64_t at[] = {32, 33, 64, 65, 128, 129, 256, 257, 511, 512, 513};
         for (size_t j = 0; j < sizeof at / sizeof at[0]; j++) {
             const char *got = NULL, *want = expected_default(at[j], sk[i].k, sk[i].n, c.group_size, 90, c.act, 0);
             assert_int_equal(mpl_choose_path(&c, &o, at[j], &got), MPL_OK);

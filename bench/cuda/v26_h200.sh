@@ -13,6 +13,7 @@
 set -u
 . bench/cuda/dev_unpack.sh
 R=$(mktemp -d)
+case "${1:-}" in wg2 | wg3) [ -n "${OUT:-}" ] && R=$OUT/v26_$1 && mkdir -p "$R" ;; esac # logs straight to $OUT: kept if the call is cut
 B=.h200
 S=70B.gate_up,70B.down,70B.qkv,70B.o,8B.qkv,8B.gate_up
 case "${1:-probe}" in
@@ -81,6 +82,24 @@ wg1)
   stamp "tests"
   TEST_S=400 dev_tests "$R"
   ;;
+wg2 | wg3)
+  dev_card "$R"
+  stamp "A/B wg: scale constants once per chunk (SPLIT: bf16 x, f16 scales; S16: bf16 scales on two layers)"
+  for v in old new; do
+    bin=$(bench_of $v)
+    timeout 60 stdbuf -oL $bin --sweep --sets "wg,wg-streamk" --shapes $S --m 256,1024 --wtype uint4b8 --reps 10 > "$R/w_${v}_split.log" 2>&1
+    timeout 40 stdbuf -oL $bin --sweep --sets "wg,wg-streamk" --shapes 70B.gate_up,8B.gate_up --m 256,1024 --wtype uint4b8 --scales bf16 --reps 10 > "$R/w_${v}_s16.log" 2>&1
+  done
+  python3 bench/cuda/sweep_compact.py --ab "$R/w_old_split.log" "$R/w_new_split.log" "$R/w_old_s16.log" "$R/w_new_s16.log"
+  stamp "A/B defaults at M = 512 (wg-streamk's 257..512 bucket)"
+  for v in old new; do
+    timeout 30 stdbuf -oL $(bench_of $v) --shapes $S --m 512 --wtype uint4b8 --reps 10 > "$R/d_${v}_bf4_1.log" 2>&1
+  done
+  python3 bench/cuda/ab_table.py "$R"/d_*.log
+  [ "$1" = wg3 ] && { stamp done; exit 0; } # wg3: the A/Bs alone
+  stamp "tests"
+  TEST_S=300 dev_tests "$R"
+  ;;
 final)
   TEST_S=450 dev_tests "$R"
   for w in uint4b8 uint8b128 uint2b2; do
@@ -96,4 +115,4 @@ final)
 esac
 stamp done
 grep -iE "read16" "$R/bw.log" | head -2
-tar -C "$R" -czf "${OUT:-/tmp}/v26_${1:-probe}.tar.gz" .
+case "${1:-}" in wg2 | wg3) ;; *) tar -C "$R" -czf "${OUT:-/tmp}/v26_${1:-probe}.tar.gz" . ;; esac

@@ -14,7 +14,7 @@
  *   skinny-rounded  m 1..16 (1..8 when K < 8192), bf16 activations without zero points: the skinny kernel
  *           with weights rounded once to bf16 when the scales are bf16 (else exact sums, scaled by 2^-6)
  *   skinny  the same range: f16 activations and zero points; streaming GEMV-like, mma.sync, exact group sums
- *   wg-streamk  m 33..256 where it pays (K, N), cc 9.0 only: wg's kernel on a persistent stream-K grid, rounded weights
+ *   wg-streamk  m 33..512 (8-bit, halves: ..256) where it pays (K, N), cc 9.0 only: wg's kernel on a persistent stream-K grid, rounded weights
  *   wg      m 33..512 (8-bit: skinny's end..256), cc 9.0 only   wgmma tiles, exact group sums only for m <= 32 (else rounded weights)
  *   dq      m >= 161 (>= 513 on cc 9.0)   slabs dequantized to 16-bit weights + cuBLAS: rounded weights
  *   tc      any m (the fallback)           mma.sync tiles, exact group sums
@@ -148,7 +148,8 @@ static mpl_reason tc_can_implement(const mpl_config *c, const mpl_platform *p, c
 }
 
 /*
- * wg-streamk's default range: the m buckets (token tile 64: m 33..64; 128: 65..128 and 129..256) where the split-K
+ * wg-streamk's default range: the m buckets (token tile 64: m 33..64; 128: 65..128, 129..256 and, 4-bit codes only,
+ * 257..512) where the split-K
  * form's busiest SM streams at least MPL_CUDA_W4A16_WG_SK_MIN_GAIN more 64-channel chunks than stream-K's
  * (mpl_cuda_w4a16_wg_chunks_per_sm), the first run of such buckets; empty when none. The platform carries no SM
  * count: the rule takes the H200's 132. Stream-K costs a fixed ~6-10 us (partial-tile stores, the last block's sums,
@@ -169,8 +170,14 @@ static mpl_reason tc_can_implement(const mpl_config *c, const mpl_platform *p, c
 #define MPL_CUDA_W4A16_WG_SK_MIN_TILES 16
 static void wg_streamk_m_range(const mpl_config *c, const mpl_platform *p, int64_t *m_min, int64_t *m_max) {
     (void)p;
-    static const int64_t lo[] = {33, 65, 129}, hi[] = {64, 128, 256};
+    static const int64_t lo[] = {33, 65, 129, 257}, hi[] = {64, 128, 256, 512};
     int64_t a = 1, b = 0; /* empty */
+    /* 257..512 (token tile 128, 3-4 token tiles): 4-bit codes only. H200 v26 (bench/cuda/NOTES.md, one --sweep, forced,
+     * uint4b8 bf16 f16 scales, m = 512, us): the rule picks stream-K on 70B qkv 163.1 vs wg 223.5, 70B gate_up 823.1 vs
+     * 832.3 (default 892.1), 8B gate_up 224.5 vs 233.4, and keeps wg on 70B o 122.6 vs 139.3, 8B qkv 58.8 vs 62.7, 70B
+     * down 437.9 vs 420.4 (the one miss, 4%). 8-bit layers at 512: dq is ahead of both on 70B qkv (199.4 vs 236.7) and
+     * 8B gate_up (277.9 vs 301.2), so they keep 256; halves are not measured there. */
+    const int nb = is_w8(c) || packs_halves(c, p) ? 3 : 4;
     /* 4-bit zero points: forced only. Not measured, and their stream-K kernels spill (16-byte stack frame, 12-24
      * bytes of spill stores, ptxas -v: bench/results/v13/ptxas_wg.txt; the uint4b8 ones do not). 8-bit layers (whose
      * planes always carry zeros): the same rule, measured (H100 v20, uint8b128 group 128 and -1, forced wg vs
@@ -180,7 +187,7 @@ static void wg_streamk_m_range(const mpl_config *c, const mpl_platform *p, int64
      *             579.0 vs 612.2;
      *   wg:       70B down m = 256 310.3 vs 340.9, 70B o m = 256 81.1 vs 106.0; 8B qkv m = 64 26.0 vs 32.7, 8B gate_up
      *             m = 128 80.1 vs 97.2 (group -1 within 1.5% of these). */
-    for (int i = 0; i < 3 && (!c->zero_points || is_w8(c)); i++) {
+    for (int i = 0; i < nb && (!c->zero_points || is_w8(c)); i++) {
         const int64_t bt = hi[i] <= 64 ? 64 : 128, tiles = (hi[i] + bt - 1) / bt * ((c->n + 255) / 256);
         const bool pays = tiles >= MPL_CUDA_W4A16_WG_SK_MIN_TILES &&
                           mpl_cuda_w4a16_wg_chunks_per_sm(hi[i], c->k, c->n, 132, 0) -
@@ -256,14 +263,16 @@ static const mpl_path_desc paths[NPATHS] = {
         .name = "cuda_w4a16:wg-streamk",
         .requires = "compute capability 9.0 (sm_90a wgmma) and the driver's tensor-map encoder",
         .min_cc = 90, .max_cc = 90,
-        .m_min = 33, .m_max = 256, .m_limit = MPL_M_ANY,
+        .m_min = 33, .m_max = 512, .m_limit = MPL_M_ANY,
         .m_range = wg_streamk_m_range,
         .why = "H200 v13 (bf16, same run as forced wg): 70B down m = 64 77.4 vs 121.3 us, m = 128 109.6 vs 161.5; "
                "70B gate_up m = 64 136.0 vs 143.3, m = 256 383.9 vs 449.8; 70B qkv m = 256 84.3 vs 112.1; 8B down "
                "m = 256 67.9 vs 87.6; loses where the rule keeps wg: 70B o m = 256 70.5 vs 58.0, 8B qkv m = 64 23.5 "
                "vs 17.8, 8B gate_up m = 256 113.8 vs 112.3; 8-bit (both planes per stage), the same rule: H100 v20, "
                "70B down m = 64 134.5 vs 207.6 us, 70B qkv m = 256 128.2 vs 160.6, 70B gate_up m = 256 579.0 vs 612.2; "
-               "kept on wg: 70B o m = 256 106.0 vs 81.1, 8B gate_up m = 128 97.2 vs 80.1",
+               "kept on wg: 70B o m = 256 106.0 vs 81.1, 8B gate_up m = 128 97.2 vs 80.1; 4-bit m = 257..512, H200 v26: "
+               "70B qkv m = 512 163.1 vs 223.5 us, 70B gate_up 823.1 vs 832.3, 8B gate_up 224.5 vs 233.4 (kept on wg: "
+               "70B o 122.6 vs 139.3, 8B qkv 58.8 vs 62.7)",
         .can_implement = wg_sk_can_implement,
     },
     [PATH_WG] = {

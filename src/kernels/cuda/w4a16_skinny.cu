@@ -26,6 +26,12 @@
  *    fma per row: 400 -> 357 SASS instructions per packed chunk (bf16), 397 -> 348 (f16); H100 v25 M = 1 0.92-0.97x
  *    of the time on the 70B layers (f16 70B gate_up 1.01x). uint2b2 with bf16 at m >= 2 weights the x-sum MMAs by the
  *    rows' offsets (one accumulator, fold acc += s (cg - c1)): H200 v25 m = 2..16 0.96-0.98x.
+ *  - The 4-bit offset form has the same m = 1 form (FORM_OFFSET_M1: f16 activations, and bf16 with zero points): token 0
+ *    in every lane, lane 1 holding k16 steps 1 and 3, so two all-ones MMAs per chunk sum the group's x, and the fold takes
+ *    column 0 alone; and every form whose groups are whole chunks but FORM_W8 tests for a fold after step 3 only (one
+ *    fold in the loop instead of four). v26 (bench/cuda/NOTES.md), M = 1 against the tree before, in turns: f16 uint4b8
+ *    0.94-0.99x (H200) and 0.95-1.00x (H100), bf16 f16-scale uint4b8 (skinny-rounded's exact form) 0.93-0.99x (H200);
+ *    FORM_W8 with the one-fold test ran 70B qkv 1.28x slower on both cards, so it keeps the per-step test.
  */
 #include <type_traits>
 
