@@ -69,3 +69,21 @@ dev_ncu() {
   grep -E "^    (Duration|DRAM Throughput|Issue Slots Busy|No Eligible|Registers Per|Achieved Occupancy|Block Limit|Executed Instructions )|pipe_|hmma" "$out" | head -18
   grep -E "stalled_.*ratio" "$out" | sort -k3 -nr | head -6
 }
+
+# dev_m1_ab DIR ROUNDS CONFIG...: A/B at M = 1 of .h200/bench_cuda_w4a16_old and the current bench on the layers in $S,
+# taking turns for ROUNDS rounds; CONFIG hf4 (f16, uint4b8), bf4 (bf16, uint4b8) or bf8 (bf16, uint8b128); logs
+# DIR/o_{old,new}_CONFIG_R.log, then bench/cuda/ab_table.py's table
+dev_m1_ab() {
+  local dir=$1 rounds=$2 r v c args
+  shift 2
+  for r in $(seq "$rounds"); do
+    for v in old new; do
+      for c in "$@"; do
+        case $c in hf4) args="--act f16 --wtype uint4b8" ;; bf4) args="--wtype uint4b8" ;; *) args="--wtype uint8b128" ;; esac
+        # shellcheck disable=SC2086
+        timeout 30 stdbuf -oL "$(bench_of $v)" --shapes "$S" --m 1 $args --reps 10 > "$dir/o_${v}_${c}_$r.log" 2>&1
+      done
+    done
+  done
+  python3 bench/cuda/ab_table.py "$dir"/o_*.log
+}

@@ -81,13 +81,7 @@ final)
 om1)
   dev_card "$R"
   stamp "A/B"
-  for v in old new; do
-    bin=$(bench_of $v)
-    timeout 30 stdbuf -oL $bin --shapes $S --m 1 --act f16 --wtype uint4b8 --reps 10 > "$R/o_${v}_hf4_1.log" 2>&1
-    timeout 30 stdbuf -oL $bin --shapes $S --m 1 --wtype uint4b8 --reps 10 > "$R/o_${v}_bf4_1.log" 2>&1
-    timeout 30 stdbuf -oL $bin --shapes $S --m 1 --wtype uint8b128 --reps 10 > "$R/o_${v}_bf8_1.log" 2>&1
-  done
-  python3 bench/cuda/ab_table.py "$R"/o_*.log
+  dev_m1_ab "$R" 1 hf4 bf4 bf8
   ;;
 tests)
   TEST_S=450 dev_tests "$R"

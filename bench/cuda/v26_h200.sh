@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
-# bench/cuda/v26_h200.sh MODE -- on the device machine (bench/cuda/NOTES.md v26): wg's 256-token tile and the 4-bit
-# offset form's m = 1 form.
-#   probe: the 256-token tile's test rounds (MPL_CUDA_W4A16_TEST_BT256: 4- and 8-bit) and the halves rounds (they run
+# bench/cuda/v26_h200.sh MODE -- on the device machine (bench/cuda/NOTES.md v26): wg's 256-token tile, the 4-bit
+# offset form's m = 1 form, wg at large M, wg's scale constants once per chunk.
+#   probe: (binaries built with bench/results/v26/bt256.patch applied: its tuning field, sweep sets and test filter)
+#          the 256-token tile's test rounds (MPL_CUDA_W4A16_TEST_BT256: 4- and 8-bit) and the halves rounds (they run
 #          it too); an A/B of the bench before this session (.h200/bench_cuda_w4a16_old) and after FORM_OFFSET_M1 (the
 #          4-bit offset form at m = 1, bench/results/v25/offset_m1.patch), one turn each at M = 1: uint4b8 f16 (the
-#          offset form), uint4b8 bf16 (skinny-rounded: a control), uint8b128 bf16 (FORM_W8: chunk-group folds);
-#          then --sweep of wg and wg-streamk at 128 and 256 tokens (mpl_cuda_w4a16_tuning.wg_bt) beside dq and cuBLAS
-#          at M 256..2048, uint4b8 and uint8b128.
+#          offset form), uint4b8 bf16 (skinny-rounded's exact form), uint8b128 bf16 (FORM_W8: chunk-group folds);
+#          then --sweep of wg and wg-streamk at 128 and 256 tokens beside dq and cuBLAS at M 256..2048, uint4b8 and
+#          uint8b128 (call 1).
+#   ncu:   the FORM_OFFSET_M1 A/B again (2 turns: f16 uint4b8, uint8b128), ncu of wg (split-K form, 128 tokens) on 70B
+#          gate_up at M = 1024, the whole device matrix and test_cuda_faults (call 2).
+#   wg2:   (binaries with bench/results/v26/wg_one_slot.patch applied) an A/B of forced wg / wg-streamk at M 256 and
+#          1024 (bf16 with f16 scales: SPLIT; bf16 scales: S16) and of the defaults at M = 512 (wg-streamk's 257..512
+#          bucket), then the whole device matrix; wg3: the A/Bs alone. Logs straight to $OUT. Not run: no device.
 #   final: the whole device matrix and test_cuda_faults, the defaults at M 1..2048 (uint4b8, uint8b128, uint2b2) and
-#          Humming 0.1.19 int4 / int8 / int2 (the wheel carried in .whl/) in the same call.
-# Binaries packed as in bench/cuda/dev_unpack.sh; every log in one tar ($OUT/v26_MODE.tar.gz).
+#          Humming 0.1.19 int4 / int8 / int2 (the wheel carried in .whl/) in the same call. Not run: no device.
+# Binaries packed as in bench/cuda/dev_unpack.sh; every log in one tar ($OUT/v26_MODE.tar.gz) but wg2 / wg3's.
 set -u
 . bench/cuda/dev_unpack.sh
 R=$(mktemp -d)
@@ -25,13 +31,7 @@ probe)
   stamp "halves rounds"
   dev_halves "$R"
   stamp "A/B om1"
-  for v in old new; do
-    bin=$(bench_of $v)
-    timeout 30 stdbuf -oL $bin --shapes $S --m 1 --act f16 --wtype uint4b8 --reps 10 > "$R/o_${v}_hf4_1.log" 2>&1
-    timeout 30 stdbuf -oL $bin --shapes $S --m 1 --wtype uint4b8 --reps 10 > "$R/o_${v}_bf4_1.log" 2>&1
-    timeout 30 stdbuf -oL $bin --shapes $S --m 1 --wtype uint8b128 --reps 10 > "$R/o_${v}_bf8_1.log" 2>&1
-  done
-  python3 bench/cuda/ab_table.py "$R"/o_*.log
+  dev_m1_ab "$R" 1 hf4 bf4 bf8
   for w in uint4b8 uint8b128; do
     stamp "sweep $w"
     timeout 150 stdbuf -oL $B/bench_cuda_w4a16 --sweep --sets "wg bt128,wg bt256,wg-streamk bt128,wg-streamk bt256,dq" \
@@ -42,14 +42,7 @@ probe)
 ncu)
   dev_card "$R"
   stamp "A/B om1 (2 turns)"
-  for r in 1 2; do
-    for v in old new; do
-      bin=$(bench_of $v)
-      timeout 30 stdbuf -oL $bin --shapes $S --m 1 --act f16 --wtype uint4b8 --reps 10 > "$R/o_${v}_hf4_$r.log" 2>&1
-      timeout 30 stdbuf -oL $bin --shapes $S --m 1 --wtype uint8b128 --reps 10 > "$R/o_${v}_bf8_$r.log" 2>&1
-    done
-  done
-  python3 bench/cuda/ab_table.py "$R"/o_*.log
+  dev_m1_ab "$R" 2 hf4 bf8
   ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
   for bt in 128; do
     stamp "ncu wg (bt$bt) 70B.gate_up m 1024"
@@ -62,25 +55,6 @@ ncu)
   done
   stamp "tests"
   TEST_S=420 dev_tests "$R"
-  ;;
-wg1)
-  dev_card "$R"
-  stamp "A/B wg: scale constants once per chunk (SPLIT: bf16 x, f16 scales; S16: bf16 scales)"
-  for v in old new; do
-    bin=$(bench_of $v)
-    timeout 60 stdbuf -oL $bin --sweep --sets "wg,wg-streamk" --shapes $S --m 256,1024 --wtype uint4b8 --reps 10 > "$R/w_${v}_split.log" 2>&1
-    timeout 60 stdbuf -oL $bin --sweep --sets "wg,wg-streamk" --shapes $S --m 256,1024 --wtype uint4b8 --scales bf16 --reps 10 > "$R/w_${v}_s16.log" 2>&1
-  done
-  python3 bench/cuda/sweep_compact.py --ab "$R/w_old_split.log" "$R/w_new_split.log" "$R/w_old_s16.log" "$R/w_new_s16.log"
-  stamp "A/B om1 (FORM_W8 as before)"
-  for v in old new; do
-    bin=$(bench_of $v)
-    timeout 30 stdbuf -oL $bin --shapes $S --m 1 --wtype uint8b128 --reps 10 > "$R/o_${v}_bf8_1.log" 2>&1
-    timeout 30 stdbuf -oL $bin --shapes $S --m 1 --wtype uint4b8 --reps 10 > "$R/o_${v}_bf4_1.log" 2>&1
-  done
-  python3 bench/cuda/ab_table.py "$R"/o_*.log
-  stamp "tests"
-  TEST_S=400 dev_tests "$R"
   ;;
 wg2 | wg3)
   dev_card "$R"
