@@ -61,10 +61,10 @@ wg2 | wg3)
   stamp "A/B wg: scale constants once per chunk (SPLIT: bf16 x, f16 scales; S16: bf16 scales on two layers)"
   for v in old new; do
     bin=$(bench_of $v)
-    timeout 60 stdbuf -oL $bin --sweep --sets "wg,wg-streamk" --shapes $S --m 256,1024 --wtype uint4b8 --reps 10 > "$R/w_${v}_split.log" 2>&1
-    timeout 40 stdbuf -oL $bin --sweep --sets "wg,wg-streamk" --shapes 70B.gate_up,8B.gate_up --m 256,1024 --wtype uint4b8 --scales bf16 --reps 10 > "$R/w_${v}_s16.log" 2>&1
+    timeout 60 stdbuf -oL $bin --sweep --sets "wg,wg-streamk" --shapes $S --m 256,1024 --wtype uint4b8 --reps 10 > "$R/w_${v}_split_1.log" 2>&1
+    timeout 40 stdbuf -oL $bin --sweep --sets "wg,wg-streamk" --shapes 70B.gate_up,8B.gate_up --m 256,1024 --wtype uint4b8 --scales bf16 --reps 10 > "$R/w_${v}_s16_1.log" 2>&1
   done
-  python3 bench/cuda/sweep_compact.py --ab "$R/w_old_split.log" "$R/w_new_split.log" "$R/w_old_s16.log" "$R/w_new_s16.log"
+  python3 bench/cuda/ab_table.py "$R"/w_*.log
   stamp "A/B defaults at M = 512 (wg-streamk's 257..512 bucket)"
   for v in old new; do
     timeout 30 stdbuf -oL $(bench_of $v) --shapes $S --m 512 --wtype uint4b8 --reps 10 > "$R/d_${v}_bf4_1.log" 2>&1

@@ -163,7 +163,9 @@ __device__ __forceinline__ void fold_offset(float acc[MT][4], float cg[MT][4], c
  * x (c1's columns 0 and 1 added: load_x_chunk_m1); otherwise fold_offset's arithmetic. */
 template <class A>
 __device__ __forceinline__ void fold_offset_m1(float acc[4], float cg[4], float sx, uint32_t hi, uint32_t lo, uint32_t zz, int fmt) {
-    const float s_g = scale_value(hi & 0xffffu, lo & 0xffffu, fmt), s_g8 = scale_value(hi >> 16, lo >> 16, fmt) * (1.0f / (float)A::G8_MUL);
+    float s_g, s_g8;
+    row_scales(hi, lo, fmt, s_g, s_g8);
+    s_g8 *= 1.0f / (float)A::G8_MUL;
     const float z_g = (float)(zz & 0xffu), z_g8 = (float)(zz >> 8);
     acc[0] = fmaf(s_g, fmaf(-(A::OFF + z_g), sx, cg[0]), acc[0]);
     acc[2] = fmaf(s_g8, fmaf(-(A::OFF + (float)A::G8_MUL * z_g8), sx, cg[2]), acc[2]);
@@ -354,6 +356,13 @@ __device__ __forceinline__ void stage_group(const unsigned char *st, int i, int 
     lo = fmt == MPL_CUDA_W4A16_SCALE_F32 ? *reinterpret_cast<const uint32_t *>(st + Sh::OFF_L + i * 32 + 4 * g) : 0u;
     if (ZP) zz = stage_zero<Sh>(st, i, g);
 }
+/* row tile i's two group scales from its ring stage (stage_group, row_scales) */
+template <class Sh>
+__device__ __forceinline__ void stage_scales(const unsigned char *st, int i, int g, int fmt, float &s_g, float &s_g8) {
+    uint32_t hi, lo, zz;
+    stage_group<Sh, false>(st, i, g, fmt, hi, lo, zz);
+    row_scales(hi, lo, fmt, s_g, s_g8);
+}
 
 /*
  * CHUNK_GROUP: every 64-channel chunk lies in one group (group size a multiple of 64, or one
@@ -538,10 +547,8 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
                     constexpr float R_G = 1.0f / (float)halves_mul<A, P, false>(), R_G8 = 1.0f / (float)halves_mul<A, P, true>();
 #pragma unroll
                     for (int i = 0; i < Sh::NW; i++) {
-                        uint32_t hi, lo, zz;
                         float s_g, s_g8;
-                        stage_group<Sh, false>(st, i, g, fmt, hi, lo, zz);
-                        row_scales(hi, lo, fmt, s_g, s_g8);
+                        stage_scales<Sh>(st, i, g, fmt, s_g, s_g8);
                         acc[i][0][0] = fmaf(s_g * R_G, cg[i][0][0], acc[i][0][0]);
                         acc[i][0][2] = fmaf(s_g8 * R_G8, cg[i][0][2], acc[i][0][2]);
 #pragma unroll
@@ -566,10 +573,8 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
                 if constexpr (UX) {
 #pragma unroll
                     for (int i = 0; i < Sh::NW; i++) {
-                        uint32_t hi, lo, zz;
                         float s_g, s_g8;
-                        stage_group<Sh, false>(st, i, g, fmt, hi, lo, zz);
-                        row_scales(hi, lo, fmt, s_g, s_g8);
+                        stage_scales<Sh>(st, i, g, fmt, s_g, s_g8);
 #pragma unroll
                         for (int mt = 0; mt < MT; mt++) { /* c1's rows are equal: e 2 / 3 = e 0 / 1 */
                             acc[i][mt][0] = fmaf(s_g, cg[i][mt][0] - c1[mt][0], acc[i][mt][0]);
