@@ -437,7 +437,9 @@ static const char *expected_default(int64_t m, int64_t k, int64_t n, int64_t gs,
     if (w8wg && m <= W8_WG_HI) return expected_streamk(m, k, n, 3) ? "cuda_w4a16:wg-streamk" : "cuda_w4a16:wg";
     if (g_w8) return m >= 65 && k % 64 == 0 ? "cuda_w4a16:dq" : "cuda_w4a16:tc";
     if (cc == 90 && !zp && expected_streamk(m, k, n, 4)) return "cuda_w4a16:wg-streamk";
-    if (cc == 90 && m >= 33 && m <= 512) return "cuda_w4a16:wg";
+    /* wg to 512; 4-bit layers of 2^27 weights and more without zero points to 1024 (dq copies the whole layer) */
+    const int64_t wg_top = !zp && n * k >= ((int64_t)1 << 27) ? 1024 : 512;
+    if (cc == 90 && m >= 33 && m <= wg_top) return "cuda_w4a16:wg";
     if (m >= 161) return "cuda_w4a16:dq";
     return "cuda_w4a16:tc";
 }
@@ -592,7 +594,7 @@ static void default_paths(void **state) {
             g_w8 = 0;
         }
         c.zero_points = 0, c.wtype = MPL_WTYPE_UINT4B8;
-        static const int64_t at[] = {32, 33, 64, 65, 128, 129, 256, 257, 511, 512, 513};
+        static const int64_t at[] = {32, 33, 64, 65, 128, 129, 256, 257, 511, 512, 513, 1024, 1025};
         for (size_t j = 0; j < sizeof at / sizeof at[0]; j++) {
             const char *got = NULL, *want = expected_default(at[j], sk[i].k, sk[i].n, c.group_size, 90, c.act, 0);
             assert_int_equal(mpl_choose_path(&c, &o, at[j], &got), MPL_OK);
