@@ -29,9 +29,10 @@
  *    round16((code - zero) * scale) -- the dq path's rounded weight, bit for bit (a zero weight's
  *    sign aside) -- with one fma per pair when the scales are in the activation's own type (S16), two when bf16
  *    activations meet f16 scales (SPLIT: s = hi + lo, hi = bf16(s), lo exact in bf16, so
- *    fma(v, hi, v * lo) rounds the exact product once), else through fp32.
+ *    fma(v, hi, v * lo) rounds the exact product once), else through fp32 (F32_ONE / F32); the 16-bit forms
+ *    take layers whose 64-channel chunks each lie in one group and read a chunk's scale constants once.
  *  - wgmma groups are committed per chunk and waited one chunk behind, so the fragments of two
- *    chunks are live.
+ *    chunks are live. (Two groups per chunk, waited two behind, lost: 2-10% slower, H100 v27.)
  *  - Two forms of one kernel template (SK): the split-K form (path wg) runs a block per tile and K range,
  *    split-K through a cluster and the tc path's epilogue; the stream-K form (path wg-streamk, rounded
  *    weights, BT 64 / 128) runs a persistent grid of G <= SMs blocks (wg_plan): whole tiles in data-parallel
@@ -123,7 +124,7 @@ __device__ __forceinline__ uint64_t desc_sw128(uint32_t saddr) {
 }
 
 /* ---- dequantization to rounded 16-bit weights (not FOLD) ---- */
-enum { SC_F32 = 0, SC_S16 = 1, SC_SPLIT = 2 };
+enum { SC_F32 = 0, SC_S16 = 1, SC_SPLIT = 2, SC_F32_ONE = 3 }; /* SC_F32_ONE: SC_F32 on layers whose chunks lie in one group */
 
 /* 16-bit pair (exact integers) times an fp32 scale, rounded once to the pair type. */
 template <class A>
@@ -189,6 +190,11 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
     static_assert(PL == 1 || ZP, "8-bit layers carry zero points (both planes')");
     /* bf16 8-bit weights come out of dequant8 as (c - z) 2^-6: their scale is 2^6 s */
     constexpr float W8_MUL = PL == 2 && A::id == MPL_CUDA_W4A16_ACT_BF16 ? 64.0f : 1.0f;
+    /* the S16, SPLIT and F32_ONE forms run layers whose chunks each lie in one group (nslot 1, wg_dispatch_zp): their
+     * scale constants, like the zero terms, are read once per chunk. Static SASS, split-K form, BT 128, bf16: SPLIT 2840
+     * -> 2136 instructions, S16 2328 -> 1968, 8-bit F32 with zeros 4560 -> 3864; H100 v27 (bench/cuda/NOTES.md), forced,
+     * against reading them per k16 step: 4-bit 0.95-1.00x of the time at m = 256 / 1024, 8-bit 0.89-0.98x */
+    constexpr bool ONE_SLOT = !FOLD && (SC == SC_S16 || SC == SC_SPLIT || SC == SC_F32_ONE);
     extern __shared__ unsigned char smem_raw[];
     const uint32_t raw = smem_addr(smem_raw), base = (raw + 1023u) & ~1023u;
     unsigned char *smem = smem_raw + (base - raw) + 1024; /* the ring; mbarriers just below */
@@ -318,17 +324,38 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
                 uint4 wv = *reinterpret_cast<const uint4 *>(sw + (lt * 32 + lane) * 16);
                 uint4 wvh = make_uint4(0u, 0u, 0u, 0u); /* PL = 2: the high plane's words */
                 if constexpr (PL == 2) wvh = *reinterpret_cast<const uint4 *>(sw + R * 32 + (lt * 32 + lane) * 16);
-                uint32_t add_g, add_g8; /* the slot's zero terms: set at step 0, and at every step unless nslot is 1 */
+                /* The slot's constants: the zero terms, and in the S16 / SPLIT forms the scale's (S16: the pairs (s, s) of
+                 * rows g and g + 8; SPLIT: their bf16 pairs hi and lo), set at step 0 and, unless the chunk's four steps
+                 * share a group (nslot 1; always so in S16 / SPLIT: wg_dispatch_zp), at every step. */
+                uint32_t add_g, add_g8, k0 = 0u, k1 = 0u, k2 = 0u, k3 = 0u;
+                (void)k0, (void)k1, (void)k2, (void)k3;
 #pragma unroll
                 for (int j = 0; j < 4; j++) {
                     const int slot = nslot == 1 ? 0 : j;
-                    if (j == 0 || nslot != 1) {
+                    if (j == 0 || (!ONE_SLOT && nslot != 1)) {
                         const unsigned char *zs = ss + 2 * Sh::S_BYTES + slot * R + lt * 16 + 2 * g;
                         uint32_t z16 = ZP ? *reinterpret_cast<const uint16_t *>(zs) : 0u;
                         if constexpr (PL == 2) /* z = zl + 16 zh per row (rows g, g + 8: the two bytes) */
                             w8_consts<A>(z16, *reinterpret_cast<const uint16_t *>(zs + 4 * R), add_g, add_g8);
                         else {
                             zero_consts<A, ZP, HV ? 2u : 8u>(z16, add_g, add_g8);
+                        }
+                        const uint32_t hi = *reinterpret_cast<const uint32_t *>(ss + slot * R * 2 + lt * 32 + 4 * g); /* word g: rows (g, g+8) */
+                        if constexpr (SC == SC_S16) {
+                            k0 = __byte_perm(hi, 0, 0x1010), k1 = __byte_perm(hi, 0, 0x3232);
+                            if constexpr (W8_MUL != 1.0f) { /* 2^6 s: exact below bf16's 2^122 (docs: 8-bit on wg) */
+                                k0 = fma16x2(A::id, k0, 0x42804280u, 0x80008000u);
+                                k1 = fma16x2(A::id, k1, 0x42804280u, 0x80008000u);
+                            }
+                        } else if constexpr (SC == SC_SPLIT) {
+                            split_f16_scale(hi & 0xffffu, k0, k1);
+                            split_f16_scale(hi >> 16, k2, k3);
+                        } else if constexpr (SC == SC_F32_ONE) {
+                            const uint32_t lo = a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32
+                                                    ? *reinterpret_cast<const uint32_t *>(ss + Sh::S_BYTES + slot * R * 2 + lt * 32 + 4 * g)
+                                                    : 0u;
+                            k0 = __float_as_uint(scale_value(hi & 0xffffu, lo & 0xffffu, a.scale_fmt) * W8_MUL);
+                            k1 = __float_as_uint(scale_value(hi >> 16, lo >> 16, a.scale_fmt) * W8_MUL);
                         }
                     }
                     uint32_t w = j == 0 ? wv.x : j == 1 ? wv.y : j == 2 ? wv.z : wv.w;
@@ -342,28 +369,25 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
                         uint32_t q[4];
                         if constexpr (PL == 2) dequant8<A>(w, wh, add_g, add_g8, q);
                         else A::template dequant<CODE>(w, add_g, add_g8, q);
-                        const int off = slot * R * 2 + lt * 32 + 4 * g; /* word g: rows (g, g+8) */
-                        uint32_t hi = *reinterpret_cast<const uint32_t *>(ss + off);
                         if constexpr (SC == SC_S16) {
-                            uint32_t s_g = __byte_perm(hi, 0, 0x1010), s_g8 = __byte_perm(hi, 0, 0x3232);
-                            if constexpr (W8_MUL != 1.0f) { /* 2^6 s: exact below bf16's 2^122 (docs: 8-bit on wg) */
-                                s_g = fma16x2(A::id, s_g, 0x42804280u, 0x80008000u);
-                                s_g8 = fma16x2(A::id, s_g8, 0x42804280u, 0x80008000u);
-                            }
-                            cur[s][j][0] = fma16x2(A::id, q[0], s_g, 0x80008000u);
-                            cur[s][j][1] = fma16x2(A::id, q[1], s_g8, 0x80008000u);
-                            cur[s][j][2] = fma16x2(A::id, q[2], s_g, 0x80008000u);
-                            cur[s][j][3] = fma16x2(A::id, q[3], s_g8, 0x80008000u);
+                            cur[s][j][0] = fma16x2(A::id, q[0], k0, 0x80008000u);
+                            cur[s][j][1] = fma16x2(A::id, q[1], k1, 0x80008000u);
+                            cur[s][j][2] = fma16x2(A::id, q[2], k0, 0x80008000u);
+                            cur[s][j][3] = fma16x2(A::id, q[3], k1, 0x80008000u);
                         } else if constexpr (SC == SC_SPLIT) {
-                            uint32_t h_g, l_g, h_g8, l_g8;
-                            split_f16_scale(hi & 0xffffu, h_g, l_g);
-                            split_f16_scale(hi >> 16, h_g8, l_g8);
                             constexpr int BF16 = MPL_CUDA_W4A16_ACT_BF16;
-                            cur[s][j][0] = fma16x2(BF16, q[0], h_g, fma16x2(BF16, q[0], l_g, 0x80008000u));
-                            cur[s][j][1] = fma16x2(BF16, q[1], h_g8, fma16x2(BF16, q[1], l_g8, 0x80008000u));
-                            cur[s][j][2] = fma16x2(BF16, q[2], h_g, fma16x2(BF16, q[2], l_g, 0x80008000u));
-                            cur[s][j][3] = fma16x2(BF16, q[3], h_g8, fma16x2(BF16, q[3], l_g8, 0x80008000u));
+                            cur[s][j][0] = fma16x2(BF16, q[0], k0, fma16x2(BF16, q[0], k1, 0x80008000u));
+                            cur[s][j][1] = fma16x2(BF16, q[1], k2, fma16x2(BF16, q[1], k3, 0x80008000u));
+                            cur[s][j][2] = fma16x2(BF16, q[2], k0, fma16x2(BF16, q[2], k1, 0x80008000u));
+                            cur[s][j][3] = fma16x2(BF16, q[3], k2, fma16x2(BF16, q[3], k3, 0x80008000u));
+                        } else if constexpr (SC == SC_F32_ONE) {
+                            cur[s][j][0] = mul32<A>(q[0], __uint_as_float(k0));
+                            cur[s][j][1] = mul32<A>(q[1], __uint_as_float(k1));
+                            cur[s][j][2] = mul32<A>(q[2], __uint_as_float(k0));
+                            cur[s][j][3] = mul32<A>(q[3], __uint_as_float(k1));
                         } else {
+                            const int off = slot * R * 2 + lt * 32 + 4 * g; /* word g: rows (g, g+8) */
+                            const uint32_t hi = *reinterpret_cast<const uint32_t *>(ss + off);
                             uint32_t lo = a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32 ? *reinterpret_cast<const uint32_t *>(ss + Sh::S_BYTES + off) : 0u;
                             float s_g = scale_value(hi & 0xffffu, lo & 0xffffu, a.scale_fmt) * W8_MUL;
                             float s_g8 = scale_value(hi >> 16, lo >> 16, a.scale_fmt) * W8_MUL;
@@ -741,12 +765,16 @@ static cudaError_t wg_dispatch_zp(const mpl_cuda_w4a16_args *a, const CUtensorMa
                                   int sk, cudaStream_t s) {
     const int own = A::id == MPL_CUDA_W4A16_ACT_F16 ? MPL_CUDA_W4A16_SCALE_F16 : MPL_CUDA_W4A16_SCALE_BF16;
     if (!sk && mpl_cuda_w4a16_wg_exact(a->m, a->gs16)) return wg_dispatch_bt<A, ZP, true, SC_F32, PL, HV>(a, wmap, xt, p, sk, s);
-    if (a->scale_fmt == own) return wg_dispatch_bt<A, ZP, false, SC_S16, PL, HV>(a, wmap, xt, p, sk, s);
+    /* S16, SPLIT and F32_ONE read a chunk's scales once (ONE_SLOT): groups of 64k channels (or one); other group sizes
+     * take the F32 form, whose products round the same way (once, from the exact product) */
+    const bool one_slot = a->gs16 % 4 == 0;
+    if (a->scale_fmt == own && one_slot) return wg_dispatch_bt<A, ZP, false, SC_S16, PL, HV>(a, wmap, xt, p, sk, s);
     /* bf16 activations, f16 scales: the common GPTQ / AWQ case for bf16 models. Not for 8-bit: v lo (v = c - z up to
      * 8 bits, lo up to 3) is not exact in bf16, so 8-bit weights take the fp32 form (v s exact in fp32: 8 + 11 bits). */
     if constexpr (A::id == MPL_CUDA_W4A16_ACT_BF16 && PL == 1)
-        if (a->scale_fmt == MPL_CUDA_W4A16_SCALE_F16) return wg_dispatch_bt<A, ZP, false, SC_SPLIT, PL, HV>(a, wmap, xt, p, sk, s);
-    return wg_dispatch_bt<A, ZP, false, SC_F32, PL, HV>(a, wmap, xt, p, sk, s);
+        if (a->scale_fmt == MPL_CUDA_W4A16_SCALE_F16 && one_slot) return wg_dispatch_bt<A, ZP, false, SC_SPLIT, PL, HV>(a, wmap, xt, p, sk, s);
+    return one_slot ? wg_dispatch_bt<A, ZP, false, SC_F32_ONE, PL, HV>(a, wmap, xt, p, sk, s)
+                    : wg_dispatch_bt<A, ZP, false, SC_F32, PL, HV>(a, wmap, xt, p, sk, s);
 }
 
 template <class A>
