@@ -132,24 +132,25 @@ static mpl_reason wg_sk_can_implement(const mpl_config *c, const mpl_platform *p
     return wg_can_implement(c, p, msg, cap);
 }
 
-/* wg's 8-bit default range: from where skinny stops to m = 256 (H200 v17: ahead of tc at every m from 17 and of dq
- * to 256, 70B gate_up m = 64 248.0 vs tc 545.7 / dq 733.8 us, m = 256 637.5 vs dq 833.2; at 512 dq is ahead or
- * level: 8B gate_up 289.3 vs 343.7, 70B qkv 214.5 vs 328.9, 70B gate_up 1132.9 vs 1127.5). */
-/* 4-bit codes without zero points on layers of at least 2^27 weights: to m = 1024, where dq writes and cuBLAS reads
- * a 16-bit copy of the whole layer (forced, uint4b8 bf16, us, wg vs dq / the default dq of the same run):
+/* wg's default range per layer (the row's 33..512 otherwise):
+ * - 8-bit: from where skinny stops to m = 256 (H200 v17: ahead of tc at every m from 17 and of dq to 256, 70B gate_up
+ *   m = 64 248.0 vs tc 545.7 / dq 733.8 us, m = 256 637.5 vs dq 833.2; at 512 dq is ahead or level: 8B gate_up 289.3
+ *   vs 343.7, 70B qkv 214.5 vs 328.9, 70B gate_up 1132.9 vs 1127.5);
+ * - halves: from where skinny stops (no tc), to 512 as 4-bit;
+ * - 4-bit codes without zero points on layers of at least 2^27 weights: to m = 1024, where dq writes and cuBLAS reads
+ *   a 16-bit copy of the whole layer (forced, uint4b8 bf16, us, wg vs dq / the default dq of the same run):
  *   H100 v27: 70B gate_up m = 1024 1645.9 vs 2058.6 / 1800.6, bf16 scales 1522.3 vs 1823.2 (default); 70B down
  *             877.0 vs 885.6 / 877.5;
  *   H200 v26: 70B gate_up 1681.3 vs 1762.5 / 1957.2, 70B down 844.9 vs 1075.7 / 885.0;
- * below 2^27 dq is level or ahead (8B gate_up, 1.2e8 weights: H100 442.2 vs 429.8, H200 450.3 vs 428.7; 70B qkv
- * H100 356.1 vs 305.9), and at m = 2048 on every layer (H200 v26: 70B gate_up 3322.1 vs 3218.7, 70B down 1659.9 vs
- * 1609.1). 8-bit layers: dq ahead at 1024 (H100 v27 70B gate_up 2133.6 vs 1851.1); halves and zero points not
- * measured. */
+ *   below 2^27 dq is level or ahead (8B gate_up, 1.2e8 weights: H100 442.2 vs 429.8, H200 450.3 vs 428.7; 70B qkv
+ *   H100 356.1 vs 305.9), and at m = 2048 on every layer (H200 v26: 70B gate_up 3322.1 vs 3218.7, 70B down 1659.9
+ *   vs 1609.1). 8-bit layers: dq ahead at 1024 (H100 v27 70B gate_up 2133.6 vs 1851.1); halves and zero points not
+ *   measured. */
 #define MPL_CUDA_W4A16_WG_BIG_LAYER ((int64_t)1 << 27)
 static void wg_m_range(const mpl_config *c, const mpl_platform *p, int64_t *m_min, int64_t *m_max) {
     const int64_t big = MPL_CUDA_W4A16_WG_BIG_LAYER;
     if (!is_w8(c) && !packs_halves(c, p) && !c->zero_points && c->k > 0 && c->n >= (big + c->k - 1) / c->k) *m_max = 1024;
     if (is_w8(c)) *m_min = skinny_max_m(c, p) + 1, *m_max = 256;
-    /* halves: no tc, so wg from where skinny stops (to 512, as 4-bit) */
     if (packs_halves(c, p)) *m_min = skinny_max_m(c, p) + 1;
 }
 

@@ -324,9 +324,10 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
                 uint4 wv = *reinterpret_cast<const uint4 *>(sw + (lt * 32 + lane) * 16);
                 uint4 wvh = make_uint4(0u, 0u, 0u, 0u); /* PL = 2: the high plane's words */
                 if constexpr (PL == 2) wvh = *reinterpret_cast<const uint4 *>(sw + R * 32 + (lt * 32 + lane) * 16);
-                /* The slot's constants: the zero terms, and in the S16 / SPLIT forms the scale's (S16: the pairs (s, s) of
-                 * rows g and g + 8; SPLIT: their bf16 pairs hi and lo), set at step 0 and, unless the chunk's four steps
-                 * share a group (nslot 1; always so in S16 / SPLIT: wg_dispatch_zp), at every step. */
+                /* The slot's constants: the zero terms, and in the ONE_SLOT forms the scale's (S16: the pairs (s, s) of
+                 * rows g and g + 8; SPLIT: their bf16 pairs hi and lo; F32_ONE: the two fp32 scales), set at step 0 and,
+                 * unless the chunk's four steps share a group (nslot 1; always so in the ONE_SLOT forms: wg_dispatch_zp),
+                 * at every step. */
                 uint32_t add_g, add_g8, k0 = 0u, k1 = 0u, k2 = 0u, k3 = 0u;
                 (void)k0, (void)k1, (void)k2, (void)k3;
 #pragma unroll
