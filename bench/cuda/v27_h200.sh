@@ -14,6 +14,9 @@
 #          then 2-3, of both sub-tiles: consecutive wgmmas alternate accumulators; bench/results/v27/halves_groups.patch),
 #          waited two groups behind. Forced wg / wg-streamk at M 256 and 1024 in turns, then the device matrix and
 #          test_cuda_faults of new. Logs straight to $OUT/v27_ab2.
+#   ncu:   (not run) binaries: new = the tree, mid = the tree with bench/results/v27/nodq.patch: ncu of wg (split-K form,
+#          128 tokens) on 70B gate_up at M = 1024, uint4b8 and uint8b128, for each -- what the pipeline loses beside
+#          the dequantization (NOTES v27, next step 1). Reports to $OUT/v27_ncu.
 #   final: the whole device matrix and test_cuda_faults, the defaults at M 1..2048 (uint4b8, uint8b128, uint2b2) and
 #          Humming 0.1.19 int4 / int8 / int2 (the wheel carried in .whl/) in the same call; logs to $OUT/v27_final.
 # Binaries packed as in bench/cuda/dev_unpack.sh.
@@ -55,6 +58,15 @@ ab2)
   python3 bench/cuda/ab_table.py "$R"/w_*.log | tee "$R/ab_table.txt"
   stamp "tests"
   TEST_S=300 dev_tests "$R"
+  ;;
+ncu)
+  dev_card "$R"
+  for v in new mid; do
+    for w in uint4b8 uint8b128; do
+      stamp "ncu wg $v $w"
+      dev_ncu "$R/ncu_${v}_$w.txt" "$(bench_of $v)" w4a16_wg --sweep --sets wg --shapes 70B.gate_up --m 1024 --wtype $w --reps 1
+    done
+  done
   ;;
 final)
   dev_card "$R"
