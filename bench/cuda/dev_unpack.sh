@@ -32,6 +32,21 @@ dev_humming() {
   grep -A24 SUMMARY "$2/stdout.log"
 }
 
+# dev_final DIR SHAPES: the defaults at M 1..2048 for uint4b8, uint8b128 and uint2b2 on SHAPES (DIR/default_TYPE.log),
+# then Humming 0.1.19 int4 / int8 / int2 beside them (dev_humming, PEER_SECONDS 45 each unless set); prints both
+dev_final() {
+  local w b
+  for w in uint4b8 uint8b128 uint2b2; do
+    stamp "defaults $w"
+    timeout 60 stdbuf -oL .h200/bench_cuda_w4a16 --shapes "$2" --m 1,16,64,256,1024,2048 --wtype $w --reps 10 > "$1/default_$w.log" 2>&1
+    grep -E "cuda_w4a16" "$1/default_$w.log" | awk '{print $1, $2, $4, $5}' | paste - - - - - -
+  done
+  for b in 4 8 2; do
+    stamp "humming $b"
+    HMS=1,16,64,256,1024,2048 PEER_SECONDS=${PEER_SECONDS:-45} dev_humming $b "$1/humming$b" | tail -14
+  done
+}
+
 # bench_of VERSION: the bench binary of an A/B version: new = .h200/bench_cuda_w4a16, old / mid = a bench built from an
 # earlier tree and packed beside it as .h200/bench_cuda_w4a16_old / _mid (bench/cuda/ab_table.py reads their logs)
 bench_of() { if [ "$1" = new ]; then echo .h200/bench_cuda_w4a16; else echo ".h200/bench_cuda_w4a16_$1"; fi; }

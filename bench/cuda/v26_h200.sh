@@ -76,15 +76,7 @@ wg2 | wg3)
   ;;
 final)
   TEST_S=450 dev_tests "$R"
-  for w in uint4b8 uint8b128 uint2b2; do
-    stamp "defaults $w"
-    timeout 60 stdbuf -oL $B/bench_cuda_w4a16 --shapes $S --m 1,16,64,256,1024,2048 --wtype $w --reps 10 > "$R/default_$w.log" 2>&1
-    grep -E "cuda_w4a16" "$R/default_$w.log" | awk '{print $1, $2, $4, $5}' | paste - - - - - -
-  done
-  for b in 4 8 2; do
-    stamp "humming $b"
-    HMS=1,16,64,256,1024,2048 PEER_SECONDS=${PEER_SECONDS:-45} dev_humming $b "$R/humming$b" | tail -14
-  done
+  dev_final "$R" $S
   ;;
 esac
 stamp done

@@ -24,7 +24,6 @@ set -u
 . bench/cuda/dev_unpack.sh
 R=${OUT:-/tmp}/v27_${1:-ab}
 mkdir -p "$R"
-B=.h200
 S=70B.gate_up,70B.down,70B.qkv,70B.o,8B.qkv,8B.gate_up
 case "${1:-ab}" in
 ab)
@@ -40,7 +39,7 @@ ab)
   python3 bench/cuda/ab_table.py "$R"/w_*.log | tee "$R/ab_table.txt"
   stamp "A/B defaults at M = 512"
   for v in old new; do
-    timeout 30 stdbuf -oL $(bench_of $v) --shapes $S --m 512 --wtype uint4b8 --reps 10 > "$R/d_${v}_bf4_1.log" 2>&1
+    timeout 30 stdbuf -oL "$(bench_of $v)" --shapes $S --m 512 --wtype uint4b8 --reps 10 > "$R/d_${v}_bf4_1.log" 2>&1
   done
   python3 bench/cuda/ab_table.py "$R"/d_*.log
   stamp "tests"
@@ -71,18 +70,10 @@ ncu)
 final)
   dev_card "$R"
   TEST_S=330 dev_tests "$R"
-  for w in uint4b8 uint8b128 uint2b2; do
-    stamp "defaults $w"
-    timeout 60 stdbuf -oL $B/bench_cuda_w4a16 --shapes $S --m 1,16,64,256,1024,2048 --wtype $w --reps 10 > "$R/default_$w.log" 2>&1
-    grep -E "cuda_w4a16" "$R/default_$w.log" | awk '{print $1, $2, $4, $5}' | paste - - - - - -
-  done
-  for b in 4 8 2; do
-    stamp "humming $b"
-    HMS=1,16,64,256,1024,2048 PEER_SECONDS=${PEER_SECONDS:-45} dev_humming $b "$R/humming$b" | tail -14
-  done
+  dev_final "$R" $S
   ;;
 esac
-stamp done
+stamp "done"
 grep -iE "read16" "$R/bw.log" | head -2
 # one file back (the device tool returns a limited count): the logs as a tar beside the table
 if [ -n "${OUT:-}" ]; then tar -C "$R" -czf "$OUT/v27_${1:-ab}.tgz" . && cp "$R/ab_table.txt" "$OUT/" 2>/dev/null; rm -rf "$R"; fi
