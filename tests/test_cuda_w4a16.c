@@ -204,24 +204,30 @@ static void layout_halves(void **state) {
  * fma's single rounding gives round_bf16(v * s) -- the dq path's weight (bit for bit up to the sign of a
  * zero weight: fma(0, hi, +0) is +0 where (0 * s) is -0 for s < 0; sums are unchanged). Checked here for
  * every finite f16 scale and every v (CPU only; float holds every intermediate exactly, so one
- * mpl_f32_to_bf16 is the fma's one rounding).
+ * mpl_f32_to_bf16 is the fma's one rounding); and for the SUB form's operands v 2^-6 and the split of 2^6 s.
  */
 static void wg_split_scale_exact(void **state) {
     (void)state;
     long bad = 0;
-    for (uint32_t h = 0; h < 0x10000u; h++) {
-        if ((h & 0x7c00u) == 0x7c00u) continue; /* inf / NaN */
-        float s = mpl_f16_to_f32((uint16_t)h);
-        float hi = mpl_bf16_to_f32(mpl_f32_to_bf16(s));
-        float rem = s - hi; /* exact: both within 11 significant bits of s */
-        float lo = mpl_bf16_to_f32(mpl_f32_to_bf16(rem));
-        if (lo != rem || (double)hi + (double)lo != (double)s) bad++;
-        for (int v = -15; v <= 15; v++) {
-            float vl = (float)v * lo;
-            if (mpl_bf16_to_f32(mpl_f32_to_bf16(vl)) != vl) bad++; /* v * lo exact in bf16 */
-            float sum = (float)v * hi + vl;                         /* exact in float (15 bits) */
-            /* equal values (a zero weight may come out -0 here and +0 in dq: no sum changes) */
-            if (mpl_bf16_to_f32(mpl_f32_to_bf16(sum)) != mpl_bf16_to_f32(mpl_f32_to_bf16((float)v * s))) bad++;
+    /* p = 0: as stated above; p = 6: the SUB form's operands (the subnormal dequantization gives v 2^-6, split 2^6 s) */
+    for (int p = 0; p <= 6; p += 6) {
+        const float mul = (float)(1 << p), inv = 1.0f / mul;
+        for (uint32_t h = 0; h < 0x10000u; h++) {
+            if ((h & 0x7c00u) == 0x7c00u) continue; /* inf / NaN */
+            float s = mpl_f16_to_f32((uint16_t)h);
+            float sm = s * mul; /* exact: a power of two, far inside the range */
+            float hi = mpl_bf16_to_f32(mpl_f32_to_bf16(sm));
+            float rem = sm - hi; /* exact: both within 11 significant bits of sm */
+            float lo = mpl_bf16_to_f32(mpl_f32_to_bf16(rem));
+            if (lo != rem || (double)hi + (double)lo != (double)sm) bad++;
+            for (int v = -15; v <= 15; v++) {
+                float vp = (float)v * inv; /* exact */
+                float vl = vp * lo;
+                if (mpl_bf16_to_f32(mpl_f32_to_bf16(vl)) != vl) bad++; /* v' * lo exact in bf16 */
+                float sum = vp * hi + vl;                               /* exact in float (15 bits) */
+                /* equal values (a zero weight may come out -0 here and +0 in dq: no sum changes) */
+                if (mpl_bf16_to_f32(mpl_f32_to_bf16(sum)) != mpl_bf16_to_f32(mpl_f32_to_bf16((float)v * s))) bad++;
+            }
         }
     }
     assert_int_equal(bad, 0);

@@ -47,8 +47,8 @@ dev_final() {
   done
 }
 
-# bench_of VERSION: the bench binary of an A/B version: new = .h200/bench_cuda_w4a16, old / mid = a bench built from an
-# earlier tree and packed beside it as .h200/bench_cuda_w4a16_old / _mid (bench/cuda/ab_table.py reads their logs)
+# bench_of VERSION: the bench binary of an A/B version: new = .h200/bench_cuda_w4a16, old / mid / alt = a bench built from an
+# earlier tree or a patch, packed beside it as .h200/bench_cuda_w4a16_old / _mid / _alt (bench/cuda/ab_table.py reads their logs)
 bench_of() { if [ "$1" = new ]; then echo .h200/bench_cuda_w4a16; else echo ".h200/bench_cuda_w4a16_$1"; fi; }
 
 # dev_ab ROUNDS DIR BENCH_ARGS...: A/B of .h200/bench_cuda_w4a16_old (a bench built from an earlier tree, packed

@@ -143,8 +143,8 @@ __device__ __forceinline__ uint32_t mul32<ActBF16>(uint32_t v, float s) {
 }
 /* f16 scale h -> bf16 pairs (hi, hi) and (lo, lo) with hi + lo == h exactly (f16 has 11 significant
  * bits, bf16 8: the remainder has at most 3 and the bf16 exponent range holds it). */
-__device__ __forceinline__ void split_f16_scale(uint32_t h, uint32_t &hi2, uint32_t &lo2) {
-    float f = __half2float(__ushort_as_half((unsigned short)h));
+__device__ __forceinline__ void split_f16_scale(uint32_t h, uint32_t &hi2, uint32_t &lo2, float mul = 1.0f) {
+    float f = __half2float(__ushort_as_half((unsigned short)h)) * mul; /* mul: a power of two, exact */
     uint32_t hb = __bfloat16_as_ushort(__float2bfloat16_rn(f));
     float lo = f - __uint_as_float(hb << 16); /* exact */
     uint32_t lb = __bfloat16_as_ushort(__float2bfloat16_rn(lo));
@@ -188,8 +188,16 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
     constexpr int R = Sh::R, MW = WG_MW;
     static_assert(!(SK && FOLD), "the stream-K form runs rounded weights only");
     static_assert(PL == 1 || ZP, "8-bit layers carry zero points (both planes')");
-    /* bf16 8-bit weights come out of dequant8 as (c - z) 2^-6: their scale is 2^6 s */
-    constexpr float W8_MUL = PL == 2 && A::id == MPL_CUDA_W4A16_ACT_BF16 ? 64.0f : 1.0f;
+    /* SUB: the SPLIT form on 4-bit codes (bf16 activations, f16 scales; not halves) takes the subnormal
+     * dequantization: a nibble masked in place is the bf16 pattern c 2^-133 (rows g + 8: 16 c 2^-133; exponent field
+     * 0 or 1, so exact), and one fma (x 2^127 or 2^123, + -z 2^-6) gives (c - z) 2^-6 -- 1 shift + 4 lop3 + 4 fma per
+     * 8 weights instead of 3 shifts (the skinny path's nib_sub) -- against the split of 2^6 s (exact for every f16
+     * scale: tests/test_cuda_w4a16.c wg_split_scale_exact). Static SASS per chunk (split-K form, BT 128): 238 -> 225
+     * instructions. The bf16- and f32-scale forms keep the 128-offset form: their 2^6 s would overflow from
+     * |s| >= 2^122. */
+    constexpr bool SUB = A::id == MPL_CUDA_W4A16_ACT_BF16 && PL == 1 && !HV && SC == SC_SPLIT;
+    /* bf16 8-bit weights (dequant8) and SUB's come out as (c - z) 2^-6: their scale is 2^6 s (exact: a power of two) */
+    constexpr float W8_MUL = (PL == 2 || SUB) && A::id == MPL_CUDA_W4A16_ACT_BF16 ? 64.0f : 1.0f;
     /* the S16, SPLIT and F32_ONE forms run layers whose chunks each lie in one group (nslot 1, wg_dispatch_zp): their
      * scale constants, like the zero terms, are read once per chunk. Static SASS, split-K form, BT 128, bf16: SPLIT 2840
      * -> 2136 instructions, S16 2328 -> 1968, 8-bit F32 with zeros 4560 -> 3864; H100 v27 (bench/cuda/NOTES.md), forced,
@@ -338,7 +346,10 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
                         uint32_t z16 = ZP ? *reinterpret_cast<const uint16_t *>(zs) : 0u;
                         if constexpr (PL == 2) /* z = zl + 16 zh per row (rows g, g + 8: the two bytes) */
                             w8_consts<A>(z16, *reinterpret_cast<const uint16_t *>(zs + 4 * R), add_g, add_g8);
-                        else {
+                        else if constexpr (SUB) { /* -z 2^-6 per row (uint4b8: z = 8) */
+                            add_g = w8_add<A>(ZP ? (z16 & 0xffu) : 8u);
+                            add_g8 = w8_add<A>(ZP ? (z16 >> 8) : 8u);
+                        } else {
                             zero_consts<A, ZP, HV ? 2u : 8u>(z16, add_g, add_g8);
                         }
                         const uint32_t hi = *reinterpret_cast<const uint32_t *>(ss + slot * R * 2 + lt * 32 + 4 * g); /* word g: rows (g, g+8) */
@@ -349,8 +360,8 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
                                 k1 = fma16x2(A::id, k1, 0x42804280u, 0x80008000u);
                             }
                         } else if constexpr (SC == SC_SPLIT) {
-                            split_f16_scale(hi & 0xffffu, k0, k1);
-                            split_f16_scale(hi >> 16, k2, k3);
+                            split_f16_scale(hi & 0xffffu, k0, k1, W8_MUL);
+                            split_f16_scale(hi >> 16, k2, k3, W8_MUL);
                         } else if constexpr (SC == SC_F32_ONE) {
                             const uint32_t lo = a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32
                                                     ? *reinterpret_cast<const uint32_t *>(ss + Sh::S_BYTES + slot * R * 2 + lt * 32 + 4 * g)
@@ -369,7 +380,13 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
                     } else {
                         uint32_t q[4];
                         if constexpr (PL == 2) dequant8<A>(w, wh, add_g, add_g8, q);
-                        else A::template dequant<CODE>(w, add_g, add_g8, q);
+                        else if constexpr (SUB) {
+                            ActBF16::nib_sub(w, q);
+                            q[0] = ActBF16::fma2(q[0], ActBF16::MUL_Q, add_g);
+                            q[1] = ActBF16::fma2(q[1], ActBF16::MUL_16Q, add_g8);
+                            q[2] = ActBF16::fma2(q[2], ActBF16::MUL_Q, add_g);
+                            q[3] = ActBF16::fma2(q[3], ActBF16::MUL_16Q, add_g8);
+                        } else A::template dequant<CODE>(w, add_g, add_g8, q);
                         if constexpr (SC == SC_S16) {
                             cur[s][j][0] = fma16x2(A::id, q[0], k0, 0x80008000u);
                             cur[s][j][1] = fma16x2(A::id, q[1], k1, 0x80008000u);
