@@ -33,7 +33,8 @@ dev_humming() {
 }
 
 # dev_final DIR SHAPES: the defaults at M 1..2048 for uint4b8, uint8b128 and uint2b2 on SHAPES (DIR/default_TYPE.log),
-# then Humming 0.1.19 int4 / int8 / int2 beside them (dev_humming, PEER_SECONDS 45 each unless set); prints both
+# then Humming 0.1.19 int4 / int8 / int2 beside them (dev_humming, PEER_SECONDS 120 each unless set: 45 s ran out before
+# the first shape on a fresh H200, its kernels compiling, bench/results/v28/call3/humming4); prints both
 dev_final() {
   local w b
   for w in uint4b8 uint8b128 uint2b2; do
@@ -43,7 +44,7 @@ dev_final() {
   done
   for b in 4 8 2; do
     stamp "humming $b"
-    HMS=1,16,64,256,1024,2048 PEER_SECONDS=${PEER_SECONDS:-45} dev_humming $b "$1/humming$b" | tail -14
+    HMS=1,16,64,256,1024,2048 PEER_SECONDS=${PEER_SECONDS:-120} dev_humming $b "$1/humming$b" | tail -14
   done
 }
 
