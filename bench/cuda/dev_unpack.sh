@@ -18,6 +18,21 @@ dev_tests() {
   dev_card "$1"
 }
 
+# dev_begin TAG MODE: R = the call's log folder ($OUT/TAG_MODE, or /tmp/TAG_MODE off the device tool), created; S = the
+# six layers of the A/B tables
+dev_begin() {
+  R=${OUT:-/tmp}/$1_$2
+  mkdir -p "$R"
+  S=70B.gate_up,70B.down,70B.qkv,70B.o,8B.qkv,8B.gate_up
+}
+# dev_end TAG MODE: the read ceiling's lines, then (the device tool returns a limited count of files) the logs in R as
+# one tar, $OUT/TAG_MODE.tgz, beside the A/B table
+dev_end() {
+  stamp "done"
+  grep -iE "read16" "$R/bw.log" | head -2
+  if [ -n "${OUT:-}" ]; then tar -C "$R" -czf "$OUT/$1_$2.tgz" . && cp "$R/ab_table.txt" "$OUT/" 2>/dev/null; rm -rf "$R"; fi
+}
+
 # stamp TEXT: a progress line with the seconds since this file was sourced
 t0=$(date +%s)
 stamp() { echo "== $(($(date +%s) - t0)) s: $*"; }

@@ -22,9 +22,7 @@
 # Binaries packed as in bench/cuda/dev_unpack.sh.
 set -u
 . bench/cuda/dev_unpack.sh
-R=${OUT:-/tmp}/v27_${1:-ab}
-mkdir -p "$R"
-S=70B.gate_up,70B.down,70B.qkv,70B.o,8B.qkv,8B.gate_up
+dev_begin v27 "${1:-ab}"
 case "${1:-ab}" in
 ab)
   dev_card "$R"
@@ -73,7 +71,4 @@ final)
   dev_final "$R" $S
   ;;
 esac
-stamp "done"
-grep -iE "read16" "$R/bw.log" | head -2
-# one file back (the device tool returns a limited count): the logs as a tar beside the table
-if [ -n "${OUT:-}" ]; then tar -C "$R" -czf "$OUT/v27_${1:-ab}.tgz" . && cp "$R/ab_table.txt" "$OUT/" 2>/dev/null; rm -rf "$R"; fi
+dev_end v27 "${1:-ab}"

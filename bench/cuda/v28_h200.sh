@@ -10,15 +10,13 @@
 #          form's subnormal dequantization against the tree before (below; binaries built with the patch applied: its
 #          bench has the "mc-off" sets and its test the multicast rounds).
 #   sub:   (call 3) the subnormal dequantization alone against the tree before, the tests, uint4b8 defaults and Humming int4.
-#   peers: (call 3) the defaults at three widths and Humming int4 / int8 / int2 (dev_final) without the tests.
+#   peers: (not run) the defaults at three widths and Humming int4 / int8 / int2 (dev_final) without the tests.
 #   final: the whole device matrix and test_cuda_faults, the defaults at M 1..2048 (uint4b8, uint8b128, uint2b2) and
 #          Humming 0.1.19 int4 / int8 / int2 (the wheel carried in .whl/) in the same call.
 # Binaries packed as in bench/cuda/dev_unpack.sh. Logs come back as one tar ($OUT/v28_MODE.tgz) beside the A/B table.
 set -u
 . bench/cuda/dev_unpack.sh
-R=${OUT:-/tmp}/v28_${1:-ab}
-mkdir -p "$R"
-S=70B.gate_up,70B.down,70B.qkv,70B.o,8B.qkv,8B.gate_up
+dev_begin v28 "${1:-ab}"
 case "${1:-ab}" in
 ab)
   dev_card "$R"
@@ -94,6 +92,4 @@ peers)
   dev_final "$R" $S
   ;;
 esac
-stamp "done"
-grep -iE "read16" "$R/bw.log" | head -2
-if [ -n "${OUT:-}" ]; then tar -C "$R" -czf "$OUT/v28_${1:-ab}.tgz" . && cp "$R/ab_table.txt" "$OUT/" 2>/dev/null; rm -rf "$R"; fi
+dev_end v28 "${1:-ab}"

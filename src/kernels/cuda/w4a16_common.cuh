@@ -146,6 +146,14 @@ struct ActBF16 {
     }
     /* a * b rounded once (fma with -0: mul.bf16x2 needs sm_90, fma.bf16x2 runs on sm_80) */
     __device__ static __forceinline__ uint32_t mul2(uint32_t a, uint32_t b) { return fma2(a, b, 0x80008000u); }
+    /* nib_sub's pairs brought to (c - z) 2^-6 by one fma each: add_g / add_g8 = -z 2^-6 of rows g / g + 8 (w8_add) */
+    __device__ static __forceinline__ void dequant_sub(uint32_t w, uint32_t add_g, uint32_t add_g8, uint32_t q[4]) {
+        nib_sub(w, q);
+        q[0] = fma2(q[0], MUL_Q, add_g);
+        q[1] = fma2(q[1], MUL_16Q, add_g8);
+        q[2] = fma2(q[2], MUL_Q, add_g);
+        q[3] = fma2(q[3], MUL_16Q, add_g8);
+    }
     __device__ static __forceinline__ void mma(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
         asm volatile(
             "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "

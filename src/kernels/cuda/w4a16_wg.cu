@@ -380,13 +380,8 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
                     } else {
                         uint32_t q[4];
                         if constexpr (PL == 2) dequant8<A>(w, wh, add_g, add_g8, q);
-                        else if constexpr (SUB) {
-                            ActBF16::nib_sub(w, q);
-                            q[0] = ActBF16::fma2(q[0], ActBF16::MUL_Q, add_g);
-                            q[1] = ActBF16::fma2(q[1], ActBF16::MUL_16Q, add_g8);
-                            q[2] = ActBF16::fma2(q[2], ActBF16::MUL_Q, add_g);
-                            q[3] = ActBF16::fma2(q[3], ActBF16::MUL_16Q, add_g8);
-                        } else A::template dequant<CODE>(w, add_g, add_g8, q);
+                        else if constexpr (SUB) ActBF16::dequant_sub(w, add_g, add_g8, q);
+                        else A::template dequant<CODE>(w, add_g, add_g8, q);
                         if constexpr (SC == SC_S16) {
                             cur[s][j][0] = fma16x2(A::id, q[0], k0, 0x80008000u);
                             cur[s][j][1] = fma16x2(A::id, q[1], k1, 0x80008000u);
