@@ -365,6 +365,65 @@ __device__ __forceinline__ void stage_scales(const unsigned char *st, int i, int
 }
 
 /*
+ * The end of a skinny-path block (w4a16_skinny, w4a16_gemv): every warp's ring drained, the 8 warps' accumulators
+ * reduced in a fixed order through the ring's shared memory (smem, SMEM bytes), then the cluster's blocks (split-K
+ * over gridDim.y, fixed order over distributed shared memory), bias added and y stored for the block's NW row tiles.
+ */
+template <class A, int NW, int MT, int SMEM>
+__device__ __forceinline__ void sk_reduce_store(const mpl_cuda_w4a16_args &a, const float (&acc)[NW][MT][4], unsigned char *smem,
+                                                int nt0, int S, int split) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    cp_async_wait<0>();
+    __syncthreads(); /* every ring drained: the shared memory is reused below */
+
+    /* Reduce the 8 warps (fixed order), then the cluster's blocks (fixed order), then store. */
+    constexpr int R = NW * MT * 4;           /* accumulators per lane */
+    constexpr int TN = NW * 16, TM = MT * 8; /* block tile: rows of N x columns of M */
+    static_assert(SK_WARPS * R * 32 * 4 <= SMEM, "reduction fits in the ring");
+    float *red = reinterpret_cast<float *>(smem); /* [warp][R][32] */
+    __shared__ float tile[TM][TN + 1];
+#pragma unroll
+    for (int i = 0; i < NW; i++)
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) red[(warp * R + (i * MT + mt) * 4 + e) * 32 + lane] = acc[i][mt][e];
+    __syncthreads();
+    for (int v = threadIdx.x; v < R * 32; v += SK_THREADS) {
+        int r = v >> 5, l = v & 31;
+        float s = 0.0f;
+#pragma unroll
+        for (int w = 0; w < SK_WARPS; w++) s += red[(w * R + r) * 32 + l];
+        int e = r & 3, mt = (r >> 2) % MT, i = (r >> 2) / MT;
+        int nl = i * 16 + (l >> 2) + 8 * (e >> 1), ml = mt * 8 + 2 * (l & 3) + (e & 1);
+        tile[ml][nl] = s;
+    }
+    __syncthreads();
+    const int E = TM * TN;
+    int e0 = 0, e1 = E;
+    if (S > 1) {
+        cluster_sync();
+        e0 = E * split / S;
+        e1 = E * (split + 1) / S;
+    }
+    for (int e = e0 + threadIdx.x; e < e1; e += SK_THREADS) {
+        int ml = e / TN, nl = e % TN;
+        int n = nt0 * 16 + nl;
+        if (ml >= a.m || n >= a.n) continue;
+        float s;
+        if (S > 1) {
+            s = 0.0f;
+            for (int q = 0; q < S; q++) s += cluster_peer(&tile[0][0], q)[ml * (TN + 1) + nl];
+        } else {
+            s = tile[ml][nl];
+        }
+        s += bias_value<A>(a.bias, n);
+        ((uint16_t *)a.y)[(size_t)ml * a.n + n] = A::from_float(s);
+    }
+    if (S > 1) cluster_sync(); /* keep this block's shared memory alive while peers read it */
+}
+
+/*
  * CHUNK_GROUP: every 64-channel chunk lies in one group (group size a multiple of 64, or one
  * group), so scales and zeros ride in the ring with the weights; otherwise they are fetched per
  * k16 step from global memory, at the cost of exposed latency (uncommon group sizes).
@@ -687,54 +746,217 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
             for (int mt = 0; mt < MT; mt++)
 #pragma unroll
                 for (int e = 0; e < 4; e++) acc[i][mt][e] *= (float)(1 << KR); /* exact */
-    cp_async_wait<0>();
-    __syncthreads(); /* every ring drained: the shared memory is reused below */
+    sk_reduce_store<A, Sh::NW, MT, Sh::SMEM>(a, acc, smem, nt0, S, split);
+}
 
-    /* Reduce the 8 warps (fixed order), then the cluster's blocks (fixed order), then store. */
-    constexpr int R = Sh::NW * MT * 4;           /* accumulators per lane */
-    constexpr int TN = Sh::NW * 16, TM = MT * 8; /* block tile: rows of N x columns of M */
-    static_assert(SK_WARPS * R * 32 * 4 <= Sh::SMEM, "reduction fits in the ring");
-    float *red = reinterpret_cast<float *>(smem); /* [warp][R][32] */
-    __shared__ float tile[TM][TN + 1];
-#pragma unroll
-    for (int i = 0; i < Sh::NW; i++)
-#pragma unroll
-        for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) red[(warp * R + (i * MT + mt) * 4 + e) * 32 + lane] = acc[i][mt][e];
-    __syncthreads();
-    for (int v = threadIdx.x; v < R * 32; v += SK_THREADS) {
-        int r = v >> 5, l = v & 31;
-        float s = 0.0f;
-#pragma unroll
-        for (int w = 0; w < SK_WARPS; w++) s += red[(w * R + r) * 32 + l];
-        int e = r & 3, mt = (r >> 2) % MT, i = (r >> 2) / MT;
-        int nl = i * 16 + (l >> 2) + 8 * (e >> 1), ml = mt * 8 + 2 * (l & 3) + (e & 1);
-        tile[ml][nl] = s;
-    }
-    __syncthreads();
-    const int E = TM * TN;
-    int e0 = 0, e1 = E;
-    if (S > 1) {
-        cluster_sync();
-        e0 = E * split / S;
-        e1 = E * (split + 1) / S;
-    }
-    for (int e = e0 + threadIdx.x; e < e1; e += SK_THREADS) {
-        int ml = e / TN, nl = e % TN;
-        int n = nt0 * 16 + nl;
-        if (ml >= a.m || n >= a.n) continue;
-        float s;
-        if (S > 1) {
-            s = 0.0f;
-            for (int q = 0; q < S; q++) s += cluster_peer(&tile[0][0], q)[ml * (TN + 1) + nl];
-        } else {
-            s = tile[ml][nl];
+/*
+ * m = 1 (w4a16_gemv, the skinny paths' kernel at m = 1 where the groups are 128-channel multiples or one and k_pad a
+ * multiple of 128): the skinny block (8 warps along K, NW row tiles, split-K over a cluster, sk_reduce_store) with a
+ * loop cut to what one token needs, because at m = 1 the consumer warps' instruction stream is the limit, not the
+ * memory pattern: the skinny pattern alone (bench_cuda_bw --patterns, no arithmetic) reads 98% of read16 on the 70B
+ * MLP layers, while skinny-rounded ran them at 72-76% of read16 on an H200 with 390 SASS instructions per 2 KB chunk
+ * (bench/cuda/NOTES.md v29). Per warp and ring stage: two 64-channel chunks of its NW tiles (4 KB at NW 4), so the copy
+ * issue, the group's scales and the fold come once per 128 channels; x for both chunks from one pointer per lane (no
+ * bounds: k_pad % 128 == 0), prefetched a stage ahead into the other of two register sets; per 8 weights 1 shift +
+ * 4 lop3 + 1 MMA:
+ *   bf16: the codes as raw bf16 subnormals (ActBF16::nib_sub: q 2^-133 for rows g, 16 q 2^-133 for rows g + 8), which
+ *         mma.sync takes exactly (bench_cuda_bw --mma-sub: 512 products, none flushed, error 0), against x 2^64 (one
+ *         mul per x register, exact for |x| < 2^64) so that the products stay normal in f32: no fma per weight pair;
+ *   f16:  ActF16::dequant_off (1024 + q, 1024 + 16 q).
+ * One MMA per k16 step with the constant A = SUM sums x in the same scale (c1), and the fold takes (OFF + M z) c1 off
+ * each row's sum before the group scale: d = sum (q - z) x exactly up to f32 accumulation, rows g + 8 times 16 (M),
+ * divided out with the 2^69 (bf16) at the end. Only column 0 (e 0: row g, e 2: row g + 8) is kept.
+ */
+template <class A>
+struct Gv;
+template <>
+struct Gv<ActBF16> {
+    static constexpr uint32_t SUM = 0x00010001u;   /* 2^-133: the codes' scale */
+    static constexpr uint32_t XMUL = 0x5F805F80u;  /* 2^64 */
+    static constexpr float OFF = 0.0f;
+    static constexpr float OUT = 590295810358705651712.0f; /* 2^69 = 2^133 / 2^64 */
+    static constexpr bool SCALE_X = true;
+    __device__ static __forceinline__ void dequant(uint32_t w, uint32_t a[4]) { ActBF16::nib_sub(w, a); }
+};
+template <>
+struct Gv<ActF16> {
+    static constexpr uint32_t SUM = 0x3C003C00u; /* 1 */
+    static constexpr uint32_t XMUL = 0u;
+    static constexpr float OFF = 1024.0f;
+    static constexpr float OUT = 1.0f;
+    static constexpr bool SCALE_X = false;
+    __device__ static __forceinline__ void dequant(uint32_t w, uint32_t a[4]) { ActF16::dequant_off(w, a); }
+};
+static_assert(ActF16::G8_MUL == 16, "w4a16_gemv: rows g + 8 read at 16 times the code in both types");
+
+/* One ring stage of w4a16_gemv: weights (chunk c's NW blocks, then chunk c + 1's) | scales (NW x 32 B) | scales_lo
+ * (NW x 32 B) | zeros (NW x 16 B). 3 stages of 4.3 KB per warp at NW 4 (two in flight: 8 KB), 6 of 2.2 KB at NW 2:
+ * ~104 KB per block, two blocks per SM. */
+template <int NW_>
+struct GvShape {
+    static constexpr int NW = NW_;
+    static constexpr int STAGES = NW_ == 4 ? 3 : 6;
+    static constexpr int OFF_S = 2 * NW * MPL_CUDA_W4A16_BLOCK_BYTES, OFF_L = OFF_S + NW * 32, OFF_Z = OFF_L + NW * 32;
+    static constexpr int STAGE = OFF_Z + NW * 16;
+    static constexpr int SMEM = SK_WARPS * STAGES * STAGE;
+    static_assert(STAGE % 16 == 0, "stage alignment");
+};
+
+template <class A, bool ZP, int NW, int SF>
+__global__ void __launch_bounds__(SK_THREADS, 2) w4a16_gemv(const mpl_cuda_w4a16_args a) {
+    using Sh = GvShape<NW>;
+    using G = Gv<A>;
+    extern __shared__ __align__(16) unsigned char smem[];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+    const int KC = a.k_pad >> MPL_CUDA_W4A16_KC_SHIFT, KP = KC >> 1; /* chunks, chunk pairs per row tile */
+    const int S = gridDim.y, split = blockIdx.y;
+    const int p_begin = (int)((long long)KP * split / S), p_end = (int)((long long)KP * (split + 1) / S);
+    const int nt0 = blockIdx.x * NW;
+    const int first = p_begin + (p_end - p_begin) * warp / SK_WARPS;
+    const int count = p_begin + (p_end - p_begin) * (warp + 1) / SK_WARPS - first;
+    unsigned char *const ring = smem + warp * (Sh::STAGES * Sh::STAGE), *const ring_end = ring + Sh::STAGES * Sh::STAGE;
+    /*
+     * The copies, from pointers that advance (the loop's address arithmetic was ~95 of ~430 SASS instructions per pair
+     * when recomputed from the pair index): this lane's 16 bytes of tile 0's block of the next pair to issue (tile i
+     * tstride bytes on, the second chunk 512 bytes on), and the one 16-byte copy of the group's constants it makes, if
+     * any (lanes 0 .. 2 NW - 1 the scales, then the f32 scales' low halves, then the zeros; gstride bytes per group).
+     */
+    const unsigned char *wsrc = reinterpret_cast<const unsigned char *>(a.qweight) +
+                                (((size_t)nt0 * KC + 2 * (size_t)first) * 32 + lane) * 16;
+    const size_t tstride = (size_t)KC * MPL_CUDA_W4A16_BLOCK_BYTES;
+    const unsigned char *gsrc = nullptr;
+    size_t gstride = 0;
+    int gdst = -1;
+    {
+        const size_t row0 = (size_t)group_of_step(first * 8, a.inv_gs16) * a.n_pad + (size_t)nt0 * 16;
+        if (lane < 2 * NW) {
+            gdst = Sh::OFF_S + lane * 16, gsrc = reinterpret_cast<const unsigned char *>(a.scales + row0 + lane * 8), gstride = (size_t)a.n_pad * 2;
+        } else if (SF == MPL_CUDA_W4A16_SCALE_F32 && lane < 4 * NW) {
+            const int l = lane - 2 * NW;
+            gdst = Sh::OFF_L + l * 16, gsrc = reinterpret_cast<const unsigned char *>(a.scales_lo + row0 + l * 8), gstride = (size_t)a.n_pad * 2;
+        } else if (ZP && lane >= 4 * NW && lane < 5 * NW) {
+            const int l = lane - 4 * NW;
+            gdst = Sh::OFF_Z + l * 16, gsrc = a.zeros + row0 + l * 16, gstride = (size_t)a.n_pad;
         }
-        s += bias_value<A>(a.bias, n);
-        ((uint16_t *)a.y)[(size_t)ml * a.n + n] = A::from_float(s);
     }
-    if (S > 1) cluster_sync(); /* keep this block's shared memory alive while peers read it */
+    int irem = a.gs16 - (first * 8) % a.gs16; /* k16 steps until the next pair to issue ends its group */
+    unsigned char *wst = ring;
+    auto issue = [&]() {
+        const unsigned char *src = wsrc;
+#pragma unroll
+        for (int i = 0; i < NW; i++, src += tstride) {
+            cp_async16(wst + i * MPL_CUDA_W4A16_BLOCK_BYTES + lane * 16, src, 16);
+            cp_async16(wst + (NW + i) * MPL_CUDA_W4A16_BLOCK_BYTES + lane * 16, src + MPL_CUDA_W4A16_BLOCK_BYTES, 16);
+        }
+        if (gdst >= 0) cp_async16(wst + gdst, gsrc, 16);
+        wsrc += 2 * MPL_CUDA_W4A16_BLOCK_BYTES;
+        if ((irem -= 8) == 0) irem = a.gs16, gsrc += gstride;
+        wst = wst + Sh::STAGE == ring_end ? ring : wst + Sh::STAGE;
+    };
+#pragma unroll
+    for (int s = 0; s < Sh::STAGES - 1; s++) {
+        if (s < count) issue();
+        cp_async_commit();
+    }
+    float acc[NW][1][4], cg[NW][4], c1[4];
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        c1[e] = 0.0f;
+#pragma unroll
+        for (int i = 0; i < NW; i++) acc[i][0][e] = cg[i][e] = 0.0f;
+    }
+    /* x of pair p for this lane: elements 128 p + 16 j + 4 t .. + 3, j = 0..7 (token 0 in every lane: the MMA
+     * columns past 0 are never stored) */
+    const uint2 *xq = reinterpret_cast<const uint2 *>(a.x) + t;
+    auto load_x = [&](int p, uint2(&xd)[8]) {
+#pragma unroll
+        for (int j = 0; j < 8; j++) xd[j] = xq[32 * p + 4 * j];
+    };
+    int rem = a.gs16 - (first * 8) % a.gs16; /* k16 steps until the current group ends (gs16 % 8 == 0) */
+    const unsigned char *rst = ring;          /* the stage computed next */
+    auto body = [&](int it, uint2(&xc)[8], uint2(&xn)[8]) {
+        cp_async_wait<Sh::STAGES - 2>();
+        __syncwarp();
+        if (it + Sh::STAGES - 1 < count) issue();
+        cp_async_commit();
+        if (it + 1 < count) load_x(first + it + 1, xn);
+        const unsigned char *st = rst;
+        rst = rst + Sh::STAGE == ring_end ? ring : rst + Sh::STAGE;
+        const uint32_t sum[4] = {G::SUM, G::SUM, G::SUM, G::SUM};
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            uint4 wv[NW];
+#pragma unroll
+            for (int i = 0; i < NW; i++) wv[i] = *reinterpret_cast<const uint4 *>(st + (h * NW + i) * MPL_CUDA_W4A16_BLOCK_BYTES + lane * 16);
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                uint32_t b0 = xc[4 * h + j].x, b1 = xc[4 * h + j].y;
+                if (G::SCALE_X) b0 = ActBF16::mul2(b0, G::XMUL), b1 = ActBF16::mul2(b1, G::XMUL);
+#pragma unroll
+                for (int i = 0; i < NW; i++) {
+                    const uint32_t w = j == 0 ? wv[i].x : j == 1 ? wv[i].y : j == 2 ? wv[i].z : wv[i].w;
+                    uint32_t af[4];
+                    G::dequant(w, af);
+                    A::mma(cg[i], af, b0, b1);
+                }
+                A::mma(c1, sum, b0, b1);
+            }
+        }
+        if ((rem -= 8) == 0 || it == count - 1) {
+#pragma unroll
+            for (int i = 0; i < NW; i++) {
+                uint32_t hi, lo = 0u, zz = 0x0808u;
+                stage_group<Sh, ZP>(st, i, g, SF, hi, lo, zz);
+                float s_g, s_g8;
+                row_scales(hi, lo, SF, s_g, s_g8);
+                const float z_g = (float)(zz & 0xffu), z_g8 = (float)(zz >> 8);
+                acc[i][0][0] = fmaf(s_g, fmaf(-(G::OFF + z_g), c1[0], cg[i][0]), acc[i][0][0]);
+                acc[i][0][2] = fmaf(s_g8, fmaf(-(G::OFF + 16.0f * z_g8), c1[0], cg[i][2]), acc[i][0][2]);
+#pragma unroll
+                for (int e = 0; e < 4; e++) cg[i][e] = 0.0f;
+            }
+#pragma unroll
+            for (int e = 0; e < 4; e++) c1[e] = 0.0f;
+        }
+        if (rem == 0) rem = a.gs16;
+    };
+    uint2 xa[8], xb[8];
+    if (count > 0) load_x(first, xa);
+    for (int it = 0; it < count; it += 2) {
+        body(it, xa, xb);
+        if (it + 1 < count) body(it + 1, xb, xa);
+    }
+#pragma unroll
+    for (int i = 0; i < NW; i++) {
+        acc[i][0][0] *= G::OUT;
+        acc[i][0][2] *= G::OUT * (1.0f / 16.0f);
+        acc[i][0][1] = acc[i][0][3] = 0.0f;
+    }
+    sk_reduce_store<A, NW, 1, Sh::SMEM>(a, acc, smem, nt0, S, split);
+}
+
+/* Whether w4a16_gemv takes the layer (m = 1, 4-bit codes, groups of 128-channel multiples or one, k_pad % 128 == 0). */
+static bool gemv_fits(const mpl_cuda_w4a16_args *a) {
+    return a->m == 1 && !a->halves && !a->planes_k && a->gs16 % 8 == 0 && (a->k_pad >> MPL_CUDA_W4A16_KC_SHIFT) % 2 == 0;
+}
+
+template <class A, bool ZP, int NW, int SF>
+static cudaError_t launch_gv_sf(const mpl_cuda_w4a16_args *a, cudaStream_t stream, int ksplit) {
+    const int ntiles = (a->n + MPL_CUDA_W4A16_NT - 1) / MPL_CUDA_W4A16_NT;
+    constexpr int SMEM = GvShape<NW>::SMEM;
+    static KernelSetup setup;
+    cudaError_t e = setup_kernel(w4a16_gemv<A, ZP, NW, SF>, a->device, SK_THREADS, SMEM, setup, nullptr);
+    if (e != cudaSuccess) return e;
+    return launch_ksplit(w4a16_gemv<A, ZP, NW, SF>, (unsigned)((ntiles + NW - 1) / NW), ksplit, SK_THREADS, SMEM, stream, *a);
+}
+template <class A, bool ZP, int NW>
+static cudaError_t launch_gv(const mpl_cuda_w4a16_args *a, cudaStream_t stream, int ksplit) {
+    switch (a->scale_fmt) {
+    case MPL_CUDA_W4A16_SCALE_F16: return launch_gv_sf<A, ZP, NW, MPL_CUDA_W4A16_SCALE_F16>(a, stream, ksplit);
+    case MPL_CUDA_W4A16_SCALE_BF16: return launch_gv_sf<A, ZP, NW, MPL_CUDA_W4A16_SCALE_BF16>(a, stream, ksplit);
+    case MPL_CUDA_W4A16_SCALE_F32: return launch_gv_sf<A, ZP, NW, MPL_CUDA_W4A16_SCALE_F32>(a, stream, ksplit);
+    default: return cudaErrorInvalidValue;
+    }
 }
 
 template <class A, bool ZP, int MT, bool CG, int NW, int FORM, int SF>
@@ -773,6 +995,8 @@ static cudaError_t launch_zp(const mpl_cuda_w4a16_args *a, cudaStream_t stream, 
         if (a->m == 1) return launch_one<A, ZP, 1, true, NW, FORM_HALVES_M1>(a, stream, ksplit);
         return a->m > 8 ? launch_one<A, ZP, 2, true, NW, FORM>(a, stream, ksplit) : launch_one<A, ZP, 1, true, NW, FORM>(a, stream, ksplit);
     } else {
+        if constexpr (FORM != FORM_W8)
+            if (gemv_fits(a)) return launch_gv<A, ZP, NW>(a, stream, ksplit);
         if (a->m > 8) return cg ? launch_one<A, ZP, 2, true, NW, FORM>(a, stream, ksplit) : launch_one<A, ZP, 2, false, NW, FORM>(a, stream, ksplit);
         if constexpr (FORM == FORM_OFFSET)
             if (cg && a->m == 1) return launch_one<A, ZP, 1, true, NW, FORM_OFFSET_M1>(a, stream, ksplit);
