@@ -7,6 +7,9 @@
 #   gemv:  (call 2) w4a16_gemv (the m = 1 kernel) against the tree before (old), in turns, M = 1 on the six layers: bf16
 #          uint4b8 with f16 scales (skinny-rounded), f16 uint4b8 (skinny), bf16 with bf16 scales (skinny-rounded's rounded
 #          form before), bf16 uint3b4 (4-bit codes); then the whole device matrix and test_cuda_faults.
+#   final: (call 3) the kept form (x through the ring, k % 128 == 0) against the tree before: M = 1, bf16 uint4b8 (f16
+#          scales) and f16 uint4b8 on the six layers, two rounds in turns; then the whole device matrix and
+#          test_cuda_faults.
 # Binaries packed as in bench/cuda/dev_unpack.sh. Logs come back as one tar ($OUT/v29_MODE.tgz).
 set -u
 . bench/cuda/dev_unpack.sh
@@ -43,6 +46,20 @@ gemv)
   dev_ncu "$R/ncu_gemv.txt" .h200/bench_cuda_w4a16 w4a16_gemv --shapes 70B.gate_up --m 1 --wtype uint4b8 --reps 1
   stamp "tests"
   TEST_S=${TEST_S:-330} dev_tests "$R"
+  ;;
+final)
+  dev_card "$R"
+  for r in 1 2; do
+    stamp "round $r"
+    for v in old new; do
+      b=$(bench_of $v)
+      timeout 30 stdbuf -oL $b --shapes "$S" --m 1 --wtype uint4b8 --reps 10 > "$R/o_${v}_bf4_$r.log" 2>&1
+      timeout 30 stdbuf -oL $b --shapes "$S" --m 1 --act f16 --wtype uint4b8 --reps 10 > "$R/o_${v}_hf4_$r.log" 2>&1
+    done
+  done
+  python3 bench/cuda/ab_table.py "$R"/o_*.log | tee "$R/ab_table.txt"
+  stamp "tests"
+  TEST_S=${TEST_S:-440} dev_tests "$R"
   ;;
 esac
 dev_end v29 "${1:-probe}"

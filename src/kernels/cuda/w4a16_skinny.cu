@@ -789,22 +789,25 @@ struct Gv<ActF16> {
 };
 static_assert(ActF16::G8_MUL == 16, "w4a16_gemv: rows g + 8 read at 16 times the code in both types");
 
-/* One ring stage of w4a16_gemv: weights (chunk c's NW blocks, then chunk c + 1's) | scales (NW x 32 B) | scales_lo
- * (NW x 32 B) | zeros (NW x 16 B). 3 stages of 4.3 KB per warp at NW 4 (two in flight: 8 KB), 6 of 2.2 KB at NW 2:
- * ~104 KB per block, two blocks per SM. */
-template <int NW_>
+/* One ring stage of w4a16_gemv: weights (chunk c's NW blocks, then chunk c + 1's) | x of both chunks (256 B) | scales
+ * (NW x 32 B) | with f32 scales their low halves (NW x 32 B) | with zero points the zeros (NW x 16 B). 3 stages of
+ * 4.4-4.7 KB per warp at NW 4 (two in flight: 8 KB), 5 of 2.4-2.5 KB at NW 2: at most 112 KB per block, two blocks per
+ * SM. x rides in the ring because from registers loaded a stage ahead its L2 latency showed (ncu, H100, 70B gate_up:
+ * long-scoreboard stalls 6.45 per issue, bench/cuda/NOTES.md v29) and the second register set cost 16 registers. */
+template <int NW_, int SF, bool ZP>
 struct GvShape {
     static constexpr int NW = NW_;
-    static constexpr int STAGES = NW_ == 4 ? 3 : 6;
-    static constexpr int OFF_S = 2 * NW * MPL_CUDA_W4A16_BLOCK_BYTES, OFF_L = OFF_S + NW * 32, OFF_Z = OFF_L + NW * 32;
-    static constexpr int STAGE = OFF_Z + NW * 16;
+    static constexpr int STAGES = NW_ == 4 ? 3 : 5;
+    static constexpr int OFF_X = 2 * NW * MPL_CUDA_W4A16_BLOCK_BYTES, OFF_S = OFF_X + 256;
+    static constexpr int OFF_L = OFF_S + NW * 32, OFF_Z = OFF_L + (SF == MPL_CUDA_W4A16_SCALE_F32 ? NW * 32 : 0);
+    static constexpr int STAGE = OFF_Z + (ZP ? NW * 16 : 0);
     static constexpr int SMEM = SK_WARPS * STAGES * STAGE;
     static_assert(STAGE % 16 == 0, "stage alignment");
 };
 
 template <class A, bool ZP, int NW, int SF>
 __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_gemv(const mpl_cuda_w4a16_args a) {
-    using Sh = GvShape<NW>;
+    using Sh = GvShape<NW, SF, ZP>;
     using G = Gv<A>;
     extern __shared__ __align__(16) unsigned char smem[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
@@ -839,6 +842,8 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_gemv(const mpl_cuda_w4a16
             gdst = Sh::OFF_Z + l * 16, gsrc = a.zeros + row0 + l * 16, gstride = (size_t)a.n_pad;
         }
     }
+    /* lanes 0..15: 16 bytes each of the pair's 128 x elements */
+    const unsigned char *xsrc = reinterpret_cast<const unsigned char *>(a.x) + ((size_t)first * 128 + (lane & 15) * 8) * 2;
     int irem = a.gs16 - (first * 8) % a.gs16; /* k16 steps until the next pair to issue ends its group */
     unsigned char *wst = ring;
     auto issue = [&]() {
@@ -849,6 +854,8 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_gemv(const mpl_cuda_w4a16
             cp_async16(wst + (NW + i) * MPL_CUDA_W4A16_BLOCK_BYTES + lane * 16, src + MPL_CUDA_W4A16_BLOCK_BYTES, 16);
         }
         if (gdst >= 0) cp_async16(wst + gdst, gsrc, 16);
+        if (lane < 16) cp_async16(wst + Sh::OFF_X + lane * 16, xsrc, 16);
+        xsrc += 256;
         wsrc += 2 * MPL_CUDA_W4A16_BLOCK_BYTES;
         if ((irem -= 8) == 0) irem = a.gs16, gsrc += gstride;
         wst = wst + Sh::STAGE == ring_end ? ring : wst + Sh::STAGE;
@@ -865,21 +872,13 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_gemv(const mpl_cuda_w4a16
 #pragma unroll
         for (int i = 0; i < NW; i++) acc[i][0][e] = cg[i][e] = 0.0f;
     }
-    /* x of pair p for this lane: elements 128 p + 16 j + 4 t .. + 3, j = 0..7 (token 0 in every lane: the MMA
-     * columns past 0 are never stored) */
-    const uint2 *xq = reinterpret_cast<const uint2 *>(a.x) + t;
-    auto load_x = [&](int p, uint2(&xd)[8]) {
-#pragma unroll
-        for (int j = 0; j < 8; j++) xd[j] = xq[32 * p + 4 * j];
-    };
     int rem = a.gs16 - (first * 8) % a.gs16; /* k16 steps until the current group ends (gs16 % 8 == 0) */
     const unsigned char *rst = ring;          /* the stage computed next */
-    auto body = [&](int it, uint2(&xc)[8], uint2(&xn)[8]) {
+    for (int it = 0; it < count; it++) {
         cp_async_wait<Sh::STAGES - 2>();
         __syncwarp();
         if (it + Sh::STAGES - 1 < count) issue();
         cp_async_commit();
-        if (it + 1 < count) load_x(first + it + 1, xn);
         const unsigned char *st = rst;
         rst = rst + Sh::STAGE == ring_end ? ring : rst + Sh::STAGE;
         const uint32_t sum[4] = {G::SUM, G::SUM, G::SUM, G::SUM};
@@ -890,7 +889,10 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_gemv(const mpl_cuda_w4a16
             for (int i = 0; i < NW; i++) wv[i] = *reinterpret_cast<const uint4 *>(st + (h * NW + i) * MPL_CUDA_W4A16_BLOCK_BYTES + lane * 16);
 #pragma unroll
             for (int j = 0; j < 4; j++) {
-                uint32_t b0 = xc[4 * h + j].x, b1 = xc[4 * h + j].y;
+                /* x elements 16 (4 h + j) + 4 t .. + 3 of the pair (token 0 in every lane: the MMA columns past 0 are
+                 * never stored) */
+                const uint2 xv = *reinterpret_cast<const uint2 *>(st + Sh::OFF_X + (16 * (4 * h + j) + 4 * t) * 2);
+                uint32_t b0 = xv.x, b1 = xv.y;
                 if (G::SCALE_X) b0 = ActBF16::mul2(b0, G::XMUL), b1 = ActBF16::mul2(b1, G::XMUL);
 #pragma unroll
                 for (int i = 0; i < NW; i++) {
@@ -919,12 +921,6 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_gemv(const mpl_cuda_w4a16
             for (int e = 0; e < 4; e++) c1[e] = 0.0f;
         }
         if (rem == 0) rem = a.gs16;
-    };
-    uint2 xa[8], xb[8];
-    if (count > 0) load_x(first, xa);
-    for (int it = 0; it < count; it += 2) {
-        body(it, xa, xb);
-        if (it + 1 < count) body(it + 1, xb, xa);
     }
 #pragma unroll
     for (int i = 0; i < NW; i++) {
@@ -935,15 +931,16 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_gemv(const mpl_cuda_w4a16
     sk_reduce_store<A, NW, 1, Sh::SMEM>(a, acc, smem, nt0, S, split);
 }
 
-/* Whether w4a16_gemv takes the layer (m = 1, 4-bit codes, groups of 128-channel multiples or one, k_pad % 128 == 0). */
+/* Whether w4a16_gemv takes the layer (m = 1, 4-bit codes, groups of 128-channel multiples or one, k a multiple of 128). */
 static bool gemv_fits(const mpl_cuda_w4a16_args *a) {
-    return a->m == 1 && !a->halves && !a->planes_k && a->gs16 % 8 == 0 && (a->k_pad >> MPL_CUDA_W4A16_KC_SHIFT) % 2 == 0;
+    /* k == k_pad: x has every channel the pairs read (a K tail would read past x's row) */
+    return a->m == 1 && !a->halves && !a->planes_k && a->gs16 % 8 == 0 && a->k == a->k_pad && a->k % 128 == 0;
 }
 
 template <class A, bool ZP, int NW, int SF>
 static cudaError_t launch_gv_sf(const mpl_cuda_w4a16_args *a, cudaStream_t stream, int ksplit) {
     const int ntiles = (a->n + MPL_CUDA_W4A16_NT - 1) / MPL_CUDA_W4A16_NT;
-    constexpr int SMEM = GvShape<NW>::SMEM;
+    constexpr int SMEM = GvShape<NW, SF, ZP>::SMEM;
     static KernelSetup setup;
     cudaError_t e = setup_kernel(w4a16_gemv<A, ZP, NW, SF>, a->device, SK_THREADS, SMEM, setup, nullptr);
     if (e != cudaSuccess) return e;
