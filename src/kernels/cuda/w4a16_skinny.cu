@@ -32,6 +32,10 @@
  *    fold in the loop instead of four). v26 (bench/cuda/NOTES.md), M = 1 against the tree before, in turns: f16 uint4b8
  *    0.94-0.99x (H200) and 0.95-1.00x (H100), bf16 f16-scale uint4b8 (skinny-rounded's exact form) 0.93-0.99x (H200);
  *    FORM_W8 with the one-fold test ran 70B qkv 1.28x slower on both cards, so it keeps the per-step test.
+ *  - m = 1 on 4-bit codes with K % 128 == 0 and groups of 128-channel multiples (or one) runs w4a16_gemv (below): two
+ *    chunks per ring stage, x in the ring, advancing copy pointers, bf16 codes as raw subnormals into the MMA: 182 SASS
+ *    instructions per 2 KB chunk where FORM_EXACT took 390; H100 v29, M = 1 against the tree before: bf16 0.79-0.97x
+ *    (70B gate_up 93.4 -> 84.3 us, 93% of read16), f16 0.80-0.98x.
  */
 #include <type_traits>
 
