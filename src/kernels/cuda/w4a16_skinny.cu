@@ -754,15 +754,14 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
 }
 
 /*
- * m = 1 (w4a16_gemv, the skinny paths' kernel at m = 1 where the groups are 128-channel multiples or one and k_pad a
+ * m = 1 (w4a16_gemv, the skinny paths' kernel at m = 1 where the groups are 128-channel multiples or one and K a
  * multiple of 128): the skinny block (8 warps along K, NW row tiles, split-K over a cluster, sk_reduce_store) with a
  * loop cut to what one token needs, because at m = 1 the consumer warps' instruction stream is the limit, not the
  * memory pattern: the skinny pattern alone (bench_cuda_bw --patterns, no arithmetic) reads 98% of read16 on the 70B
  * MLP layers, while skinny-rounded ran them at 72-76% of read16 on an H200 with 390 SASS instructions per 2 KB chunk
  * (bench/cuda/NOTES.md v29). Per warp and ring stage: two 64-channel chunks of its NW tiles (4 KB at NW 4), so the copy
- * issue, the group's scales and the fold come once per 128 channels; x for both chunks from one pointer per lane (no
- * bounds: k_pad % 128 == 0), prefetched a stage ahead into the other of two register sets; per 8 weights 1 shift +
- * 4 lop3 + 1 MMA:
+ * issue, the group's scales and the fold come once per 128 channels; x for both chunks in the stage (no bounds:
+ * K % 128 == 0); per 8 weights 1 shift + 4 lop3 + 1 MMA:
  *   bf16: the codes as raw bf16 subnormals (ActBF16::nib_sub: q 2^-133 for rows g, 16 q 2^-133 for rows g + 8), which
  *         mma.sync takes exactly (bench_cuda_bw --mma-sub: 512 products, none flushed, error 0), against x 2^64 (one
  *         mul per x register, exact for |x| < 2^64) so that the products stay normal in f32: no fma per weight pair;
@@ -846,7 +845,7 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_gemv(const mpl_cuda_w4a16
             gdst = Sh::OFF_Z + l * 16, gsrc = a.zeros + row0 + l * 16, gstride = (size_t)a.n_pad;
         }
     }
-    /* lanes 0..15: 16 bytes each of the pair's 128 x elements */
+    /* lanes 0..15: 16 bytes each of the stage's 128 x elements */
     const unsigned char *xsrc = reinterpret_cast<const unsigned char *>(a.x) + ((size_t)first * 128 + (lane & 15) * 8) * 2;
     int irem = a.gs16 - (first * 8) % a.gs16; /* k16 steps until the next pair to issue ends its group */
     unsigned char *wst = ring;
