@@ -32,7 +32,7 @@
  *    fold in the loop instead of four). v26 (bench/cuda/NOTES.md), M = 1 against the tree before, in turns: f16 uint4b8
  *    0.94-0.99x (H200) and 0.95-1.00x (H100), bf16 f16-scale uint4b8 (skinny-rounded's exact form) 0.93-0.99x (H200);
  *    FORM_W8 with the one-fold test ran 70B qkv 1.28x slower on both cards, so it keeps the per-step test.
- *  - m = 1 on 4-bit codes with K % 128 == 0 and groups of 128-channel multiples (or one) runs w4a16_gemv (below): two
+ *  - m = 1 on sm_90, 4-bit codes with K % 128 == 0 and groups of 128-channel multiples (or one) runs w4a16_gemv: two
  *    chunks per ring stage, x in the ring, advancing copy pointers, bf16 codes as raw subnormals into the MMA: 182 SASS
  *    instructions per 2 KB chunk where FORM_EXACT took 390; H100 v29, M = 1 against the tree before: bf16 0.79-0.97x
  *    (70B gate_up 93.4 -> 84.3 us, 93% of read16), f16 0.80-0.98x.
@@ -806,6 +806,9 @@ struct GvShape {
     static constexpr int STAGE = OFF_Z + (ZP ? NW * 16 : 0);
     static constexpr int SMEM = SK_WARPS * STAGES * STAGE;
     static_assert(STAGE % 16 == 0, "stage alignment");
+    /* two blocks per SM (__launch_bounds__(SK_THREADS, 2)): the rings, sk_reduce_store's 2080-byte tile and the 1 KB the
+     * hardware reserves per block, twice, within sm_90's 228 KB */
+    static_assert(2 * (SMEM + 2080 + 1024) <= 228 * 1024, "two w4a16_gemv blocks per SM");
 };
 
 template <class A, bool ZP, int NW, int SF>
@@ -934,10 +937,12 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_gemv(const mpl_cuda_w4a16
     sk_reduce_store<A, NW, 1, Sh::SMEM>(a, acc, smem, nt0, S, split);
 }
 
-/* Whether w4a16_gemv takes the layer (m = 1, 4-bit codes, groups of 128-channel multiples or one, k a multiple of 128). */
+/* Whether w4a16_gemv takes the layer (m = 1, 4-bit codes, groups of 128-channel multiples or one, k a multiple of 128),
+ * on sm_90, where it was measured and where mma.sync's exactness on subnormal bf16 operands was checked (--mma-sub);
+ * sm_80 (164 KB of shared memory per SM: one such block per SM) keeps the loop it was measured with. */
 static bool gemv_fits(const mpl_cuda_w4a16_args *a) {
     /* k == k_pad: x has every channel the pairs read (a K tail would read past x's row) */
-    return a->m == 1 && !a->halves && !a->planes_k && a->gs16 % 8 == 0 && a->k == a->k_pad && a->k % 128 == 0;
+    return a->cc >= 90 && a->m == 1 && !a->halves && !a->planes_k && a->gs16 % 8 == 0 && a->k == a->k_pad && a->k % 128 == 0;
 }
 
 template <class A, bool ZP, int NW, int SF>
