@@ -210,30 +210,18 @@ static int cmpf(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-enum { K_COPY, K_READ, K_BULK };
-
-/* median TB/s of kernel k over windows of `win` bytes rotating through the buffer */
-static double measure(int k, unsigned char *buf, size_t total, size_t win, int sms, int S, int B, int bps, uint32_t *out,
-                      int reps) {
+/* median time per launch in ms: 2 warm-up and `reps` timed repetitions of 8 launches, launch(w) starting one on window
+ * w of nwin (the windows rotate through the buffer, so every launch reads cold memory) */
+template <class Launch>
+static double median_ms(int reps, size_t nwin, Launch launch) {
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
-    size_t nwin = total / (k == K_COPY ? 2 * win : win);
     float t[64];
     const int calls = 8;
     for (int r = -2; r < reps; r++) {
         CK(cudaEventRecord(e0));
-        for (int c = 0; c < calls; c++) {
-            size_t w = ((size_t)(r + 2) * calls + c) % nwin;
-            if (k == K_COPY) {
-                unsigned char *s = buf + 2 * w * win;
-                CK((cudaError_t)bench_copy_launch(s, s + win, win, sms, NULL));
-            } else if (k == K_READ) {
-                probe_read16<<<sms * 4, 512>>>((const uint4 *)(buf + w * win), win / 16, out);
-            } else {
-                probe_bulk<<<sms * bps, 288, (size_t)S * B>>>(buf + w * win, win, S, B, out);
-            }
-        }
+        for (int c = 0; c < calls; c++) launch(((size_t)(r + 2) * calls + c) % nwin);
         CK(cudaEventRecord(e1));
         CK(cudaEventSynchronize(e1));
         CK(cudaGetLastError());
@@ -242,13 +230,28 @@ static double measure(int k, unsigned char *buf, size_t total, size_t win, int s
         if (r >= 0) t[r] = ms / calls;
     }
     qsort(t, (size_t)reps, sizeof t[0], cmpf);
-    double ms = t[reps / 2];
-    double moved = (double)win * (k == K_COPY ? 2.0 : 1.0);
     CK(cudaEventDestroy(e0));
     CK(cudaEventDestroy(e1));
-    return moved / (ms * 1e-3) / 1e12;
+    return t[reps / 2];
 }
 
+enum { K_COPY, K_READ, K_BULK };
+
+/* median TB/s of kernel k over windows of `win` bytes rotating through the buffer */
+static double measure(int k, unsigned char *buf, size_t total, size_t win, int sms, int S, int B, int bps, uint32_t *out,
+                      int reps) {
+    const double ms = median_ms(reps, total / (k == K_COPY ? 2 * win : win), [&](size_t w) {
+        if (k == K_COPY) {
+            unsigned char *s = buf + 2 * w * win;
+            CK((cudaError_t)bench_copy_launch(s, s + win, win, sms, NULL));
+        } else if (k == K_READ) {
+            probe_read16<<<sms * 4, 512>>>((const uint4 *)(buf + w * win), win / 16, out);
+        } else {
+            probe_bulk<<<sms * bps, 288, (size_t)S * B>>>(buf + w * win, win, S, B, out);
+        }
+    });
+    return (double)win * (k == K_COPY ? 2.0 : 1.0) / (ms * 1e-3) / 1e12;
+}
 
 typedef void (*sk_fn)(const uint4 *, int, int, uint32_t *);
 struct SkCase {
@@ -261,32 +264,13 @@ struct SkCase {
 static double measure_sk(const SkCase &c, unsigned char *buf, size_t total, int ntiles, int KC, int split, int sms, uint32_t *out,
                          int reps) {
     const size_t win = (size_t)ntiles * KC * 512;
-    const size_t nwin = total / win;
     const int smem = c.mode == 2 ? 0 : 8 * c.stages * c.nw * 512;
     CK(cudaFuncSetAttribute(c.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     const dim3 grid = c.mode == 3 ? dim3(2 * sms) : dim3(ntiles / c.nw, split);
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-    float t[64];
-    const int calls = 8;
-    for (int r = -2; r < reps; r++) {
-        CK(cudaEventRecord(e0));
-        for (int k = 0; k < calls; k++) {
-            size_t w = ((size_t)(r + 2) * calls + k) % nwin;
-            c.fn<<<grid, 256, smem>>>((const uint4 *)(buf + w * win), ntiles, KC, out);
-        }
-        CK(cudaEventRecord(e1));
-        CK(cudaEventSynchronize(e1));
-        CK(cudaGetLastError());
-        float ms;
-        CK(cudaEventElapsedTime(&ms, e0, e1));
-        if (r >= 0) t[r] = ms / calls;
-    }
-    qsort(t, (size_t)reps, sizeof t[0], cmpf);
-    CK(cudaEventDestroy(e0));
-    CK(cudaEventDestroy(e1));
-    return (double)win / (t[reps / 2] * 1e-3) / 1e12;
+    const double ms = median_ms(reps, total / win, [&](size_t w) {
+        c.fn<<<grid, 256, smem>>>((const uint4 *)(buf + w * win), ntiles, KC, out);
+    });
+    return (double)win / (ms * 1e-3) / 1e12;
 }
 
 static int run_patterns(unsigned char *buf, size_t total, int sms, uint32_t *out) {

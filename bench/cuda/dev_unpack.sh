@@ -102,7 +102,8 @@ dev_ncu() {
 }
 
 # dev_m1_ab DIR ROUNDS CONFIG...: A/B at M = 1 of .h200/bench_cuda_w4a16_old and the current bench on the layers in $S,
-# taking turns for ROUNDS rounds; CONFIG hf4 (f16, uint4b8), bf4 (bf16, uint4b8) or bf8 (bf16, uint8b128); logs
+# taking turns for ROUNDS rounds; CONFIG hf4 (f16, uint4b8), bf4 (bf16, uint4b8), bs4 (bf16, uint4b8, bf16 scales), bf3
+# (bf16, uint3b4), bf2 (bf16, uint2b2) or bf8 (bf16, uint8b128); logs
 # DIR/o_{old,new}_CONFIG_R.log, then bench/cuda/ab_table.py's table
 dev_m1_ab() {
   local dir=$1 rounds=$2 r v c args
@@ -110,7 +111,10 @@ dev_m1_ab() {
   for r in $(seq "$rounds"); do
     for v in old new; do
       for c in "$@"; do
-        case $c in hf4) args="--act f16 --wtype uint4b8" ;; bf4) args="--wtype uint4b8" ;; *) args="--wtype uint8b128" ;; esac
+        case $c in
+        hf4) args="--act f16 --wtype uint4b8" ;; bf4) args="--wtype uint4b8" ;; bs4) args="--scales bf16 --wtype uint4b8" ;;
+        bf3) args="--wtype uint3b4" ;; bf2) args="--wtype uint2b2" ;; *) args="--wtype uint8b128" ;;
+        esac
         # shellcheck disable=SC2086
         timeout 30 stdbuf -oL "$(bench_of $v)" --shapes "$S" --m 1 $args --reps 10 > "$dir/o_${v}_${c}_$r.log" 2>&1
       done

@@ -31,17 +31,7 @@ probe)
   ;;
 gemv)
   dev_card "$R"
-  for r in 1 2; do
-    stamp "round $r"
-    for v in old new; do
-      b=$(bench_of $v)
-      timeout 30 stdbuf -oL $b --shapes "$S" --m 1 --wtype uint4b8 --reps 10 > "$R/o_${v}_bf4_$r.log" 2>&1
-      timeout 30 stdbuf -oL $b --shapes "$S" --m 1 --act f16 --wtype uint4b8 --reps 10 > "$R/o_${v}_hf4_$r.log" 2>&1
-      timeout 30 stdbuf -oL $b --shapes "$S" --m 1 --scales bf16 --wtype uint4b8 --reps 10 > "$R/o_${v}_bs4_$r.log" 2>&1
-      timeout 30 stdbuf -oL $b --shapes "$S" --m 1 --wtype uint3b4 --reps 10 > "$R/o_${v}_bf3_$r.log" 2>&1
-    done
-  done
-  python3 bench/cuda/ab_table.py "$R"/o_*.log | tee "$R/ab_table.txt"
+  dev_m1_ab "$R" 2 bf4 hf4 bs4 bf3 | tee "$R/ab_table.txt"
   stamp "ncu"
   dev_ncu "$R/ncu_gemv.txt" .h200/bench_cuda_w4a16 w4a16_gemv --shapes 70B.gate_up --m 1 --wtype uint4b8 --reps 1
   stamp "tests"
@@ -49,15 +39,7 @@ gemv)
   ;;
 final)
   dev_card "$R"
-  for r in 1 2; do
-    stamp "round $r"
-    for v in old new; do
-      b=$(bench_of $v)
-      timeout 30 stdbuf -oL $b --shapes "$S" --m 1 --wtype uint4b8 --reps 10 > "$R/o_${v}_bf4_$r.log" 2>&1
-      timeout 30 stdbuf -oL $b --shapes "$S" --m 1 --act f16 --wtype uint4b8 --reps 10 > "$R/o_${v}_hf4_$r.log" 2>&1
-    done
-  done
-  python3 bench/cuda/ab_table.py "$R"/o_*.log | tee "$R/ab_table.txt"
+  dev_m1_ab "$R" 2 bf4 hf4 | tee "$R/ab_table.txt"
   stamp "tests"
   TEST_S=${TEST_S:-440} dev_tests "$R"
   ;;

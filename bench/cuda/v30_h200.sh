@@ -14,28 +14,14 @@ dev_begin v30 "${1:-h200}"
 case "${1:-h200}" in
 h200)
   dev_card "$R"
-  for r in 1 2; do
-    stamp "round $r"
-    for v in old new; do
-      b=$(bench_of $v)
-      timeout 30 stdbuf -oL $b --shapes "$S" --m 1 --wtype uint4b8 --reps 10 > "$R/o_${v}_bf4_$r.log" 2>&1
-      timeout 30 stdbuf -oL $b --shapes "$S" --m 1 --act f16 --wtype uint4b8 --reps 10 > "$R/o_${v}_hf4_$r.log" 2>&1
-    done
-  done
-  python3 bench/cuda/ab_table.py "$R"/o_*.log | tee "$R/ab_table.txt"
+  dev_m1_ab "$R" 2 bf4 hf4 | tee "$R/ab_table.txt"
   dev_final "$R" 70B.gate_up,70B.down,8B.qkv,8B.gate_up
   ;;
 halves)
   dev_card "$R"
   stamp "halves rounds"
   dev_halves "$R"
-  for r in 1 2; do
-    stamp "round $r"
-    for v in old new; do
-      timeout 30 stdbuf -oL "$(bench_of $v)" --shapes "$S" --m 1 --wtype uint2b2 --reps 10 > "$R/o_${v}_bf2_$r.log" 2>&1
-    done
-  done
-  python3 bench/cuda/ab_table.py "$R"/o_*.log | tee "$R/ab_table.txt"
+  dev_m1_ab "$R" 2 bf2 | tee "$R/ab_table.txt"
   ;;
 tests)
   TEST_S=${TEST_S:-420} dev_tests "$R"
