@@ -1158,6 +1158,118 @@ static int halves_matrix(uint64_t seed, int *pcases) {
     return bad;
 }
 
+/* w4a16_gemv (the skinny paths' kernel at m <= 8 on cc 9.0 where K % 128 == 0 and groups are -1 or 128-channel
+ * multiples): one token and every token count to the MMA's 8 columns (rows past m zero-filled in the ring), 4-bit codes,
+ * 8-bit planes and bf16 halves, both activation types, exact and random data, zero points, act-order (x gathered),
+ * group -1 / 128 / 256, f16 / bf16 / f32 scales, N tails, bias, two and four row tiles per warp, split-K 1, 2, 4;
+ * both skinny paths forced (alone under MPL_CUDA_W4A16_TEST_GEMV) */
+static int gemv_matrix(uint64_t seed, int *pcases) {
+    int bad = 0, cases = *pcases;
+    const tu_data_kind EX = TU_DATA_EXACT, RN = TU_DATA_RANDOM;
+    const mpl_dtype F16 = MPL_DTYPE_F16, BF16 = MPL_DTYPE_BF16, F32 = MPL_DTYPE_F32;
+    const mpl_layout G = MPL_LAYOUT_GPTQ;
+    const dcase gv[] = {
+        {1024, 264, 128, 0, 0, MPL_ACT_BF16, EX, BF16, G, 1}, {1536, 72, -1, 1, 0, MPL_ACT_F16, RN, F32, G, 0},
+        {2048, 136, 256, 0, 1, MPL_ACT_BF16, RN, F16, G, 1},  {1024, 200, 128, 1, 1, MPL_ACT_BF16, RN, BF16, MPL_LAYOUT_CT, 1},
+        {1536, 40, 128, 0, 0, MPL_ACT_F16, EX, F16, G, 1},
+    };
+    const int64_t gv_m[] = {1, 2, 3, 5, 8};
+    const char *sk[] = {"cuda_w4a16:skinny", "cuda_w4a16:skinny-rounded"};
+    for (int w = 0; w < 3; w++) { /* 4-bit codes, 8-bit planes, 2-bit halves (bf16; f16 keeps the skinny loop) */
+        g_w8 = w == 1;
+        if (w == 2) g_sym = MPL_WTYPE_UINT2B2, g_asym = MPL_WTYPE_UINT2;
+        for (int nw = 2; nw <= 4; nw += 2) {
+            g_tune.skinny_nw = nw;
+            for (size_t i = 0; i < sizeof gv / sizeof gv[0]; i++)
+                for (size_t j = 0; j < sizeof gv_m / sizeof gv_m[0]; j++)
+                    for (int p = 0; p < 2; p++)
+                        if (!refused(&gv[i], sk[p]))
+                            bad += !run_forced(&gv[i], gv_m[j], tu_case_seed(seed, (uint64_t)cases), sk[p], 0), cases++;
+        }
+        g_tune = mpl_cuda_w4a16_tuning_default;
+        const dcase wide = {8192, 6656, 128, w == 1, 0, MPL_ACT_BF16, RN, BF16, G, 1};
+        for (int ks = 1; ks <= 4; ks *= 2)
+            for (int m = 1; m <= 8; m += 7)
+                bad += !run_forced(&wide, m, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:skinny", ks), cases++;
+    }
+    g_w8 = 0, g_sym = MPL_WTYPE_UINT4B8, g_asym = MPL_WTYPE_UINT4;
+    *pcases = cases;
+    return bad;
+}
+
+/* 8-bit rounds of the device matrix (alone under MPL_CUDA_W4A16_TEST_W8) */
+static int w8_matrix(uint64_t seed, int *pcases) {
+    int bad = 0, cases = *pcases;
+    const tu_data_kind EX = TU_DATA_EXACT, RN = TU_DATA_RANDOM;
+    const mpl_dtype F16 = MPL_DTYPE_F16, BF16 = MPL_DTYPE_BF16, F32 = MPL_DTYPE_F32;
+    const mpl_layout G = MPL_LAYOUT_GPTQ;
+    /* 8-bit weights (uint8b128, uint8 + zero points) as two 4-bit planes: every path that takes them, default
+     * and forced, both activation types, exact and random data, act-order, group -1, a K of 16 * odd (no dq),
+     * bias; dq with several slabs and both overlap settings */
+    const dcase w8c[] = {
+        {512, 264, 128, 0, 0, MPL_ACT_BF16, EX, BF16, G, 1}, {1024, 152, 128, 1, 0, MPL_ACT_F16, RN, F16, MPL_LAYOUT_CT, 1},
+        {768, 200, 64, 1, 1, MPL_ACT_BF16, RN, BF16, G, 0},  {960, 56, -1, 0, 0, MPL_ACT_F16, RN, F32, G, 1},
+        {1040, 40, 16, 0, 0, MPL_ACT_BF16, RN, BF16, G, 1},  {8192, 264, 128, 0, 0, MPL_ACT_BF16, RN, BF16, G, 1},
+    };
+    const int64_t w8_m[] = {1, 9, 16, 17, 33, 65, 257};
+    g_w8 = 1;
+    for (size_t i = 0; i < sizeof w8c / sizeof w8c[0]; i++)
+        bad += run_ms(&w8c[i], w8_m, (int)(sizeof w8_m / sizeof w8_m[0]), seed, &cases);
+    bad += dq_slab_rounds(w8c, 3, seed, &cases);
+    /* 8-bit on wg (both planes of a chunk per stage, one rounding of (c - z) s): every token tile (16, 32, 64, 128)
+     * and its edges, the exact form (m <= 32, groups of 64k) and the rounded one, every scale form (bf16 / f16
+     * activations with scales in their own type, f16 scales under bf16 and f32 scales: the fp32 form), zero points,
+     * act-order, group sizes 16 / 32 (four slots per chunk) / 64 / 128 / 256 / -1, N tails, bias, split-K 1, 2, 4 */
+    const dcase w8wg[] = {
+        {960, 72, 32, 1, 0, MPL_ACT_BF16, RN, F16, G, 1},   {1024, 104, 256, 0, 1, MPL_ACT_F16, RN, F16, G, 1},
+        {768, 40, 16, 0, 0, MPL_ACT_BF16, RN, F32, G, 0},   {1536, 264, -1, 1, 0, MPL_ACT_BF16, EX, BF16, G, 1}, /* group -1 */
+        {1024, 200, 64, 1, 1, MPL_ACT_F16, EX, F16, G, 1},
+        {512, 1024, 128, 0, 0, MPL_ACT_BF16, RN, F16, G, 0}, /* n > k (n < 16384): skinny to m = 8, wg from 9 */
+    };
+    const int64_t w8wg_m[] = {16, 31, 32, 33, 64, 65, 128, 129, 300};
+    for (size_t i = 0; i < sizeof w8wg / sizeof w8wg[0]; i++)
+        for (size_t j = 0; j < sizeof w8wg_m / sizeof w8wg_m[0]; j++)
+            bad += !run_forced(&w8wg[i], w8wg_m[j], tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg", 0), cases++;
+    const int ks[] = {1, 2, 4};
+    for (int j = 0; j < 3; j++)
+        bad += !run_forced(&w8c[5], 64, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg", ks[j]), cases++;
+    /* 8-bit on skinny (both planes of a chunk per ring stage, exact, FORM_W8; k % 64 == 0): the wg cases' group sizes
+     * (16 and 32: zeros and scales per k16 step from global memory; 64..256 and -1: in the ring), scale formats, zero
+     * points, act-order and N tails at m 1 / 8 / 9 / 16 (one and two token tiles), split-K 1, 2, 4 on K = 8192 */
+    const int64_t w8sk_m[] = {1, 8, 9, 16};
+    for (size_t i = 0; i < sizeof w8wg / sizeof w8wg[0]; i++)
+        for (size_t j = 0; j < sizeof w8sk_m / sizeof w8sk_m[0]; j++)
+            bad += !run_forced(&w8wg[i], w8sk_m[j], tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:skinny", 0), cases++;
+    for (int j = 0; j < 3; j++)
+        bad += !run_forced(&w8c[5], j == 2 ? 9 : 1, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:skinny", ks[j]), cases++;
+    /* FORM_W8 with one row tile per warp (the tuning's skinny_nw 2; the default is two, 4 blocks per chunk), and
+     * w4a16_gemv's 8-bit form with one (m = 1: w8wg[3] and [5] take it, K % 128 == 0 with groups of -1 / 128) */
+    g_tune.skinny_nw = 2;
+    for (size_t i = 0; i < sizeof w8wg / sizeof w8wg[0]; i++)
+        for (int m = 1; m <= 9; m += 8)
+            if (m == 1 || i % 2 == 0)
+                bad += !run_forced(&w8wg[i], m, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:skinny", 0), cases++;
+    g_tune = mpl_cuda_w4a16_tuning_default;
+    /* 8-bit on wg-streamk (forced: the default on the wide 70B layers only): both token tiles (64, 128; m <= 32 pads to 64), the wg cases' group sizes,
+     * scale forms, zero points, act-order, N tails, and few persistent blocks (whole tiles, then split ones) */
+    const int64_t w8sk2_m[] = {17, 64, 65, 200};
+    for (size_t i = 0; i < sizeof w8wg / sizeof w8wg[0]; i++)
+        for (size_t j = 0; j < sizeof w8sk2_m / sizeof w8sk2_m[0]; j++)
+            bad += !run_forced(&w8wg[i], w8sk2_m[j], tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
+    for (int b = 1; b <= 3; b += 2) {
+        g_tune.wg_blocks = b;
+        bad += !run_forced(&w8c[5], 129, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
+        bad += !run_forced(&w8wg[3], 64, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
+    }
+    g_tune = mpl_cuda_w4a16_tuning_default;
+    for (size_t i = 0; i < 2; i++) /* the default choice (and every path forced) at m = 17 and 1024 */
+        bad += run_ms(&w8wg[i], (const int64_t[]){17, 1024}, 2, seed, &cases);
+    bad += run_ms(&w8wg[5], (const int64_t[]){8, 9, 256, 257}, 4, seed, &cases); /* both ends of the n > k ranges */
+    g_w8 = 0;
+    *pcases = cases;
+    return bad;
+}
+
 static int device_matrix_body(void) {
     load_paths();
     uint64_t seed = tu_seed(0x5eed);
@@ -1175,6 +1287,17 @@ static int device_matrix_body(void) {
     if (getenv("MPL_CUDA_W4A16_TEST_HALVES")) {
         bad += halves_matrix(seed, &cases);
         printf("cuda_w4a16 device matrix (halves): %d cases, %d failed\n", cases, bad);
+        return bad;
+    }
+    if (getenv("MPL_CUDA_W4A16_TEST_GEMV")) {
+        bad += gemv_matrix(seed, &cases);
+        printf("cuda_w4a16 device matrix (gemv): %d cases, %d failed\n", cases, bad);
+        return bad;
+    }
+    if (getenv("MPL_CUDA_W4A16_TEST_W8")) {
+        bad += w8_matrix(seed, &cases);
+    bad += gemv_matrix(seed, &cases);
+        printf("cuda_w4a16 device matrix (8-bit): %d cases, %d failed\n", cases, bad);
         return bad;
     }
     /* MPL_CUDA_W4A16_TEST_QUICK: a few cases (for compute-sanitizer, which is slow) */
@@ -1265,66 +1388,7 @@ static int device_matrix_body(void) {
                 bad += !run_forced(&dqc[i], dq_m[j], tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:dq", 0), cases++;
         g_tune = mpl_cuda_w4a16_tuning_default;
     }
-    /* 8-bit weights (uint8b128, uint8 + zero points) as two 4-bit planes: every path that takes them, default
-     * and forced, both activation types, exact and random data, act-order, group -1, a K of 16 * odd (no dq),
-     * bias; dq with several slabs and both overlap settings */
-    const dcase w8c[] = {
-        {512, 264, 128, 0, 0, MPL_ACT_BF16, EX, BF16, G, 1}, {1024, 152, 128, 1, 0, MPL_ACT_F16, RN, F16, MPL_LAYOUT_CT, 1},
-        {768, 200, 64, 1, 1, MPL_ACT_BF16, RN, BF16, G, 0},  {960, 56, -1, 0, 0, MPL_ACT_F16, RN, F32, G, 1},
-        {1040, 40, 16, 0, 0, MPL_ACT_BF16, RN, BF16, G, 1},  {8192, 264, 128, 0, 0, MPL_ACT_BF16, RN, BF16, G, 1},
-    };
-    const int64_t w8_m[] = {1, 9, 16, 17, 33, 65, 257};
-    g_w8 = 1;
-    for (size_t i = 0; i < sizeof w8c / sizeof w8c[0]; i++)
-        bad += run_ms(&w8c[i], w8_m, (int)(sizeof w8_m / sizeof w8_m[0]), seed, &cases);
-    bad += dq_slab_rounds(w8c, 3, seed, &cases);
-    /* 8-bit on wg (both planes of a chunk per stage, one rounding of (c - z) s): every token tile (16, 32, 64, 128)
-     * and its edges, the exact form (m <= 32, groups of 64k) and the rounded one, every scale form (bf16 / f16
-     * activations with scales in their own type, f16 scales under bf16 and f32 scales: the fp32 form), zero points,
-     * act-order, group sizes 16 / 32 (four slots per chunk) / 64 / 128 / 256 / -1, N tails, bias, split-K 1, 2, 4 */
-    const dcase w8wg[] = {
-        {960, 72, 32, 1, 0, MPL_ACT_BF16, RN, F16, G, 1},   {1024, 104, 256, 0, 1, MPL_ACT_F16, RN, F16, G, 1},
-        {768, 40, 16, 0, 0, MPL_ACT_BF16, RN, F32, G, 0},   {1536, 264, -1, 1, 0, MPL_ACT_BF16, EX, BF16, G, 1}, /* group -1 */
-        {1024, 200, 64, 1, 1, MPL_ACT_F16, EX, F16, G, 1},
-        {512, 1024, 128, 0, 0, MPL_ACT_BF16, RN, F16, G, 0}, /* n > k (n < 16384): skinny to m = 8, wg from 9 */
-    };
-    const int64_t w8wg_m[] = {16, 31, 32, 33, 64, 65, 128, 129, 300};
-    for (size_t i = 0; i < sizeof w8wg / sizeof w8wg[0]; i++)
-        for (size_t j = 0; j < sizeof w8wg_m / sizeof w8wg_m[0]; j++)
-            bad += !run_forced(&w8wg[i], w8wg_m[j], tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg", 0), cases++;
-    const int ks[] = {1, 2, 4};
-    for (int j = 0; j < 3; j++)
-        bad += !run_forced(&w8c[5], 64, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg", ks[j]), cases++;
-    /* 8-bit on skinny (both planes of a chunk per ring stage, exact, FORM_W8; k % 64 == 0): the wg cases' group sizes
-     * (16 and 32: zeros and scales per k16 step from global memory; 64..256 and -1: in the ring), scale formats, zero
-     * points, act-order and N tails at m 1 / 8 / 9 / 16 (one and two token tiles), split-K 1, 2, 4 on K = 8192 */
-    const int64_t w8sk_m[] = {1, 8, 9, 16};
-    for (size_t i = 0; i < sizeof w8wg / sizeof w8wg[0]; i++)
-        for (size_t j = 0; j < sizeof w8sk_m / sizeof w8sk_m[0]; j++)
-            bad += !run_forced(&w8wg[i], w8sk_m[j], tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:skinny", 0), cases++;
-    for (int j = 0; j < 3; j++)
-        bad += !run_forced(&w8c[5], j == 2 ? 9 : 1, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:skinny", ks[j]), cases++;
-    /* FORM_W8 with one row tile per warp (the tuning's skinny_nw 2; the default is two, 4 blocks per chunk) */
-    g_tune.skinny_nw = 2;
-    for (size_t i = 0; i < sizeof w8wg / sizeof w8wg[0]; i += 2)
-        bad += !run_forced(&w8wg[i], 9, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:skinny", 0), cases++;
-    g_tune = mpl_cuda_w4a16_tuning_default;
-    /* 8-bit on wg-streamk (forced: the default on the wide 70B layers only): both token tiles (64, 128; m <= 32 pads to 64), the wg cases' group sizes,
-     * scale forms, zero points, act-order, N tails, and few persistent blocks (whole tiles, then split ones) */
-    const int64_t w8sk2_m[] = {17, 64, 65, 200};
-    for (size_t i = 0; i < sizeof w8wg / sizeof w8wg[0]; i++)
-        for (size_t j = 0; j < sizeof w8sk2_m / sizeof w8sk2_m[0]; j++)
-            bad += !run_forced(&w8wg[i], w8sk2_m[j], tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
-    for (int b = 1; b <= 3; b += 2) {
-        g_tune.wg_blocks = b;
-        bad += !run_forced(&w8c[5], 129, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
-        bad += !run_forced(&w8wg[3], 64, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
-    }
-    g_tune = mpl_cuda_w4a16_tuning_default;
-    for (size_t i = 0; i < 2; i++) /* the default choice (and every path forced) at m = 17 and 1024 */
-        bad += run_ms(&w8wg[i], (const int64_t[]){17, 1024}, 2, seed, &cases);
-    bad += run_ms(&w8wg[5], (const int64_t[]){8, 9, 256, 257}, 4, seed, &cases); /* both ends of the n > k ranges */
-    g_w8 = 0;
+    bad += w8_matrix(seed, &cases);
     /* 2- and 3-bit weights (symmetric and with zero points) and int4, as 4-bit codes: every path, default and
      * forced, both activation types, exact and random data, act-order, group sizes -1 / 32 / 64 / 128, K and N
      * tails (K not a multiple of 64), bias; dq with several slabs */

@@ -79,11 +79,13 @@ dev_ab() {
   done
 }
 
-# dev_halves DIR: the halves rounds of the device matrix alone (MPL_CUDA_W4A16_TEST_HALVES), log DIR/test_halves.log;
-# prints the verdict lines
+# dev_halves DIR [W8]: the halves rounds of the device matrix alone (MPL_CUDA_W4A16_TEST_HALVES; with W8 the 8-bit
+# rounds, MPL_CUDA_W4A16_TEST_W8), log DIR/test_halves.log (test_w8.log); prints the verdict lines
 dev_halves() {
-  ( time MPL_CUDA_W4A16_TEST_HALVES=1 timeout 200 .h200/test_cuda_w4a16 ) > "$1/test_halves.log" 2>&1; echo "rc=$?" >> "$1/test_halves.log"
-  grep -E "device matrix|FAIL|PASSED|rc=|real" "$1/test_halves.log" | head -20
+  local v=MPL_CUDA_W4A16_TEST_HALVES log=$1/test_halves.log
+  if [ -n "${2:-}" ]; then v=MPL_CUDA_W4A16_TEST_W8 log=$1/test_w8.log; fi
+  ( time env $v=1 timeout 200 .h200/test_cuda_w4a16 ) > "$log" 2>&1; echo "rc=$?" >> "$log"
+  grep -E "device matrix|FAIL|PASSED|rc=|real" "$log" | head -20
 }
 
 # dev_ncu OUT BIN KERNEL_REGEX BENCH_ARGS...: one launch of the kernel under ncu (no clock control; speed of light, warp
@@ -101,9 +103,9 @@ dev_ncu() {
   grep -E "stalled_.*ratio" "$out" | sort -k3 -nr | head -6
 }
 
-# dev_m1_ab DIR ROUNDS CONFIG...: A/B at M = 1 of .h200/bench_cuda_w4a16_old and the current bench on the layers in $S,
+# dev_m1_ab DIR ROUNDS CONFIG...: A/B at M = 1 (or the list in MS) of .h200/bench_cuda_w4a16_old and the current bench on the layers in $S,
 # taking turns for ROUNDS rounds; CONFIG hf4 (f16, uint4b8), bf4 (bf16, uint4b8), bs4 (bf16, uint4b8, bf16 scales), bf3
-# (bf16, uint3b4), bf2 (bf16, uint2b2) or bf8 (bf16, uint8b128); logs
+# (bf16, uint3b4), bf2 (bf16, uint2b2), bf8 (bf16, uint8b128) or hf8 (f16, uint8b128); logs
 # DIR/o_{old,new}_CONFIG_R.log, then bench/cuda/ab_table.py's table
 dev_m1_ab() {
   local dir=$1 rounds=$2 r v c args
@@ -113,10 +115,11 @@ dev_m1_ab() {
       for c in "$@"; do
         case $c in
         hf4) args="--act f16 --wtype uint4b8" ;; bf4) args="--wtype uint4b8" ;; bs4) args="--scales bf16 --wtype uint4b8" ;;
-        bf3) args="--wtype uint3b4" ;; bf2) args="--wtype uint2b2" ;; *) args="--wtype uint8b128" ;;
+        bf3) args="--wtype uint3b4" ;; bf2) args="--wtype uint2b2" ;; hf8) args="--act f16 --wtype uint8b128" ;;
+        *) args="--wtype uint8b128" ;;
         esac
         # shellcheck disable=SC2086
-        timeout 30 stdbuf -oL "$(bench_of $v)" --shapes "$S" --m 1 $args --reps 10 > "$dir/o_${v}_${c}_$r.log" 2>&1
+        timeout 60 stdbuf -oL "$(bench_of $v)" --shapes "$S" --m "${MS:-1}" $args --reps 10 > "$dir/o_${v}_${c}_$r.log" 2>&1
       done
     done
   done

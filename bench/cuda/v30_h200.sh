@@ -1,30 +1,48 @@
 #!/usr/bin/env bash
-# bench/cuda/v30_h200.sh MODE -- on the device machine, planned after v29 (bench/cuda/NOTES.md v29; nothing here has run yet).
-#   h200:  on an H200 (ask for kind nvidia-h200): w4a16_gemv against the tree before v29 (old: a bench built from commit
-#          53b15d2, packed as .h200/bench_cuda_w4a16_old) at M = 1 on the six layers, bf16 and f16 uint4b8, two rounds in
-#          turns; the read ceilings; then the defaults at M 1..2048 for uint4b8, uint8b128 and uint2b2 with Humming 0.1.19
-#          int4 / int8 / int2 beside them (dev_final; the wheel carried in .whl/, 120 s each).
-#   halves: bench/results/v29/halves_gemv.patch applied (new) against the tree (old): its halves rounds first
-#          (MPL_CUDA_W4A16_TEST_HALVES), then bf16 uint2b2 at M = 1 on the six layers, two rounds in turns.
+# bench/cuda/v30_h200.sh MODE -- on the device machine (session 37; bench/cuda/NOTES.md v30).
+#   m1:    the halves and the 8-bit rounds of the device matrix (w4a16_gemv's new halves and 8-bit forms); then M = 1 on
+#          the six layers against the tree before v29 (old: a bench built from commit 53b15d2, packed as
+#          .h200/bench_cuda_w4a16_old), bf16 / f16 uint4b8, bf16 uint2b2, bf16 / f16 uint8b128, two rounds in turns; then
+#          Humming 0.1.19 int4 at M 1..2048 beside our defaults (the wheel carried in .whl/).
+#   mx:    w4a16_gemv at m <= 8 (the 8 MMA columns kept): the gemv rounds of the device matrix
+#          (MPL_CUDA_W4A16_TEST_GEMV), then m = 1, 2, 4, 8, 16 on the six layers against the tree before v29 (as m1),
+#          bf16 / f16 uint4b8, bf16 uint2b2, bf16 uint8b128, two rounds in turns.
 #   tests: the whole device matrix and test_cuda_faults (TEST_S 420 by default: 5m22-6m03 on an H100 in v29).
+#   peers: our defaults at M 1..2048 for uint4b8, uint8b128 and uint2b2, Humming int4 / int8 / int2 beside (dev_final).
 # Binaries packed as in bench/cuda/dev_unpack.sh. Logs come back as one tar ($OUT/v30_MODE.tgz).
 set -u
 . bench/cuda/dev_unpack.sh
-dev_begin v30 "${1:-h200}"
-case "${1:-h200}" in
-h200)
-  dev_card "$R"
-  dev_m1_ab "$R" 2 bf4 hf4 | tee "$R/ab_table.txt"
-  dev_final "$R" 70B.gate_up,70B.down,8B.qkv,8B.gate_up
-  ;;
-halves)
+dev_begin v30 "${1:-m1}"
+case "${1:-m1}" in
+m1)
   dev_card "$R"
   stamp "halves rounds"
   dev_halves "$R"
-  dev_m1_ab "$R" 2 bf2 | tee "$R/ab_table.txt"
+  stamp "8-bit rounds"
+  dev_halves "$R" w8
+  stamp "M = 1 A/B"
+  dev_m1_ab "$R" 2 bf4 hf4 bf2 bf8 hf8 | tee "$R/ab_table.txt"
+  stamp "defaults uint4b8"
+  timeout 60 stdbuf -oL .h200/bench_cuda_w4a16 --shapes 70B.gate_up,70B.down,8B.qkv,8B.gate_up --m 1,16,64,256,1024,2048 \
+      --wtype uint4b8 --reps 10 > "$R/default_uint4b8.log" 2>&1
+  grep -E "cuda_w4a16" "$R/default_uint4b8.log" | awk '{print $1, $2, $4, $5}' | paste - - - - - -
+  stamp "humming 4"
+  HMS=1,16,64,256,1024,2048 PEER_SECONDS=${PEER_SECONDS:-130} dev_humming 4 "$R/humming4" | tail -14
+  ;;
+mx)
+  dev_card "$R"
+  stamp "gemv rounds"
+  ( time MPL_CUDA_W4A16_TEST_GEMV=1 timeout 200 .h200/test_cuda_w4a16 ) > "$R/test_gemv.log" 2>&1; echo "rc=$?" >> "$R/test_gemv.log"
+  grep -E "device matrix|FAIL|PASSED|rc=|real" "$R/test_gemv.log" | head -20
+  stamp "m <= 8 A/B"
+  MS=1,2,4,8,16 dev_m1_ab "$R" 2 bf4 hf4 bf2 bf8 | tee "$R/ab_table.txt"
   ;;
 tests)
   TEST_S=${TEST_S:-420} dev_tests "$R"
   ;;
+peers)
+  dev_card "$R"
+  dev_final "$R" 70B.gate_up,70B.down,8B.qkv,8B.gate_up
+  ;;
 esac
-dev_end v30 "${1:-h200}"
+dev_end v30 "${1:-m1}"

@@ -755,7 +755,7 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
 
 /*
  * m = 1 (w4a16_gemv, the skinny paths' kernel at m = 1 where the groups are 128-channel multiples or one and K a
- * multiple of 128): the skinny block (8 warps along K, NW row tiles, split-K over a cluster, sk_reduce_store) with a
+ * multiple of 128; bf16 halves layers too): the skinny block (8 warps along K, NW row tiles, split-K over a cluster, sk_reduce_store) with a
  * loop cut to what one token needs, because at m = 1 the consumer warps' instruction stream is the limit, not the
  * memory pattern: the skinny pattern alone (bench_cuda_bw --patterns, no arithmetic) reads 98% of read16 on the 70B
  * MLP layers, while skinny-rounded ran them at 72-76% of read16 on an H200 with 390 SASS instructions per 2 KB chunk
@@ -769,21 +769,50 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
  * One MMA per k16 step with the constant A = SUM sums x in the same scale (c1), and the fold takes (OFF + M z) c1 off
  * each row's sum before the group scale: d = sum (q - z) x exactly up to f32 accumulation, rows g + 8 times 16 (M),
  * divided out with the 2^69 (bf16) at the end. Only column 0 (e 0: row g, e 2: row g + 8) is kept.
+ * Halves layers (HV, bf16: two 2-bit codes per nibble, one packed chunk = 128 channels per stage) take the same loop with
+ * both halves' codes as subnormals (Gv::dequant_half: 1 shift + 8 lop3 and 2 MMAs per 16 weights), half 1 against
+ * x 2^62 so that both halves add into one accumulator at one scale.
  */
+/* The layer kinds w4a16_gemv reads: 4-bit codes, halves (bf16 2-bit), two 8-bit planes */
+enum { GV_NIB = 0, GV_HALVES = 1, GV_W8 = 2 };
+/* 8-bit: the low-plane word wl and the high-plane word wh of the same eight weights rebuilt into their byte codes c
+ * (dequant8's selects and prmt, without its fma), placed under the high byte HI: bf16 HI = 0, c 2^-133 exactly
+ * (exponent field 0 or 1); f16 HI = 0x64, 1024 + c. Rows g and g + 8 both at 1 c: 2 shifts + 2 lop3 + 4 prmt per 8. */
+template <uint32_t HI>
+__device__ __forceinline__ void gv_bytes(uint32_t wl, uint32_t wh, uint32_t a[4]) {
+    const uint32_t M = 0x0f0f0f0fu;
+    const uint32_t e = (wl & M) | ((wh << 4) & ~M), o = ((wl >> 4) & M) | (wh & ~M);
+    a[0] = __byte_perm(e, HI, 0x4240); /* (c0, c4): row g */
+    a[1] = __byte_perm(o, HI, 0x4240); /* (c1, c5): row g + 8 */
+    a[2] = __byte_perm(e, HI, 0x4341); /* (c2, c6) */
+    a[3] = __byte_perm(o, HI, 0x4341); /* (c3, c7) */
+}
 template <class A>
 struct Gv;
 template <>
 struct Gv<ActBF16> {
+    static constexpr uint32_t HI8 = 0u;
     static constexpr uint32_t SUM = 0x00010001u;   /* 2^-133: the codes' scale */
     static constexpr uint32_t XMUL = 0x5F805F80u;  /* 2^64 */
     static constexpr float OFF = 0.0f;
     static constexpr float OUT = 590295810358705651712.0f; /* 2^69 = 2^133 / 2^64 */
     static constexpr bool SCALE_X = true;
     __device__ static __forceinline__ void dequant(uint32_t w, uint32_t a[4]) { ActBF16::nib_sub(w, a); }
+    /* halves: half H's 2-bit codes as subnormals, rows g at 4^H c 2^-133 and rows g + 8 at 16 4^H c 2^-133 (the f16
+     * halves_off masks, no constant OR'd): 1 shift + 8 lop3 per 16 weights */
+    template <int H>
+    __device__ static __forceinline__ void dequant_half(uint32_t w, uint32_t w8, uint32_t a[4]) {
+        constexpr uint32_t LO = H ? 0x000c000cu : 0x00030003u;
+        a[0] = w & LO;
+        a[1] = w & (LO << 4);
+        a[2] = w8 & LO;
+        a[3] = w8 & (LO << 4);
+    }
 };
 template <>
 struct Gv<ActF16> {
     static constexpr uint32_t SUM = 0x3C003C00u; /* 1 */
+    static constexpr uint32_t HI8 = 0x64646464u;
     static constexpr uint32_t XMUL = 0u;
     static constexpr float OFF = 1024.0f;
     static constexpr float OUT = 1.0f;
@@ -797,13 +826,23 @@ static_assert(ActF16::G8_MUL == 16, "w4a16_gemv: rows g + 8 read at 16 times the
  * 4.4-4.7 KB per warp at NW 4 (two in flight: 8 KB), 5 of 2.4-2.5 KB at NW 2: at most 112 KB per block, two blocks per
  * SM. x rides in the ring because from registers loaded a stage ahead its L2 latency showed (ncu, H100, 70B gate_up:
  * long-scoreboard stalls 6.45 per issue, bench/cuda/NOTES.md v29) and the second register set cost 16 registers. */
-template <int NW_, int SF, bool ZP>
+template <int NW_, int SF, bool ZP, int V = GV_NIB, int MX = 1>
 struct GvShape {
     static constexpr int NW = NW_;
-    static constexpr int STAGES = NW_ == 4 ? 3 : 5;
-    static constexpr int OFF_X = 2 * NW * MPL_CUDA_W4A16_BLOCK_BYTES, OFF_S = OFF_X + 256;
+    static constexpr int CPS = V == GV_HALVES ? 1 : 2; /* chunks per stage: a halves chunk holds 128 channels, as two 4-bit chunks do */
+    static constexpr int PL = V == GV_W8 ? 2 : 1;      /* planes: 8-bit stages hold the low and the high plane's blocks */
+    /* x: MX token rows of 128 channels; 8 rows 288 bytes apart, so that the 8 rows' 32-byte pieces a k16 step reads
+     * fall in different bank quarters (two wavefronts per 8-byte load, as for one row) */
+    static constexpr int XR = MX == 1 ? 256 : 288;
+    static constexpr int OFF_X = CPS * PL * NW * MPL_CUDA_W4A16_BLOCK_BYTES, OFF_S = OFF_X + MX * XR;
     static constexpr int OFF_L = OFF_S + NW * 32, OFF_Z = OFF_L + (SF == MPL_CUDA_W4A16_SCALE_F32 ? NW * 32 : 0);
-    static constexpr int STAGE = OFF_Z + (ZP ? NW * 16 : 0);
+    static constexpr int STAGE = OFF_Z + (ZP ? PL * NW * 16 : 0);
+    /* the measured depth at m = 1 (3 stages of 4 KB of weights, 5 of 2 KB, 5 / 8 halves stages of 2 / 1 KB), fewer where
+     * 8 token rows of x would leave no room for two blocks per SM */
+    static constexpr int DEPTH = V == GV_HALVES ? (NW_ == 4 ? 5 : 8) : (PL * NW_ == 4 ? 3 : 5);
+    static constexpr int FIT = (114 * 1024 - 2080 - 1024) / (SK_WARPS * STAGE);
+    static constexpr int STAGES = DEPTH < FIT ? DEPTH : FIT;
+    static_assert(STAGES >= 2, "two ring stages per warp");
     static constexpr int SMEM = SK_WARPS * STAGES * STAGE;
     static_assert(STAGE % 16 == 0, "stage alignment");
     /* two blocks per SM (__launch_bounds__(SK_THREADS, 2)): the rings, sk_reduce_store's 2080-byte tile and the 1 KB the
@@ -811,13 +850,20 @@ struct GvShape {
     static_assert(2 * (SMEM + 2080 + 1024) <= 228 * 1024, "two w4a16_gemv blocks per SM");
 };
 
-template <class A, bool ZP, int NW, int SF>
+template <class A, bool ZP, int NW, int SF, int V, int MX>
 __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_gemv(const mpl_cuda_w4a16_args a) {
-    using Sh = GvShape<NW, SF, ZP>;
+    using Sh = GvShape<NW, SF, ZP, V, MX>;
+    static_assert(MX == 1 || MX == 8, "one token, or up to 8 (every column of the MMA)");
+    constexpr bool HV = V == GV_HALVES, W8 = V == GV_W8;
+    constexpr int PL = Sh::PL;
+    static_assert(!W8 || ZP, "8-bit layers carry zero points (both planes')");
+    static_assert(!HV || A::id == MPL_CUDA_W4A16_ACT_BF16, "halves: bf16 (f16 would need x / 4, inexact below 2^-12)");
+    constexpr int CPS = Sh::CPS, STEPS = 4 * CPS; /* chunks and k16 steps (packed ones for halves) per stage */
     using G = Gv<A>;
     extern __shared__ __align__(16) unsigned char smem[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-    const int KC = a.k_pad >> MPL_CUDA_W4A16_KC_SHIFT, KP = KC >> 1; /* chunks, chunk pairs per row tile */
+    /* chunks per row tile, per plane (8-bit: the high plane's chunk c is KL + c), stages' worth per row tile */
+    const int KC = a.k_pad >> MPL_CUDA_W4A16_KC_SHIFT, KL = KC / PL, KP = KL / CPS;
     const int S = gridDim.y, split = blockIdx.y;
     const int p_begin = (int)((long long)KP * split / S), p_end = (int)((long long)KP * (split + 1) / S);
     const int nt0 = blockIdx.x * NW;
@@ -831,39 +877,55 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_gemv(const mpl_cuda_w4a16
      * any (lanes 0 .. 2 NW - 1 the scales, then the f32 scales' low halves, then the zeros; gstride bytes per group).
      */
     const unsigned char *wsrc = reinterpret_cast<const unsigned char *>(a.qweight) +
-                                (((size_t)nt0 * KC + 2 * (size_t)first) * 32 + lane) * 16;
-    const size_t tstride = (size_t)KC * MPL_CUDA_W4A16_BLOCK_BYTES;
+                                (((size_t)nt0 * KC + CPS * (size_t)first) * 32 + lane) * 16;
+    const size_t tstride = (size_t)KC * MPL_CUDA_W4A16_BLOCK_BYTES, pstride = (size_t)KL * MPL_CUDA_W4A16_BLOCK_BYTES;
     const unsigned char *gsrc = nullptr;
     size_t gstride = 0;
     int gdst = -1;
     {
-        const size_t row0 = (size_t)group_of_step(first * 8, a.inv_gs16) * a.n_pad + (size_t)nt0 * 16;
+        const size_t row0 = (size_t)group_of_step(first * STEPS, a.inv_gs16) * a.n_pad + (size_t)nt0 * 16;
         if (lane < 2 * NW) {
             gdst = Sh::OFF_S + lane * 16, gsrc = reinterpret_cast<const unsigned char *>(a.scales + row0 + lane * 8), gstride = (size_t)a.n_pad * 2;
         } else if (SF == MPL_CUDA_W4A16_SCALE_F32 && lane < 4 * NW) {
             const int l = lane - 2 * NW;
             gdst = Sh::OFF_L + l * 16, gsrc = reinterpret_cast<const unsigned char *>(a.scales_lo + row0 + l * 8), gstride = (size_t)a.n_pad * 2;
-        } else if (ZP && lane >= 4 * NW && lane < 5 * NW) {
+        } else if (ZP && lane >= 4 * NW && lane < (4 + PL) * NW) {
+            /* the zeros (8-bit: then the high plane's, whose groups follow the low plane's) */
             const int l = lane - 4 * NW;
-            gdst = Sh::OFF_Z + l * 16, gsrc = a.zeros + row0 + l * 16, gstride = (size_t)a.n_pad;
+            const size_t rz = l < NW ? row0 : (size_t)group_of_step(KL * 4 + first * STEPS, a.inv_gs16) * a.n_pad + (size_t)nt0 * 16;
+            gdst = Sh::OFF_Z + l * 16, gsrc = a.zeros + rz + (l % NW) * 16, gstride = (size_t)a.n_pad;
         }
     }
-    /* lanes 0..15: 16 bytes each of the stage's 128 x elements */
-    const unsigned char *xsrc = reinterpret_cast<const unsigned char *>(a.x) + ((size_t)first * 128 + (lane & 15) * 8) * 2;
-    int irem = a.gs16 - (first * 8) % a.gs16; /* k16 steps until the next pair to issue ends its group */
+    /* x: MX = 1: lanes 0..15 16 bytes each of the stage's 128 elements; MX = 8: each lane 16 bytes of rows lane / 16 + 2 q
+     * (q = 0..3), rows past m zero-filled (their MMA columns are never stored) */
+    const size_t xrow = (size_t)a.k * 2;
+    const unsigned char *xsrc = reinterpret_cast<const unsigned char *>(a.x) + ((size_t)first * 128 + (lane & 15) * 8) * 2 +
+                                (MX == 1 ? 0 : (size_t)(lane >> 4) * xrow);
+    int irem = a.gs16 - (first * STEPS) % a.gs16; /* k16 steps until the next stage to issue ends its group */
     unsigned char *wst = ring;
     auto issue = [&]() {
         const unsigned char *src = wsrc;
 #pragma unroll
-        for (int i = 0; i < NW; i++, src += tstride) {
-            cp_async16(wst + i * MPL_CUDA_W4A16_BLOCK_BYTES + lane * 16, src, 16);
-            cp_async16(wst + (NW + i) * MPL_CUDA_W4A16_BLOCK_BYTES + lane * 16, src + MPL_CUDA_W4A16_BLOCK_BYTES, 16);
-        }
+        for (int i = 0; i < NW; i++, src += tstride)
+#pragma unroll
+            for (int h = 0; h < CPS; h++)
+#pragma unroll
+                for (int p = 0; p < PL; p++) /* block (h PL + p) NW + i: chunk h of the stage, plane p, tile i */
+                    cp_async16(wst + ((h * PL + p) * NW + i) * MPL_CUDA_W4A16_BLOCK_BYTES + lane * 16,
+                               src + h * MPL_CUDA_W4A16_BLOCK_BYTES + p * pstride, 16);
         if (gdst >= 0) cp_async16(wst + gdst, gsrc, 16);
-        if (lane < 16) cp_async16(wst + Sh::OFF_X + lane * 16, xsrc, 16);
+        if constexpr (MX == 1) {
+            if (lane < 16) cp_async16(wst + Sh::OFF_X + lane * 16, xsrc, 16);
+        } else {
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                const int r = (lane >> 4) + 2 * q;
+                cp_async16(wst + Sh::OFF_X + r * Sh::XR + (lane & 15) * 16, r < a.m ? xsrc + q * 2 * xrow : xsrc, r < a.m ? 16 : 0);
+            }
+        }
         xsrc += 256;
-        wsrc += 2 * MPL_CUDA_W4A16_BLOCK_BYTES;
-        if ((irem -= 8) == 0) irem = a.gs16, gsrc += gstride;
+        wsrc += CPS * MPL_CUDA_W4A16_BLOCK_BYTES;
+        if ((irem -= STEPS) == 0) irem = a.gs16, gsrc += gstride;
         wst = wst + Sh::STAGE == ring_end ? ring : wst + Sh::STAGE;
     };
 #pragma unroll
@@ -878,8 +940,9 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_gemv(const mpl_cuda_w4a16
 #pragma unroll
         for (int i = 0; i < NW; i++) acc[i][0][e] = cg[i][e] = 0.0f;
     }
-    int rem = a.gs16 - (first * 8) % a.gs16; /* k16 steps until the current group ends (gs16 % 8 == 0) */
+    int rem = a.gs16 - (first * STEPS) % a.gs16; /* k16 steps until the current group ends (gs16 % STEPS == 0) */
     const unsigned char *rst = ring;          /* the stage computed next */
+    const int XG = MX == 1 ? 0 : g * Sh::XR;  /* this lane's token row of x (MX = 8: token g) */
     for (int it = 0; it < count; it++) {
         cp_async_wait<Sh::STAGES - 2>();
         __syncwarp();
@@ -888,38 +951,102 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_gemv(const mpl_cuda_w4a16
         const unsigned char *st = rst;
         rst = rst + Sh::STAGE == ring_end ? ring : rst + Sh::STAGE;
         const uint32_t sum[4] = {G::SUM, G::SUM, G::SUM, G::SUM};
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
+        if constexpr (HV) {
+            /* halves: word j of each tile holds k16 step j of x chunks 2v (half 0, against x 2^64) and 2v + 1 (half 1,
+             * against x 2^62: its codes read 4 times larger, so both halves add into cg at one scale); the sums of x
+             * with A = 2^-133 (half 0) and 4 2^-133 (half 1) into c1 */
+            const uint32_t sum1[4] = {0x00040004u, 0x00040004u, 0x00040004u, 0x00040004u};
             uint4 wv[NW];
 #pragma unroll
-            for (int i = 0; i < NW; i++) wv[i] = *reinterpret_cast<const uint4 *>(st + (h * NW + i) * MPL_CUDA_W4A16_BLOCK_BYTES + lane * 16);
+            for (int i = 0; i < NW; i++) wv[i] = *reinterpret_cast<const uint4 *>(st + i * MPL_CUDA_W4A16_BLOCK_BYTES + lane * 16);
 #pragma unroll
             for (int j = 0; j < 4; j++) {
-                /* x elements 16 (4 h + j) + 4 t .. + 3 of the pair (token 0 in every lane: the MMA columns past 0 are
-                 * never stored) */
-                const uint2 xv = *reinterpret_cast<const uint2 *>(st + Sh::OFF_X + (16 * (4 * h + j) + 4 * t) * 2);
-                uint32_t b0 = xv.x, b1 = xv.y;
-                if (G::SCALE_X) b0 = ActBF16::mul2(b0, G::XMUL), b1 = ActBF16::mul2(b1, G::XMUL);
+                const uint2 x0 = *reinterpret_cast<const uint2 *>(st + Sh::OFF_X + XG + (16 * j + 4 * t) * 2);
+                const uint2 x1 = *reinterpret_cast<const uint2 *>(st + Sh::OFF_X + XG + (64 + 16 * j + 4 * t) * 2);
+                const uint32_t b0 = ActBF16::mul2(x0.x, 0x5F805F80u), b1 = ActBF16::mul2(x0.y, 0x5F805F80u); /* 2^64 */
+                const uint32_t b2 = ActBF16::mul2(x1.x, 0x5E805E80u), b3 = ActBF16::mul2(x1.y, 0x5E805E80u); /* 2^62 */
 #pragma unroll
                 for (int i = 0; i < NW; i++) {
-                    const uint32_t w = j == 0 ? wv[i].x : j == 1 ? wv[i].y : j == 2 ? wv[i].z : wv[i].w;
+                    const uint32_t w = j == 0 ? wv[i].x : j == 1 ? wv[i].y : j == 2 ? wv[i].z : wv[i].w, w8 = w >> 8;
                     uint32_t af[4];
-                    G::dequant(w, af);
+                    Gv<ActBF16>::dequant_half<0>(w, w8, af);
                     A::mma(cg[i], af, b0, b1);
+                    Gv<ActBF16>::dequant_half<1>(w, w8, af);
+                    A::mma(cg[i], af, b2, b3);
                 }
                 A::mma(c1, sum, b0, b1);
+                A::mma(c1, sum1, b2, b3);
+            }
+        } else if constexpr (W8) {
+            /* 8-bit: per chunk h the low (wv) and high (wh) plane's words of the same weights, one MMA per 8 weights
+             * on their byte codes (gv_bytes) */
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                uint4 wv[NW], wh[NW];
+#pragma unroll
+                for (int i = 0; i < NW; i++) {
+                    wv[i] = *reinterpret_cast<const uint4 *>(st + (2 * h * NW + i) * MPL_CUDA_W4A16_BLOCK_BYTES + lane * 16);
+                    wh[i] = *reinterpret_cast<const uint4 *>(st + ((2 * h + 1) * NW + i) * MPL_CUDA_W4A16_BLOCK_BYTES + lane * 16);
+                }
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    const uint2 xv = *reinterpret_cast<const uint2 *>(st + Sh::OFF_X + XG + (16 * (4 * h + j) + 4 * t) * 2);
+                    uint32_t b0 = xv.x, b1 = xv.y;
+                    if (G::SCALE_X) b0 = ActBF16::mul2(b0, G::XMUL), b1 = ActBF16::mul2(b1, G::XMUL);
+#pragma unroll
+                    for (int i = 0; i < NW; i++) {
+                        const uint32_t wl = j == 0 ? wv[i].x : j == 1 ? wv[i].y : j == 2 ? wv[i].z : wv[i].w;
+                        const uint32_t wu = j == 0 ? wh[i].x : j == 1 ? wh[i].y : j == 2 ? wh[i].z : wh[i].w;
+                        uint32_t af[4];
+                        gv_bytes<G::HI8>(wl, wu, af);
+                        A::mma(cg[i], af, b0, b1);
+                    }
+                    A::mma(c1, sum, b0, b1);
+                }
+            }
+        } else {
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                uint4 wv[NW];
+#pragma unroll
+                for (int i = 0; i < NW; i++) wv[i] = *reinterpret_cast<const uint4 *>(st + (h * NW + i) * MPL_CUDA_W4A16_BLOCK_BYTES + lane * 16);
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    /* x elements 16 (4 h + j) + 4 t .. + 3 of the pair (token 0 in every lane: the MMA columns past 0 are
+                     * never stored) */
+                    const uint2 xv = *reinterpret_cast<const uint2 *>(st + Sh::OFF_X + XG + (16 * (4 * h + j) + 4 * t) * 2);
+                    uint32_t b0 = xv.x, b1 = xv.y;
+                    if (G::SCALE_X) b0 = ActBF16::mul2(b0, G::XMUL), b1 = ActBF16::mul2(b1, G::XMUL);
+#pragma unroll
+                    for (int i = 0; i < NW; i++) {
+                        const uint32_t w = j == 0 ? wv[i].x : j == 1 ? wv[i].y : j == 2 ? wv[i].z : wv[i].w;
+                        uint32_t af[4];
+                        G::dequant(w, af);
+                        A::mma(cg[i], af, b0, b1);
+                    }
+                    A::mma(c1, sum, b0, b1);
+                }
             }
         }
-        if ((rem -= 8) == 0 || it == count - 1) {
+        if ((rem -= STEPS) == 0 || it == count - 1) {
 #pragma unroll
             for (int i = 0; i < NW; i++) {
-                uint32_t hi, lo = 0u, zz = 0x0808u;
+                uint32_t hi, lo = 0u, zz = HV ? 0x0202u : 0x0808u; /* uint4b8: 8; uint2b2 (halves): 2 */
                 stage_group<Sh, ZP>(st, i, g, SF, hi, lo, zz);
-                float s_g, s_g8;
+                float s_g, s_g8; /* 8-bit: the low plane's scales (the high plane's are 16 s) */
                 row_scales(hi, lo, SF, s_g, s_g8);
-                const float z_g = (float)(zz & 0xffu), z_g8 = (float)(zz >> 8);
+                float z_g = (float)(zz & 0xffu), z_g8 = (float)(zz >> 8);
+                if constexpr (W8) { /* z = zl + 16 zh, rows g + 8 at 1 c (M8 = 1) */
+                    const uint32_t zh = stage_zero<Sh>(st, NW + i, g);
+                    z_g += 16.0f * (float)(zh & 0xffu), z_g8 += 16.0f * (float)(zh >> 8);
+                }
+                constexpr float M8 = W8 ? 1.0f : 16.0f; /* rows g + 8 read at M8 times the code */
                 acc[i][0][0] = fmaf(s_g, fmaf(-(G::OFF + z_g), c1[0], cg[i][0]), acc[i][0][0]);
-                acc[i][0][2] = fmaf(s_g8, fmaf(-(G::OFF + 16.0f * z_g8), c1[0], cg[i][2]), acc[i][0][2]);
+                acc[i][0][2] = fmaf(s_g8, fmaf(-(G::OFF + M8 * z_g8), c1[0], cg[i][2]), acc[i][0][2]);
+                if constexpr (MX > 1) { /* column 2t + 1 (c1[1]: its sum of x) */
+                    acc[i][0][1] = fmaf(s_g, fmaf(-(G::OFF + z_g), c1[1], cg[i][1]), acc[i][0][1]);
+                    acc[i][0][3] = fmaf(s_g8, fmaf(-(G::OFF + M8 * z_g8), c1[1], cg[i][3]), acc[i][0][3]);
+                }
 #pragma unroll
                 for (int e = 0; e < 4; e++) cg[i][e] = 0.0f;
             }
@@ -931,8 +1058,13 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_gemv(const mpl_cuda_w4a16
 #pragma unroll
     for (int i = 0; i < NW; i++) {
         acc[i][0][0] *= G::OUT;
-        acc[i][0][2] *= G::OUT * (1.0f / 16.0f);
-        acc[i][0][1] = acc[i][0][3] = 0.0f;
+        acc[i][0][2] *= G::OUT * (W8 ? 1.0f : 1.0f / 16.0f);
+        if constexpr (MX == 1) {
+            acc[i][0][1] = acc[i][0][3] = 0.0f;
+        } else {
+            acc[i][0][1] *= G::OUT;
+            acc[i][0][3] *= G::OUT * (W8 ? 1.0f : 1.0f / 16.0f);
+        }
     }
     sk_reduce_store<A, NW, 1, Sh::SMEM>(a, acc, smem, nt0, S, split);
 }
@@ -942,24 +1074,39 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_gemv(const mpl_cuda_w4a16
  * sm_80 (164 KB of shared memory per SM: one such block per SM) keeps the loop it was measured with. */
 static bool gemv_fits(const mpl_cuda_w4a16_args *a) {
     /* k == k_pad: x has every channel the pairs read (a K tail would read past x's row) */
-    return a->cc >= 90 && a->m == 1 && !a->halves && !a->planes_k && a->gs16 % 8 == 0 && a->k == a->k_pad && a->k % 128 == 0;
+    return a->cc >= 90 && a->m <= 8 && !a->halves && !a->planes_k && a->gs16 % 8 == 0 && a->k == a->k_pad && a->k % 128 == 0;
+}
+/* ... and a halves layer (bf16; K % 128 == 0 and one group per packed chunk: mpl_cuda_w4a16_halves_fits) */
+static bool gemv_fits_halves(const mpl_cuda_w4a16_args *a) {
+    return a->cc >= 90 && a->m <= 8 && a->halves && a->act == MPL_CUDA_W4A16_ACT_BF16 && a->gs16 % 4 == 0 && 2 * a->k_pad == a->k;
+}
+/* ... and an 8-bit layer of two planes (FORM_W8's condition: the high plane starts on a chunk) whose planes are
+ * 128-channel multiples; x's first planes_k channels (the low plane's: x gathered to 2 planes_k with act-order, else
+ * x itself) are those the stages read */
+static bool gemv_fits_w8(const mpl_cuda_w4a16_args *a) {
+    return a->cc >= 90 && a->m <= 8 && a->planes_k && a->zeros && a->planes_k % 128 == 0 && 2 * a->planes_k == a->k_pad &&
+           a->k >= a->planes_k && a->gs16 % 8 == 0;
 }
 
-template <class A, bool ZP, int NW, int SF>
-static cudaError_t launch_gv_sf(const mpl_cuda_w4a16_args *a, cudaStream_t stream, int ksplit) {
+template <class A, bool ZP, int NW, int SF, int V, int MX>
+static cudaError_t launch_gv_mx(const mpl_cuda_w4a16_args *a, cudaStream_t stream, int ksplit) {
     const int ntiles = (a->n + MPL_CUDA_W4A16_NT - 1) / MPL_CUDA_W4A16_NT;
-    constexpr int SMEM = GvShape<NW, SF, ZP>::SMEM;
+    constexpr int SMEM = GvShape<NW, SF, ZP, V, MX>::SMEM;
     static KernelSetup setup;
-    cudaError_t e = setup_kernel(w4a16_gemv<A, ZP, NW, SF>, a->device, SK_THREADS, SMEM, setup, nullptr);
+    cudaError_t e = setup_kernel(w4a16_gemv<A, ZP, NW, SF, V, MX>, a->device, SK_THREADS, SMEM, setup, nullptr);
     if (e != cudaSuccess) return e;
-    return launch_ksplit(w4a16_gemv<A, ZP, NW, SF>, (unsigned)((ntiles + NW - 1) / NW), ksplit, SK_THREADS, SMEM, stream, *a);
+    return launch_ksplit(w4a16_gemv<A, ZP, NW, SF, V, MX>, (unsigned)((ntiles + NW - 1) / NW), ksplit, SK_THREADS, SMEM, stream, *a);
 }
-template <class A, bool ZP, int NW>
+template <class A, bool ZP, int NW, int SF, int V>
+static cudaError_t launch_gv_sf(const mpl_cuda_w4a16_args *a, cudaStream_t stream, int ksplit) {
+    return a->m == 1 ? launch_gv_mx<A, ZP, NW, SF, V, 1>(a, stream, ksplit) : launch_gv_mx<A, ZP, NW, SF, V, 8>(a, stream, ksplit);
+}
+template <class A, bool ZP, int NW, int V = GV_NIB>
 static cudaError_t launch_gv(const mpl_cuda_w4a16_args *a, cudaStream_t stream, int ksplit) {
     switch (a->scale_fmt) {
-    case MPL_CUDA_W4A16_SCALE_F16: return launch_gv_sf<A, ZP, NW, MPL_CUDA_W4A16_SCALE_F16>(a, stream, ksplit);
-    case MPL_CUDA_W4A16_SCALE_BF16: return launch_gv_sf<A, ZP, NW, MPL_CUDA_W4A16_SCALE_BF16>(a, stream, ksplit);
-    case MPL_CUDA_W4A16_SCALE_F32: return launch_gv_sf<A, ZP, NW, MPL_CUDA_W4A16_SCALE_F32>(a, stream, ksplit);
+    case MPL_CUDA_W4A16_SCALE_F16: return launch_gv_sf<A, ZP, NW, MPL_CUDA_W4A16_SCALE_F16, V>(a, stream, ksplit);
+    case MPL_CUDA_W4A16_SCALE_BF16: return launch_gv_sf<A, ZP, NW, MPL_CUDA_W4A16_SCALE_BF16, V>(a, stream, ksplit);
+    case MPL_CUDA_W4A16_SCALE_F32: return launch_gv_sf<A, ZP, NW, MPL_CUDA_W4A16_SCALE_F32, V>(a, stream, ksplit);
     default: return cudaErrorInvalidValue;
     }
 }
@@ -997,11 +1144,16 @@ static cudaError_t launch_zp(const mpl_cuda_w4a16_args *a, cudaStream_t stream, 
     bool cg = a->gs16 % 4 == 0; /* one group per chunk (also with one group: MPL_CUDA_W4A16_ONE_GROUP) */
     if constexpr (FORM == FORM_HALVES) { /* always one group per packed chunk (mpl_cuda_w4a16_halves_fits) */
         if (!cg) return cudaErrorInvalidValue;
+        if constexpr (A::id == MPL_CUDA_W4A16_ACT_BF16)
+            if (gemv_fits_halves(a)) return launch_gv<A, ZP, NW, GV_HALVES>(a, stream, ksplit);
         if (a->m == 1) return launch_one<A, ZP, 1, true, NW, FORM_HALVES_M1>(a, stream, ksplit);
         return a->m > 8 ? launch_one<A, ZP, 2, true, NW, FORM>(a, stream, ksplit) : launch_one<A, ZP, 1, true, NW, FORM>(a, stream, ksplit);
     } else {
-        if constexpr (FORM != FORM_W8)
-            if (gemv_fits(a)) return launch_gv<A, ZP, NW>(a, stream, ksplit);
+        if constexpr (FORM == FORM_W8) {
+            if (gemv_fits_w8(a)) return launch_gv<A, true, NW, GV_W8>(a, stream, ksplit);
+        } else if (gemv_fits(a)) {
+            return launch_gv<A, ZP, NW>(a, stream, ksplit);
+        }
         if (a->m > 8) return cg ? launch_one<A, ZP, 2, true, NW, FORM>(a, stream, ksplit) : launch_one<A, ZP, 2, false, NW, FORM>(a, stream, ksplit);
         if constexpr (FORM == FORM_OFFSET)
             if (cg && a->m == 1) return launch_one<A, ZP, 1, true, NW, FORM_OFFSET_M1>(a, stream, ksplit);
