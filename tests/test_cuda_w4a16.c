@@ -437,7 +437,12 @@ static const char *expected_default(int64_t m, int64_t k, int64_t n, int64_t gs,
     }
     /* skinny-rounded comes first with skinny's range and takes bf16 uint4b8 */
     const int w8wg = g_w8 && cc == 90 && k % 64 == 0;
-    const int64_t skinny_top = w8wg && n > k ? (n >= 16384 ? 3 : 8) : (g_w8 ? 2 * k : k) >= 8192 ? 16 : 8;
+    /* w4a16_gemv's layers (cc 9.0, k % 128 == 0, groups of 128k or one) */
+    const int gemv = cc == 90 && k % 128 == 0 && (gs == -1 || gs % 128 == 0);
+    const int64_t skinny_top = w8wg && n > k             ? (n >= 16384 ? (gemv ? 8 : 3) : (gemv ? 16 : 8))
+                               : gemv && !g_w8           ? (k < 8192 && n >= 16384 ? 8 : 16)
+                               : (g_w8 ? 2 * k : k) >= 8192 ? 16
+                                                            : 8;
     if (m <= skinny_top)
         return act == MPL_ACT_BF16 && !zp && !g_w8 ? "cuda_w4a16:skinny-rounded" : "cuda_w4a16:skinny";
     if (w8wg && m <= W8_WG_HI) return expected_streamk(m, k, n, 3) ? "cuda_w4a16:wg-streamk" : "cuda_w4a16:wg";
@@ -531,15 +536,17 @@ static void default_paths(void **state) {
                              got ? got : "no path", st == MPL_OK ? "ok" : mpl_last_error(), want);
                 checked++;
             }
-            /* skinny's verdict carries the narrowed range: 1..8 below K = 8192, 1..16 from it (skinny-rounded: the same) */
+            /* skinny's verdict carries the narrowed range: 1..8 below K = 8192, 1..16 from it, and 1..16 where w4a16_gemv
+             * runs the layer (cc 9.0, k % 128 == 0; n 1024 < 16384) (skinny-rounded: the same) */
+            const int64_t top = ccs[ci] == 90 && ks[kj] % 128 == 0 ? 16 : ks[kj] >= 8192 ? 16 : 8;
             mpl_verdict v;
             assert_int_equal(mpl_check(&c, &o, "cuda_w4a16:skinny", &v), MPL_OK);
             assert_int_equal(v.reason, MPL_REASON_OK);
             assert_int_equal(v.m_min, 1);
-            assert_int_equal(v.m_max, ks[kj] >= 8192 ? 16 : 8);
+            assert_int_equal(v.m_max, top);
             assert_int_equal(mpl_check(&c, &o, "cuda_w4a16:skinny-rounded", &v), MPL_OK);
             assert_int_equal(v.reason, MPL_REASON_OK);
-            assert_int_equal(v.m_max, ks[kj] >= 8192 ? 16 : 8);
+            assert_int_equal(v.m_max, top);
             /* f16 and zero points keep skinny */
             c.act = MPL_ACT_F16;
             const char *got16 = NULL;
@@ -728,23 +735,27 @@ static void path_refusals(void **state) {
         fake_gpus(1, 90);
     }
 
-    /* 8-bit on cc 9.0 (H200 v17, H100 v19, v20): layers with n > k leave skinny for wg at m = 4 where n >= 16384, at 9
-     * below; n <= k keep skinny to 16; wg to 256 (wg-streamk first on the wide 70B layers from m = 33), dq after;
-     * one group per channel the same */
+    /* 8-bit on cc 9.0 (H200 v17, H100 v19, v20; w4a16_gemv's layers H100 v30): layers with n > k leave skinny for wg
+     * at m = 4 where n >= 16384, at 9 below, and with w4a16_gemv (k % 128 == 0, groups of 128k or one) at 9 and 17;
+     * n <= k keep skinny to 16; wg to 256 (wg-streamk first on the wide 70B layers from m = 33), dq after; one group per
+     * channel the same */
     {
         static const struct {
             int64_t k, n, gs, m;
             const char *want;
         } w8[] = {
-            {8192, 57344, 128, 3, "cuda_w4a16:skinny"}, {8192, 57344, 128, 4, "cuda_w4a16:wg"},
+            {8192, 57344, 128, 8, "cuda_w4a16:skinny"}, {8192, 57344, 128, 9, "cuda_w4a16:wg"},
+            {8256, 57344, -1, 3, "cuda_w4a16:skinny"},  {8256, 57344, -1, 4, "cuda_w4a16:wg"}, /* no gemv: k % 128 = 64 */
+            {8192, 57344, 64, 3, "cuda_w4a16:skinny"},  {8192, 57344, 64, 4, "cuda_w4a16:wg"},  /* no gemv: 64-groups */
             {8192, 57344, 128, 32, "cuda_w4a16:wg"},    {8192, 57344, 128, 33, "cuda_w4a16:wg-streamk"},
             {8192, 57344, 128, 256, "cuda_w4a16:wg-streamk"}, {8192, 57344, 128, 257, "cuda_w4a16:dq"},
             {28672, 8192, 128, 128, "cuda_w4a16:wg-streamk"}, {28672, 8192, 128, 129, "cuda_w4a16:wg"},
             {4096, 28672, 128, 64, "cuda_w4a16:wg"}, /* 8B gate_up: wg throughout */
             {28672, 8192, 128, 16, "cuda_w4a16:skinny"}, {28672, 8192, 128, 17, "cuda_w4a16:wg"},
-            {8192, 57344, -1, 3, "cuda_w4a16:skinny"},  {8192, 57344, -1, 4, "cuda_w4a16:wg"},
-            {8192, 10240, 128, 8, "cuda_w4a16:skinny"}, {8192, 10240, 128, 9, "cuda_w4a16:wg"}, /* n > k, n < 16384 */
-            {4096, 6144, -1, 8, "cuda_w4a16:skinny"},   {4096, 6144, -1, 9, "cuda_w4a16:wg"},
+            {8192, 57344, -1, 8, "cuda_w4a16:skinny"},  {8192, 57344, -1, 9, "cuda_w4a16:wg"},
+            {8192, 10240, 128, 16, "cuda_w4a16:skinny"}, {8192, 10240, 128, 17, "cuda_w4a16:wg"}, /* n > k, n < 16384 */
+            {4096, 6144, -1, 16, "cuda_w4a16:skinny"},   {4096, 6144, -1, 17, "cuda_w4a16:wg"},
+            {4160, 6144, -1, 8, "cuda_w4a16:skinny"},    {4160, 6144, -1, 9, "cuda_w4a16:wg"}, /* no gemv */
             {8192, 57344, -1, 256, "cuda_w4a16:wg-streamk"}, {8192, 57344, -1, 257, "cuda_w4a16:dq"},
         };
         fake_gpus(1, 90);
@@ -1158,8 +1169,9 @@ static int halves_matrix(uint64_t seed, int *pcases) {
     return bad;
 }
 
-/* w4a16_gemv (the skinny paths' kernel at m <= 8 on cc 9.0 where K % 128 == 0 and groups are -1 or 128-channel
- * multiples): one token and every token count to the MMA's 8 columns (rows past m zero-filled in the ring), 4-bit codes,
+/* w4a16_gemv (the skinny paths' kernel at m <= 16 on cc 9.0 where K % 128 == 0 and groups are -1 or 128-channel
+ * multiples): one token, every token count to the MMA's 8 columns and to two token tiles (rows past m zero-filled in
+ * the ring), 4-bit codes,
  * 8-bit planes and bf16 halves, both activation types, exact and random data, zero points, act-order (x gathered),
  * group -1 / 128 / 256, f16 / bf16 / f32 scales, N tails, bias, two and four row tiles per warp, split-K 1, 2, 4;
  * both skinny paths forced (alone under MPL_CUDA_W4A16_TEST_GEMV) */
@@ -1173,7 +1185,7 @@ static int gemv_matrix(uint64_t seed, int *pcases) {
         {2048, 136, 256, 0, 1, MPL_ACT_BF16, RN, F16, G, 1},  {1024, 200, 128, 1, 1, MPL_ACT_BF16, RN, BF16, MPL_LAYOUT_CT, 1},
         {1536, 40, 128, 0, 0, MPL_ACT_F16, EX, F16, G, 1},
     };
-    const int64_t gv_m[] = {1, 2, 3, 5, 8};
+    const int64_t gv_m[] = {1, 2, 3, 5, 8, 9, 12, 16};
     const char *sk[] = {"cuda_w4a16:skinny", "cuda_w4a16:skinny-rounded"};
     for (int w = 0; w < 3; w++) { /* 4-bit codes, 8-bit planes, 2-bit halves (bf16; f16 keeps the skinny loop) */
         g_w8 = w == 1;
@@ -1189,7 +1201,7 @@ static int gemv_matrix(uint64_t seed, int *pcases) {
         g_tune = mpl_cuda_w4a16_tuning_default;
         const dcase wide = {8192, 6656, 128, w == 1, 0, MPL_ACT_BF16, RN, BF16, G, 1};
         for (int ks = 1; ks <= 4; ks *= 2)
-            for (int m = 1; m <= 8; m += 7)
+            for (int m = 1; m <= 16; m = m == 1 ? 8 : 2 * m)
                 bad += !run_forced(&wide, m, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:skinny", ks), cases++;
     }
     g_w8 = 0, g_sym = MPL_WTYPE_UINT4B8, g_asym = MPL_WTYPE_UINT4;
@@ -1296,7 +1308,6 @@ static int device_matrix_body(void) {
     }
     if (getenv("MPL_CUDA_W4A16_TEST_W8")) {
         bad += w8_matrix(seed, &cases);
-    bad += gemv_matrix(seed, &cases);
         printf("cuda_w4a16 device matrix (8-bit): %d cases, %d failed\n", cases, bad);
         return bad;
     }
@@ -1389,6 +1400,7 @@ static int device_matrix_body(void) {
         g_tune = mpl_cuda_w4a16_tuning_default;
     }
     bad += w8_matrix(seed, &cases);
+    bad += gemv_matrix(seed, &cases);
     /* 2- and 3-bit weights (symmetric and with zero points) and int4, as 4-bit codes: every path, default and
      * forced, both activation types, exact and random data, act-order, group sizes -1 / 32 / 64 / 128, K and N
      * tails (K not a multiple of 64), bias; dq with several slabs */

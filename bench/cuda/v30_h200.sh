@@ -7,7 +7,11 @@
 #   mx:    w4a16_gemv at m <= 8 (the 8 MMA columns kept): the gemv rounds of the device matrix
 #          (MPL_CUDA_W4A16_TEST_GEMV), then m = 1, 2, 4, 8, 16 on the six layers against the tree before v29 (as m1),
 #          bf16 / f16 uint4b8, bf16 uint2b2, bf16 uint8b128, two rounds in turns.
-#   tests: the whole device matrix and test_cuda_faults (TEST_S 420 by default: 5m22-6m03 on an H100 in v29).
+#   mt:    w4a16_gemv at m 9..16 (two token tiles, one block per SM): the gemv rounds; the A/B against the tree before
+#          v29 at m = 1, 8, 9, 12, 16 (as mx); forced sweeps for the switch points: uint4b8 skinny (both NW) / tc / wg at
+#          m 9, 12, 16 on the six layers, uint8b128 skinny / wg at m 4..16 on the n > k layers, uint2b2 skinny / wg.
+#   tests: the whole device matrix and test_cuda_faults (TEST_S 500 by default: 5m22-6m03 on an H100 in v29, before the
+#          gemv rounds' 84 s), then the defaults at m 1, 4, 8, 12, 16 for uint4b8, uint8b128 and uint2b2 on four layers.
 #   peers: our defaults at M 1..2048 for uint4b8, uint8b128 and uint2b2, Humming int4 / int8 / int2 beside (dev_final).
 # Binaries packed as in bench/cuda/dev_unpack.sh. Logs come back as one tar ($OUT/v30_MODE.tgz).
 set -u
@@ -37,8 +41,30 @@ mx)
   stamp "m <= 8 A/B"
   MS=1,2,4,8,16 dev_m1_ab "$R" 2 bf4 hf4 bf2 bf8 | tee "$R/ab_table.txt"
   ;;
+mt)
+  dev_card "$R"
+  stamp "gemv rounds"
+  ( time MPL_CUDA_W4A16_TEST_GEMV=1 timeout 200 .h200/test_cuda_w4a16 ) > "$R/test_gemv.log" 2>&1; echo "rc=$?" >> "$R/test_gemv.log"
+  grep -E "device matrix|FAIL|PASSED|rc=|real" "$R/test_gemv.log" | head -20
+  stamp "A/B"
+  MS=1,8,9,12,16 dev_m1_ab "$R" 2 bf4 hf4 bf2 bf8 | tee "$R/ab_table.txt"
+  stamp "sweeps"
+  B=.h200/bench_cuda_w4a16
+  timeout 100 $B --sweep --sets "default,skinny,skinny nw2,skinny nw4,skinny-rounded,tc,wg" --shapes "$S" --m 9,12,16 \
+      --wtype uint4b8 --reps 10 > "$R/sweep4.log" 2>&1
+  timeout 80 $B --sweep --sets "default,skinny,wg" --shapes 70B.gate_up,8B.gate_up,70B.qkv,8B.qkv --m 4,8,12,16 \
+      --wtype uint8b128 --reps 10 > "$R/sweep8.log" 2>&1
+  timeout 60 $B --sweep --sets "default,skinny,wg" --shapes 70B.gate_up,8B.gate_up,8B.qkv --m 9,16 --wtype uint2b2 --reps 10 \
+      > "$R/sweep2.log" 2>&1
+  grep -h "^sweep" "$R"/sweep*.log | head -150
+  ;;
 tests)
-  TEST_S=${TEST_S:-420} dev_tests "$R"
+  TEST_S=${TEST_S:-500} dev_tests "$R"
+  for w in uint4b8 uint8b128 uint2b2; do
+    timeout 30 stdbuf -oL .h200/bench_cuda_w4a16 --shapes 70B.gate_up,70B.down,8B.qkv,8B.gate_up --m 1,4,8,12,16 --wtype $w \
+        --reps 10 > "$R/default_$w.log" 2>&1
+    grep -E "cuda_w4a16" "$R/default_$w.log" | awk '{print $1, $2, $4, $5}' | paste - - - - -
+  done
   ;;
 peers)
   dev_card "$R"

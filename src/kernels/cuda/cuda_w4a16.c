@@ -95,8 +95,21 @@ static bool wg_takes_w8(const mpl_config *c) { return c->k % MPL_CUDA_W4A16_KC =
  * 128, bf16, us, skinny vs wg: 70B gate_up (n 57344) m = 1 178.1 vs 182.1, m = 4 188.9 vs 182.8, 8 191.1 vs 185.1;
  * 8B gate_up (n 28672) m = 4 58.9 vs 51.2; 70B qkv (n 10240) m = 8 40.3 vs 47.6, m = 12 57.3 vs 47.8; 8B qkv (n 6144)
  * m = 8 18.8 vs 19.4, m = 12 21.1 vs 19.6; 70B o m = 16 34.6 vs 48.0; 70B down m = 16 101.8 vs 140.8. */
+/* Whether the skinny paths run the layer through w4a16_gemv at m <= 16 (w4a16_skinny.cu: cc 9.0, K a multiple of 128,
+ * groups of 128-channel multiples or one; halves with bf16 activations) */
+static bool gemv_layer(const mpl_config *c, const mpl_platform *p) {
+    if (p->cuda_cc != 90 || c->k % 128 != 0 || (c->group_size != -1 && c->group_size % 128 != 0)) return false;
+    return !packs_halves(c, p) || c->act == MPL_ACT_BF16;
+}
+/* With w4a16_gemv (H100 v30 call 3, bf16, group 128, f16 scales, us, forced skinny vs the next path):
+ * - 8-bit on n > k layers: skinny to 8 where n >= 16384 (70B gate_up m = 4 166.1 vs wg 179.1, m = 8 167.9 vs 179.3,
+ *   m = 12 178.3 vs 179.5, m = 16 180.4 vs 179.9; 8B gate_up m = 8 47.4 vs 48.8, m = 12 53.8 vs 49.7), else to 16
+ *   (70B qkv m = 16 42.0 vs 45.6; 8B qkv m = 16 16.9 vs 17.7);
+ * - 4-bit codes: to 16 unless k < 8192 and n >= 16384 (8B qkv m = 9 / 16 9.6 / 10.0 vs tc 12.7 / 13.8; 8B gate_up
+ *   m = 9 33.8 vs tc 31.0, m = 16 34.8 vs 31.1; 70B o m = 16 17.7 vs tc 30.0). */
 static int64_t skinny_max_m(const mpl_config *c, const mpl_platform *p) {
-    if (is_w8(c) && p->cuda_cc == 90 && wg_takes_w8(c) && c->n > c->k) return c->n >= 16384 ? 3 : 8;
+    const bool gemv = gemv_layer(c, p);
+    if (is_w8(c) && p->cuda_cc == 90 && wg_takes_w8(c) && c->n > c->k) return c->n >= 16384 ? (gemv ? 8 : 3) : (gemv ? 16 : 8);
     /* halves (no tc): bf16 skinny to 16 (one fold per packed chunk, four row tiles per warp at m 9..16: H200 v24,
      * uint2b2 group 128, m = 16, us, skinny vs the default of v23: 70B gate_up 85.2 vs wg 115.9, 8B gate_up 29.3 vs
      * wg 32.5, 70B down 44.4 vs skinny with two row tiles 58.5). f16 (a fold per half, two row tiles per warp from
@@ -105,6 +118,7 @@ static int64_t skinny_max_m(const mpl_config *c, const mpl_platform *p) {
      * 32.5; kept on skinny: 8B qkv m = 16 13.2 vs 14.3, 70B down 71.3 vs 100.1, 70B o 24.2 vs 33.7 */
     if (packs_halves(c, p))
         return c->act == MPL_ACT_F16 && c->n >= 16384 && c->n > c->k ? 8 : MPL_CUDA_W4A16_SKINNY_MAX_M;
+    if (gemv && !is_w8(c)) return c->k < 8192 && c->n >= 16384 ? 8 : MPL_CUDA_W4A16_SKINNY_MAX_M;
     return (is_w8(c) ? 2 * c->k : c->k) < 8192 ? 8 : MPL_CUDA_W4A16_SKINNY_MAX_M;
 }
 static void skinny_m_range(const mpl_config *c, const mpl_platform *p, int64_t *m_min, int64_t *m_max) {

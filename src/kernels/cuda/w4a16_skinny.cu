@@ -840,20 +840,23 @@ struct GvShape {
     /* the measured depth at m = 1 (3 stages of 4 KB of weights, 5 of 2 KB, 5 / 8 halves stages of 2 / 1 KB), fewer where
      * 8 token rows of x would leave no room for two blocks per SM */
     static constexpr int DEPTH = V == GV_HALVES ? (NW_ == 4 ? 5 : 8) : (PL * NW_ == 4 ? 3 : 5);
-    static constexpr int FIT = (114 * 1024 - 2080 - 1024) / (SK_WARPS * STAGE);
+    /* blocks per SM: two, or one with 16 token rows (their 4.5 KB of x per stage would leave one stage per warp) */
+    static constexpr int BPS = MX == 16 ? 1 : 2;
+    static constexpr int FIT = (228 * 1024 / BPS - 2080 - 1024) / (SK_WARPS * STAGE);
     static constexpr int STAGES = DEPTH < FIT ? DEPTH : FIT;
     static_assert(STAGES >= 2, "two ring stages per warp");
     static constexpr int SMEM = SK_WARPS * STAGES * STAGE;
     static_assert(STAGE % 16 == 0, "stage alignment");
-    /* two blocks per SM (__launch_bounds__(SK_THREADS, 2)): the rings, sk_reduce_store's 2080-byte tile and the 1 KB the
-     * hardware reserves per block, twice, within sm_90's 228 KB */
-    static_assert(2 * (SMEM + 2080 + 1024) <= 228 * 1024, "two w4a16_gemv blocks per SM");
+    /* BPS blocks per SM (__launch_bounds__(SK_THREADS, BPS)): the rings, sk_reduce_store's 2080-byte tile and the 1 KB
+     * the hardware reserves per block, BPS times, within sm_90's 228 KB */
+    static_assert(BPS * (SMEM + 2080 + 1024) <= 228 * 1024, "BPS w4a16_gemv blocks per SM");
 };
 
 template <class A, bool ZP, int NW, int SF, int V, int MX>
-__global__ void __launch_bounds__(SK_THREADS, 2) w4a16_gemv(const mpl_cuda_w4a16_args a) {
+__global__ void __launch_bounds__(SK_THREADS, MX == 16 ? 1 : 2) w4a16_gemv(const mpl_cuda_w4a16_args a) {
     using Sh = GvShape<NW, SF, ZP, V, MX>;
-    static_assert(MX == 1 || MX == 8, "one token, or up to 8 (every column of the MMA)");
+    static_assert(MX == 1 || MX == 8 || MX == 16, "one token, up to 8 (every column of the MMA) or 16 (two token tiles)");
+    constexpr int MT = MX == 16 ? 2 : 1; /* token tiles */
     constexpr bool HV = V == GV_HALVES, W8 = V == GV_W8;
     constexpr int PL = Sh::PL;
     static_assert(!W8 || ZP, "8-bit layers carry zero points (both planes')");
@@ -896,8 +899,8 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_gemv(const mpl_cuda_w4a16
             gdst = Sh::OFF_Z + l * 16, gsrc = a.zeros + rz + (l % NW) * 16, gstride = (size_t)a.n_pad;
         }
     }
-    /* x: MX = 1: lanes 0..15 16 bytes each of the stage's 128 elements; MX = 8: each lane 16 bytes of rows lane / 16 + 2 q
-     * (q = 0..3), rows past m zero-filled (their MMA columns are never stored) */
+    /* x: MX = 1: lanes 0..15 16 bytes each of the stage's 128 elements; MX = 8 / 16: each lane 16 bytes of rows
+     * lane / 16 + 2 q (q < MX / 2), rows past m zero-filled (their MMA columns are never stored) */
     const size_t xrow = (size_t)a.k * 2;
     const unsigned char *xsrc = reinterpret_cast<const unsigned char *>(a.x) + ((size_t)first * 128 + (lane & 15) * 8) * 2 +
                                 (MX == 1 ? 0 : (size_t)(lane >> 4) * xrow);
@@ -918,7 +921,7 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_gemv(const mpl_cuda_w4a16
             if (lane < 16) cp_async16(wst + Sh::OFF_X + lane * 16, xsrc, 16);
         } else {
 #pragma unroll
-            for (int q = 0; q < 4; q++) {
+            for (int q = 0; q < MX / 2; q++) {
                 const int r = (lane >> 4) + 2 * q;
                 cp_async16(wst + Sh::OFF_X + r * Sh::XR + (lane & 15) * 16, r < a.m ? xsrc + q * 2 * xrow : xsrc, r < a.m ? 16 : 0);
             }
@@ -933,16 +936,18 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_gemv(const mpl_cuda_w4a16
         if (s < count) issue();
         cp_async_commit();
     }
-    float acc[NW][1][4], cg[NW][4], c1[4];
+    float acc[NW][MT][4], cg[NW][MT][4], c1[MT][4];
 #pragma unroll
-    for (int e = 0; e < 4; e++) {
-        c1[e] = 0.0f;
+    for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-        for (int i = 0; i < NW; i++) acc[i][0][e] = cg[i][e] = 0.0f;
-    }
+        for (int e = 0; e < 4; e++) {
+            c1[mt][e] = 0.0f;
+#pragma unroll
+            for (int i = 0; i < NW; i++) acc[i][mt][e] = cg[i][mt][e] = 0.0f;
+        }
     int rem = a.gs16 - (first * STEPS) % a.gs16; /* k16 steps until the current group ends (gs16 % STEPS == 0) */
     const unsigned char *rst = ring;          /* the stage computed next */
-    const int XG = MX == 1 ? 0 : g * Sh::XR;  /* this lane's token row of x (MX = 8: token g) */
+    const int XG = MX == 1 ? 0 : g * Sh::XR;  /* this lane's token row of x (MX > 1: token g, token tile 1: g + 8) */
     for (int it = 0; it < count; it++) {
         cp_async_wait<Sh::STAGES - 2>();
         __syncwarp();
@@ -961,21 +966,31 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_gemv(const mpl_cuda_w4a16
             for (int i = 0; i < NW; i++) wv[i] = *reinterpret_cast<const uint4 *>(st + i * MPL_CUDA_W4A16_BLOCK_BYTES + lane * 16);
 #pragma unroll
             for (int j = 0; j < 4; j++) {
-                const uint2 x0 = *reinterpret_cast<const uint2 *>(st + Sh::OFF_X + XG + (16 * j + 4 * t) * 2);
-                const uint2 x1 = *reinterpret_cast<const uint2 *>(st + Sh::OFF_X + XG + (64 + 16 * j + 4 * t) * 2);
-                const uint32_t b0 = ActBF16::mul2(x0.x, 0x5F805F80u), b1 = ActBF16::mul2(x0.y, 0x5F805F80u); /* 2^64 */
-                const uint32_t b2 = ActBF16::mul2(x1.x, 0x5E805E80u), b3 = ActBF16::mul2(x1.y, 0x5E805E80u); /* 2^62 */
+                uint32_t b[MT][4];
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++) {
+                    const unsigned char *xr = st + Sh::OFF_X + XG + mt * 8 * Sh::XR;
+                    const uint2 x0 = *reinterpret_cast<const uint2 *>(xr + (16 * j + 4 * t) * 2);
+                    const uint2 x1 = *reinterpret_cast<const uint2 *>(xr + (64 + 16 * j + 4 * t) * 2);
+                    b[mt][0] = ActBF16::mul2(x0.x, 0x5F805F80u), b[mt][1] = ActBF16::mul2(x0.y, 0x5F805F80u); /* 2^64 */
+                    b[mt][2] = ActBF16::mul2(x1.x, 0x5E805E80u), b[mt][3] = ActBF16::mul2(x1.y, 0x5E805E80u); /* 2^62 */
+                }
 #pragma unroll
                 for (int i = 0; i < NW; i++) {
                     const uint32_t w = j == 0 ? wv[i].x : j == 1 ? wv[i].y : j == 2 ? wv[i].z : wv[i].w, w8 = w >> 8;
                     uint32_t af[4];
                     Gv<ActBF16>::dequant_half<0>(w, w8, af);
-                    A::mma(cg[i], af, b0, b1);
+#pragma unroll
+                    for (int mt = 0; mt < MT; mt++) A::mma(cg[i][mt], af, b[mt][0], b[mt][1]);
                     Gv<ActBF16>::dequant_half<1>(w, w8, af);
-                    A::mma(cg[i], af, b2, b3);
+#pragma unroll
+                    for (int mt = 0; mt < MT; mt++) A::mma(cg[i][mt], af, b[mt][2], b[mt][3]);
                 }
-                A::mma(c1, sum, b0, b1);
-                A::mma(c1, sum1, b2, b3);
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++) {
+                    A::mma(c1[mt], sum, b[mt][0], b[mt][1]);
+                    A::mma(c1[mt], sum1, b[mt][2], b[mt][3]);
+                }
             }
         } else if constexpr (W8) {
             /* 8-bit: per chunk h the low (wv) and high (wh) plane's words of the same weights, one MMA per 8 weights
@@ -990,18 +1005,24 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_gemv(const mpl_cuda_w4a16
                 }
 #pragma unroll
                 for (int j = 0; j < 4; j++) {
-                    const uint2 xv = *reinterpret_cast<const uint2 *>(st + Sh::OFF_X + XG + (16 * (4 * h + j) + 4 * t) * 2);
-                    uint32_t b0 = xv.x, b1 = xv.y;
-                    if (G::SCALE_X) b0 = ActBF16::mul2(b0, G::XMUL), b1 = ActBF16::mul2(b1, G::XMUL);
+                    uint32_t b[MT][2];
+#pragma unroll
+                    for (int mt = 0; mt < MT; mt++) {
+                        const uint2 xv = *reinterpret_cast<const uint2 *>(st + Sh::OFF_X + XG + mt * 8 * Sh::XR + (16 * (4 * h + j) + 4 * t) * 2);
+                        b[mt][0] = xv.x, b[mt][1] = xv.y;
+                        if (G::SCALE_X) b[mt][0] = ActBF16::mul2(b[mt][0], G::XMUL), b[mt][1] = ActBF16::mul2(b[mt][1], G::XMUL);
+                    }
 #pragma unroll
                     for (int i = 0; i < NW; i++) {
                         const uint32_t wl = j == 0 ? wv[i].x : j == 1 ? wv[i].y : j == 2 ? wv[i].z : wv[i].w;
                         const uint32_t wu = j == 0 ? wh[i].x : j == 1 ? wh[i].y : j == 2 ? wh[i].z : wh[i].w;
                         uint32_t af[4];
                         gv_bytes<G::HI8>(wl, wu, af);
-                        A::mma(cg[i], af, b0, b1);
+#pragma unroll
+                        for (int mt = 0; mt < MT; mt++) A::mma(cg[i][mt], af, b[mt][0], b[mt][1]);
                     }
-                    A::mma(c1, sum, b0, b1);
+#pragma unroll
+                    for (int mt = 0; mt < MT; mt++) A::mma(c1[mt], sum, b[mt][0], b[mt][1]);
                 }
             }
         } else {
@@ -1014,17 +1035,23 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_gemv(const mpl_cuda_w4a16
                 for (int j = 0; j < 4; j++) {
                     /* x elements 16 (4 h + j) + 4 t .. + 3 of the pair (token 0 in every lane: the MMA columns past 0 are
                      * never stored) */
-                    const uint2 xv = *reinterpret_cast<const uint2 *>(st + Sh::OFF_X + XG + (16 * (4 * h + j) + 4 * t) * 2);
-                    uint32_t b0 = xv.x, b1 = xv.y;
-                    if (G::SCALE_X) b0 = ActBF16::mul2(b0, G::XMUL), b1 = ActBF16::mul2(b1, G::XMUL);
+                    uint32_t b[MT][2];
+#pragma unroll
+                    for (int mt = 0; mt < MT; mt++) {
+                        const uint2 xv = *reinterpret_cast<const uint2 *>(st + Sh::OFF_X + XG + mt * 8 * Sh::XR + (16 * (4 * h + j) + 4 * t) * 2);
+                        b[mt][0] = xv.x, b[mt][1] = xv.y;
+                        if (G::SCALE_X) b[mt][0] = ActBF16::mul2(b[mt][0], G::XMUL), b[mt][1] = ActBF16::mul2(b[mt][1], G::XMUL);
+                    }
 #pragma unroll
                     for (int i = 0; i < NW; i++) {
                         const uint32_t w = j == 0 ? wv[i].x : j == 1 ? wv[i].y : j == 2 ? wv[i].z : wv[i].w;
                         uint32_t af[4];
                         G::dequant(w, af);
-                        A::mma(cg[i], af, b0, b1);
+#pragma unroll
+                        for (int mt = 0; mt < MT; mt++) A::mma(cg[i][mt], af, b[mt][0], b[mt][1]);
                     }
-                    A::mma(c1, sum, b0, b1);
+#pragma unroll
+                    for (int mt = 0; mt < MT; mt++) A::mma(c1[mt], sum, b[mt][0], b[mt][1]);
                 }
             }
         }
@@ -1041,32 +1068,40 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_gemv(const mpl_cuda_w4a16
                     z_g += 16.0f * (float)(zh & 0xffu), z_g8 += 16.0f * (float)(zh >> 8);
                 }
                 constexpr float M8 = W8 ? 1.0f : 16.0f; /* rows g + 8 read at M8 times the code */
-                acc[i][0][0] = fmaf(s_g, fmaf(-(G::OFF + z_g), c1[0], cg[i][0]), acc[i][0][0]);
-                acc[i][0][2] = fmaf(s_g8, fmaf(-(G::OFF + M8 * z_g8), c1[0], cg[i][2]), acc[i][0][2]);
-                if constexpr (MX > 1) { /* column 2t + 1 (c1[1]: its sum of x) */
-                    acc[i][0][1] = fmaf(s_g, fmaf(-(G::OFF + z_g), c1[1], cg[i][1]), acc[i][0][1]);
-                    acc[i][0][3] = fmaf(s_g8, fmaf(-(G::OFF + M8 * z_g8), c1[1], cg[i][3]), acc[i][0][3]);
-                }
+                const float o_g = -(G::OFF + z_g), o_g8 = -(G::OFF + M8 * z_g8);
 #pragma unroll
-                for (int e = 0; e < 4; e++) cg[i][e] = 0.0f;
+                for (int mt = 0; mt < MT; mt++) {
+                    acc[i][mt][0] = fmaf(s_g, fmaf(o_g, c1[mt][0], cg[i][mt][0]), acc[i][mt][0]);
+                    acc[i][mt][2] = fmaf(s_g8, fmaf(o_g8, c1[mt][0], cg[i][mt][2]), acc[i][mt][2]);
+                    if constexpr (MX > 1) { /* column 2t + 1 (c1[mt][1]: its sum of x) */
+                        acc[i][mt][1] = fmaf(s_g, fmaf(o_g, c1[mt][1], cg[i][mt][1]), acc[i][mt][1]);
+                        acc[i][mt][3] = fmaf(s_g8, fmaf(o_g8, c1[mt][1], cg[i][mt][3]), acc[i][mt][3]);
+                    }
+#pragma unroll
+                    for (int e = 0; e < 4; e++) cg[i][mt][e] = 0.0f;
+                }
             }
 #pragma unroll
-            for (int e = 0; e < 4; e++) c1[e] = 0.0f;
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) c1[mt][e] = 0.0f;
         }
         if (rem == 0) rem = a.gs16;
     }
 #pragma unroll
-    for (int i = 0; i < NW; i++) {
-        acc[i][0][0] *= G::OUT;
-        acc[i][0][2] *= G::OUT * (W8 ? 1.0f : 1.0f / 16.0f);
-        if constexpr (MX == 1) {
-            acc[i][0][1] = acc[i][0][3] = 0.0f;
-        } else {
-            acc[i][0][1] *= G::OUT;
-            acc[i][0][3] *= G::OUT * (W8 ? 1.0f : 1.0f / 16.0f);
+    for (int i = 0; i < NW; i++)
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+            acc[i][mt][0] *= G::OUT;
+            acc[i][mt][2] *= G::OUT * (W8 ? 1.0f : 1.0f / 16.0f);
+            if constexpr (MX == 1) {
+                acc[i][mt][1] = acc[i][mt][3] = 0.0f;
+            } else {
+                acc[i][mt][1] *= G::OUT;
+                acc[i][mt][3] *= G::OUT * (W8 ? 1.0f : 1.0f / 16.0f);
+            }
         }
-    }
-    sk_reduce_store<A, NW, 1, Sh::SMEM>(a, acc, smem, nt0, S, split);
+    sk_reduce_store<A, NW, MT, Sh::SMEM>(a, acc, smem, nt0, S, split);
 }
 
 /* Whether w4a16_gemv takes the layer (m = 1, 4-bit codes, groups of 128-channel multiples or one, k a multiple of 128),
@@ -1074,17 +1109,17 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_gemv(const mpl_cuda_w4a16
  * sm_80 (164 KB of shared memory per SM: one such block per SM) keeps the loop it was measured with. */
 static bool gemv_fits(const mpl_cuda_w4a16_args *a) {
     /* k == k_pad: x has every channel the pairs read (a K tail would read past x's row) */
-    return a->cc >= 90 && a->m <= 8 && !a->halves && !a->planes_k && a->gs16 % 8 == 0 && a->k == a->k_pad && a->k % 128 == 0;
+    return a->cc >= 90 && a->m <= 16 && !a->halves && !a->planes_k && a->gs16 % 8 == 0 && a->k == a->k_pad && a->k % 128 == 0;
 }
 /* ... and a halves layer (bf16; K % 128 == 0 and one group per packed chunk: mpl_cuda_w4a16_halves_fits) */
 static bool gemv_fits_halves(const mpl_cuda_w4a16_args *a) {
-    return a->cc >= 90 && a->m <= 8 && a->halves && a->act == MPL_CUDA_W4A16_ACT_BF16 && a->gs16 % 4 == 0 && 2 * a->k_pad == a->k;
+    return a->cc >= 90 && a->m <= 16 && a->halves && a->act == MPL_CUDA_W4A16_ACT_BF16 && a->gs16 % 4 == 0 && 2 * a->k_pad == a->k;
 }
 /* ... and an 8-bit layer of two planes (FORM_W8's condition: the high plane starts on a chunk) whose planes are
  * 128-channel multiples; x's first planes_k channels (the low plane's: x gathered to 2 planes_k with act-order, else
  * x itself) are those the stages read */
 static bool gemv_fits_w8(const mpl_cuda_w4a16_args *a) {
-    return a->cc >= 90 && a->m <= 8 && a->planes_k && a->zeros && a->planes_k % 128 == 0 && 2 * a->planes_k == a->k_pad &&
+    return a->cc >= 90 && a->m <= 16 && a->planes_k && a->zeros && a->planes_k % 128 == 0 && 2 * a->planes_k == a->k_pad &&
            a->k >= a->planes_k && a->gs16 % 8 == 0;
 }
 
@@ -1099,7 +1134,8 @@ static cudaError_t launch_gv_mx(const mpl_cuda_w4a16_args *a, cudaStream_t strea
 }
 template <class A, bool ZP, int NW, int SF, int V>
 static cudaError_t launch_gv_sf(const mpl_cuda_w4a16_args *a, cudaStream_t stream, int ksplit) {
-    return a->m == 1 ? launch_gv_mx<A, ZP, NW, SF, V, 1>(a, stream, ksplit) : launch_gv_mx<A, ZP, NW, SF, V, 8>(a, stream, ksplit);
+    if (a->m == 1) return launch_gv_mx<A, ZP, NW, SF, V, 1>(a, stream, ksplit);
+    return a->m <= 8 ? launch_gv_mx<A, ZP, NW, SF, V, 8>(a, stream, ksplit) : launch_gv_mx<A, ZP, NW, SF, V, 16>(a, stream, ksplit);
 }
 template <class A, bool ZP, int NW, int V = GV_NIB>
 static cudaError_t launch_gv(const mpl_cuda_w4a16_args *a, cudaStream_t stream, int ksplit) {
@@ -1167,6 +1203,12 @@ static bool skinny_w8(const mpl_cuda_w4a16_args *a) {
     return a->planes_k && a->zeros && a->planes_k % MPL_CUDA_W4A16_KC == 0 && 2 * a->planes_k == a->k_pad;
 }
 
+/* Whether w4a16_gemv runs the layer (the fits above, as launch_zp dispatches them) */
+static bool gemv_takes(const mpl_cuda_w4a16_args *a) {
+    if (a->halves) return gemv_fits_halves(a);
+    return skinny_w8(a) ? gemv_fits_w8(a) : gemv_fits(a);
+}
+
 /* skinny: the offset form (f16 and bf16, as measured through v8); 8-bit layers FORM_W8 (NW: blocks per chunk, so
  * NW / 2 row tiles of two planes). skinny-rounded (bf16, uint4b8; the path refuses the rest): the rounded subnormal
  * form on bf16 scales, the exact subnormal form on other scale formats. */
@@ -1198,13 +1240,17 @@ static cudaError_t launch_act(const mpl_cuda_w4a16_args *a, cudaStream_t stream,
  * uint8b128, 4 vs 2 blocks: 8B qkv (N 6144, where the 4-bit rule picks 2) 14.8 vs 16.2 us, 70B qkv 36.5 vs 42.6,
  * 70B down 88.8 vs 120.9, 8B gate_up 51.8 vs 54.0, 70B gate_up 175.4 vs 178.5.
  * Split-K: one wave holds sms * 2 blocks (two per SM: launch bounds and the rings' shared
- * memory). A memory-bound kernel wants every SM busy but no second, partial wave, so K is split
+ * memory; sms with w4a16_gemv's two token tiles, one block per SM). A memory-bound kernel wants every SM busy but no second, partial wave, so K is split
  * by the largest factor that keeps blocks * split within one wave (at most 8, the portable
  * cluster size, and at least 8 chunks -- one per warp -- per split). Clusters need sm_90.
  */
 static int launch_skinny(const mpl_cuda_w4a16_args *a, void *stream, bool rounded) {
     int KC = a->k_pad / MPL_CUDA_W4A16_KC, ntiles = (a->n + MPL_CUDA_W4A16_NT - 1) / MPL_CUDA_W4A16_NT;
-    int nw = 4 * ((ntiles + 3) / 4) < 3 * a->sms ? 2 : 4;
+    /* w4a16_gemv with two token tiles (m 9..16) holds one block per SM (its rings), the other forms two: the threshold
+     * scales with it (H100 v30, uint4b8 m = 9, us, NW 4 vs 2: 8B qkv (384 tiles) 9.59 vs 11.77, 70B qkv (640) 28.37
+     * vs 26.98, 70B o (512) 17.09 vs 19.11) */
+    const int bps = a->m > 8 && cuda_w4a16::gemv_takes(a) ? 1 : 2;
+    int nw = 4 * ((ntiles + 3) / 4) < 3 * a->sms * bps / 2 ? 2 : 4;
     if (a->skinny_nw == 2 || a->skinny_nw == 4) nw = a->skinny_nw; /* tuning (mpl_cuda_w4a16_tuning) */
     const bool w8 = cuda_w4a16::skinny_w8(a);
     if (w8 && a->skinny_nw != 2) nw = 4;
@@ -1217,7 +1263,7 @@ static int launch_skinny(const mpl_cuda_w4a16_args *a, void *stream, bool rounde
     int blocks = (ntiles + tiles - 1) / tiles;
     int ksplit = a->ksplit;
     if (ksplit <= 0) {
-        int slots = a->sms * 2;
+        int slots = a->sms * bps;
         ksplit = blocks >= slots ? 1 : slots / blocks;
         if (ksplit > KC / 8) ksplit = KC / 8;
     }
