@@ -259,7 +259,10 @@ static const mpl_path_desc paths[NPATHS] = {
         /* skinny's range, before it: where both can run (bf16 activations, no zero points) this one does */
         .m_min = 1, .m_max = MPL_CUDA_W4A16_SKINNY_MAX_M, .m_limit = MPL_CUDA_W4A16_SKINNY_MAX_M,
         .m_range = skinny_m_range,
-        .why = "H200 v9, bf16 x, bf16 scales (rounded form): 70B down m = 1 35.1 vs 40.8 us (88.7% of copy BW), "
+        .why = "w4a16_gemv (cc 9.0, K % 128 == 0, groups of 128k or one) to m = 16, H100 v30, bf16 uint4b8 f16 scales, "
+               "against the loop before in turns: 70B gate_up m = 1 86.4 vs 98.4 us, m = 16 99.0 vs 119.9; 70B down m = 16 "
+               "49.2 vs 54.6 (m = 1: 83.1 us = 94% of read16, call 4). "
+               "H200 v9, bf16 x, bf16 scales (rounded form): 70B down m = 1 35.1 vs 40.8 us (88.7% of copy BW), "
                "m = 16 47.1 vs 53.1; 70B gate_up m = 1 74.4 vs 77.0, m = 16 107.0 vs 109.4; 8B gate_up m = 1 24.2 "
                "vs 26.8. f16 scales (exact form): m = 1 75.8 vs 77.0 and 40.1 vs 40.8, m = 16 49.7 vs 53.0 (70B "
                "down) but 112.3 vs 108.8 (70B gate_up). uint2b2 / uint3b4 (as uint4b8 nibbles): H200 v15, same call as "
@@ -271,7 +274,12 @@ static const mpl_path_desc paths[NPATHS] = {
         .name = "cuda_w4a16:skinny",
         .requires = "",
         .m_min = 1, .m_max = MPL_CUDA_W4A16_SKINNY_MAX_M, .m_limit = MPL_CUDA_W4A16_SKINNY_MAX_M,
-        .why = "f16 activations and zero points (skinny-rounded takes neither); H200 v3: beats tc up to m = 8 on every layer, at m = 9..16 only when K >= 8192 "
+        .why = "f16 activations and zero points (skinny-rounded takes neither). Where w4a16_gemv runs the layer (cc 9.0, "
+               "K % 128 == 0, groups of 128k or one; halves with bf16), H100 v30, forced, us: 4-bit to 16 unless k < 8192 "
+               "and n >= 16384 (8B qkv m = 16 10.0 vs tc 13.8; 8B gate_up m = 16 34.8 vs tc 31.1); 8-bit n > k to 8 where "
+               "n >= 16384 (70B gate_up m = 8 167.9 vs wg 179.3, m = 16 180.4 vs 179.9), else to 16 (70B qkv m = 16 42.0 "
+               "vs 45.6); M = 1: 8-bit 70B gate_up 158.0 us (98% of read16), 2-bit 49.2 (82%). Elsewhere: "
+               "H200 v3: beats tc up to m = 8 on every layer, at m = 9..16 only when K >= 8192 "
                "(70B down m = 16: 51 vs 84 us; K = 4096: tc wins slightly, 8B gate_up 31.7 vs 33.4 us); 8-bit layers: "
                "the same rule on the packed K (2k), but on cc 9.0 where n > k to m = 3 when n >= 16384, else to 8 (H100 "
                "v19, both planes per stage (FORM_W8) vs wg: m = 4 188.9 vs 182.8 us on 70B gate_up, 58.9 vs 51.2 on 8B "

@@ -32,10 +32,13 @@
  *    fold in the loop instead of four). v26 (bench/cuda/NOTES.md), M = 1 against the tree before, in turns: f16 uint4b8
  *    0.94-0.99x (H200) and 0.95-1.00x (H100), bf16 f16-scale uint4b8 (skinny-rounded's exact form) 0.93-0.99x (H200);
  *    FORM_W8 with the one-fold test ran 70B qkv 1.28x slower on both cards, so it keeps the per-step test.
- *  - m = 1 on sm_90, 4-bit codes with K % 128 == 0 and groups of 128-channel multiples (or one) runs w4a16_gemv: two
- *    chunks per ring stage, x in the ring, advancing copy pointers, bf16 codes as raw subnormals into the MMA: 182 SASS
- *    instructions per 2 KB chunk where FORM_EXACT took 390; H100 v29, M = 1 against the tree before: bf16 0.79-0.97x
- *    (70B gate_up 93.4 -> 84.3 us, 93% of read16), f16 0.80-0.98x.
+ *  - m <= 16 on sm_90 with K % 128 == 0 and groups of 128-channel multiples (or one) runs w4a16_gemv: 4-bit codes,
+ *    8-bit planes and bf16 halves; two chunks per ring stage, x in the ring, advancing copy pointers, bf16 codes as
+ *    raw subnormals into the MMA: 182 SASS instructions per 2 KB chunk where FORM_EXACT took 390; H100 v29, M = 1
+ *    against the tree before: bf16 0.79-0.97x (70B gate_up 93.4 -> 84.3 us, 93% of read16), f16 0.80-0.98x. v30
+ *    (H100, against the tree before v29, in turns): 8-bit M = 1 0.86-0.97x (70B qkv 1.02x), 2-bit 0.81-0.93x (70B
+ *    down 1.01x); m = 2..8 (every MMA column kept) 0.76-0.95x; m = 9..16 (two token tiles, one block per SM)
+ *    0.69-0.97x on the layers skinny ran before (70B gate_up m = 16 119.9 -> 99.0 us).
  */
 #include <type_traits>
 
@@ -754,9 +757,11 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
 }
 
 /*
- * m = 1 (w4a16_gemv, the skinny paths' kernel at m = 1 where the groups are 128-channel multiples or one and K a
- * multiple of 128; bf16 halves layers too): the skinny block (8 warps along K, NW row tiles, split-K over a cluster, sk_reduce_store) with a
- * loop cut to what one token needs, because at m = 1 the consumer warps' instruction stream is the limit, not the
+ * m <= 16 (w4a16_gemv, the skinny paths' kernel at m <= 16 where the groups are 128-channel multiples or one and K a
+ * multiple of 128; 8-bit planes and bf16 halves layers too): the skinny block (8 warps along K, NW row tiles, split-K
+ * over a cluster, sk_reduce_store) with a loop cut to what a few tokens need (MX: 1 token, up to 8 -- every column of
+ * the m16n8k16 MMA at the cost of one -- or 16, two token tiles at one block per SM), because at m = 1 the consumer
+ * warps' instruction stream is the limit, not the
  * memory pattern: the skinny pattern alone (bench_cuda_bw --patterns, no arithmetic) reads 98% of read16 on the 70B
  * MLP layers, while skinny-rounded ran them at 72-76% of read16 on an H200 with 390 SASS instructions per 2 KB chunk
  * (bench/cuda/NOTES.md v29). Per warp and ring stage: two 64-channel chunks of its NW tiles (4 KB at NW 4), so the copy
@@ -768,10 +773,15 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
  *   f16:  ActF16::dequant_off (1024 + q, 1024 + 16 q).
  * One MMA per k16 step with the constant A = SUM sums x in the same scale (c1), and the fold takes (OFF + M z) c1 off
  * each row's sum before the group scale: d = sum (q - z) x exactly up to f32 accumulation, rows g + 8 times 16 (M),
- * divided out with the 2^69 (bf16) at the end. Only column 0 (e 0: row g, e 2: row g + 8) is kept.
- * Halves layers (HV, bf16: two 2-bit codes per nibble, one packed chunk = 128 channels per stage) take the same loop with
- * both halves' codes as subnormals (Gv::dequant_half: 1 shift + 8 lop3 and 2 MMAs per 16 weights), half 1 against
- * x 2^62 so that both halves add into one accumulator at one scale.
+ * divided out with the 2^69 (bf16) at the end. MX = 1 keeps column 0 alone (e 0: row g, e 2: row g + 8); MX > 1 every
+ * column (lane (g, t) reads token row g, and g + 8 for the second tile; the sum MMA's columns are the tokens' sums).
+ * Halves layers (GV_HALVES, bf16: two 2-bit codes per nibble, one packed chunk = 128 channels per stage) take the same
+ * loop with both halves' codes as subnormals (Gv::dequant_half: 1 shift + 8 lop3 and 2 MMAs per 16 weights), half 1
+ * against x 2^62 so that both halves add into one accumulator at one scale. 8-bit layers (GV_W8: two planes, 2 row
+ * tiles of both planes per stage, 4 KB as the 4-bit stage) rebuild the byte codes (gv_bytes: 2 shifts, 2 lop3, 4 prmt
+ * and 1 MMA per 8 weights), both rows at 1 c, z = zl + 16 zh from the two planes' zero points.
+ * H100 v30 (bench/cuda/NOTES.md), M = 1 against the loop before: 8-bit 70B gate_up 168.3 -> 158.0 us (98% of read16),
+ * 2-bit 52.3 -> 49.2 (82% of read16 counted at 2 bits).
  */
 /* The layer kinds w4a16_gemv reads: 4-bit codes, halves (bf16 2-bit), two 8-bit planes */
 enum { GV_NIB = 0, GV_HALVES = 1, GV_W8 = 2 };
@@ -821,10 +831,11 @@ struct Gv<ActF16> {
 };
 static_assert(ActF16::G8_MUL == 16, "w4a16_gemv: rows g + 8 read at 16 times the code in both types");
 
-/* One ring stage of w4a16_gemv: weights (chunk c's NW blocks, then chunk c + 1's) | x of both chunks (256 B) | scales
- * (NW x 32 B) | with f32 scales their low halves (NW x 32 B) | with zero points the zeros (NW x 16 B). 3 stages of
+/* One ring stage of w4a16_gemv: weights (chunk c's NW blocks, then chunk c + 1's; 8-bit: each chunk's low- then
+ * high-plane blocks) | x of both chunks (MX token rows of 256 B, 288 B apart when MX > 1) | scales (NW x 32 B) | with
+ * f32 scales their low halves (NW x 32 B) | with zero points the zeros (NW x 16 B per plane). At MX = 1: 3 stages of
  * 4.4-4.7 KB per warp at NW 4 (two in flight: 8 KB), 5 of 2.4-2.5 KB at NW 2: at most 112 KB per block, two blocks per
- * SM. x rides in the ring because from registers loaded a stage ahead its L2 latency showed (ncu, H100, 70B gate_up:
+ * SM; MX = 8 keeps two blocks with 2 stages of 6.5-6.8 KB at NW 4; MX = 16 (9 KB stages) one block with 3. x rides in the ring because from registers loaded a stage ahead its L2 latency showed (ncu, H100, 70B gate_up:
  * long-scoreboard stalls 6.45 per issue, bench/cuda/NOTES.md v29) and the second register set cost 16 registers. */
 template <int NW_, int SF, bool ZP, int V = GV_NIB, int MX = 1>
 struct GvShape {
