@@ -1003,49 +1003,21 @@ __global__ void __launch_bounds__(SK_THREADS, MX == 16 ? 1 : 2) w4a16_gemv(const
                     A::mma(c1[mt], sum1, b[mt][2], b[mt][3]);
                 }
             }
-        } else if constexpr (W8) {
-            /* 8-bit: per chunk h the low (wv) and high (wh) plane's words of the same weights, one MMA per 8 weights
-             * on their byte codes (gv_bytes) */
+        } else {
+            /* 4-bit codes, and 8-bit planes: per chunk h of the stage the words of each tile (wv; 8-bit: the low plane's,
+             * and wh the high plane's of the same weights, one MMA per 8 weights on their byte codes, gv_bytes) */
 #pragma unroll
             for (int h = 0; h < 2; h++) {
                 uint4 wv[NW], wh[NW];
 #pragma unroll
                 for (int i = 0; i < NW; i++) {
-                    wv[i] = *reinterpret_cast<const uint4 *>(st + (2 * h * NW + i) * MPL_CUDA_W4A16_BLOCK_BYTES + lane * 16);
-                    wh[i] = *reinterpret_cast<const uint4 *>(st + ((2 * h + 1) * NW + i) * MPL_CUDA_W4A16_BLOCK_BYTES + lane * 16);
+                    wv[i] = *reinterpret_cast<const uint4 *>(st + (h * PL * NW + i) * MPL_CUDA_W4A16_BLOCK_BYTES + lane * 16);
+                    if constexpr (W8) wh[i] = *reinterpret_cast<const uint4 *>(st + ((2 * h + 1) * NW + i) * MPL_CUDA_W4A16_BLOCK_BYTES + lane * 16);
                 }
 #pragma unroll
                 for (int j = 0; j < 4; j++) {
-                    uint32_t b[MT][2];
-#pragma unroll
-                    for (int mt = 0; mt < MT; mt++) {
-                        const uint2 xv = *reinterpret_cast<const uint2 *>(st + Sh::OFF_X + XG + mt * 8 * Sh::XR + (16 * (4 * h + j) + 4 * t) * 2);
-                        b[mt][0] = xv.x, b[mt][1] = xv.y;
-                        if (G::SCALE_X) b[mt][0] = ActBF16::mul2(b[mt][0], G::XMUL), b[mt][1] = ActBF16::mul2(b[mt][1], G::XMUL);
-                    }
-#pragma unroll
-                    for (int i = 0; i < NW; i++) {
-                        const uint32_t wl = j == 0 ? wv[i].x : j == 1 ? wv[i].y : j == 2 ? wv[i].z : wv[i].w;
-                        const uint32_t wu = j == 0 ? wh[i].x : j == 1 ? wh[i].y : j == 2 ? wh[i].z : wh[i].w;
-                        uint32_t af[4];
-                        gv_bytes<G::HI8>(wl, wu, af);
-#pragma unroll
-                        for (int mt = 0; mt < MT; mt++) A::mma(cg[i][mt], af, b[mt][0], b[mt][1]);
-                    }
-#pragma unroll
-                    for (int mt = 0; mt < MT; mt++) A::mma(c1[mt], sum, b[mt][0], b[mt][1]);
-                }
-            }
-        } else {
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                uint4 wv[NW];
-#pragma unroll
-                for (int i = 0; i < NW; i++) wv[i] = *reinterpret_cast<const uint4 *>(st + (h * NW + i) * MPL_CUDA_W4A16_BLOCK_BYTES + lane * 16);
-#pragma unroll
-                for (int j = 0; j < 4; j++) {
-                    /* x elements 16 (4 h + j) + 4 t .. + 3 of the pair (token 0 in every lane: the MMA columns past 0 are
-                     * never stored) */
+                    /* x elements 16 (4 h + j) + 4 t .. + 3 of the pair, token row g (MX = 1: token 0 in every lane, the MMA
+                     * columns past 0 never stored), then g + 8 for the second token tile */
                     uint32_t b[MT][2];
 #pragma unroll
                     for (int mt = 0; mt < MT; mt++) {
@@ -1057,7 +1029,12 @@ __global__ void __launch_bounds__(SK_THREADS, MX == 16 ? 1 : 2) w4a16_gemv(const
                     for (int i = 0; i < NW; i++) {
                         const uint32_t w = j == 0 ? wv[i].x : j == 1 ? wv[i].y : j == 2 ? wv[i].z : wv[i].w;
                         uint32_t af[4];
-                        G::dequant(w, af);
+                        if constexpr (W8) {
+                            const uint32_t wu = j == 0 ? wh[i].x : j == 1 ? wh[i].y : j == 2 ? wh[i].z : wh[i].w;
+                            gv_bytes<G::HI8>(w, wu, af);
+                        } else {
+                            G::dequant(w, af);
+                        }
 #pragma unroll
                         for (int mt = 0; mt < MT; mt++) A::mma(cg[i][mt], af, b[mt][0], b[mt][1]);
                     }
