@@ -1117,12 +1117,14 @@ static int dq_slab_rounds(const dcase *d, size_t n, uint64_t seed, int *cases) {
     return bad;
 }
 
+/* Short names for the device matrix's case tables (the rounds below) */
+static const tu_data_kind EX = TU_DATA_EXACT, RN = TU_DATA_RANDOM;
+static const mpl_dtype F16 = MPL_DTYPE_F16, BF16 = MPL_DTYPE_BF16, F32 = MPL_DTYPE_F32;
+static const mpl_layout G = MPL_LAYOUT_GPTQ;
+
 /* 2-bit halves rounds of the device matrix (MPL_CUDA_W4A16_TEST_HALVES: these alone). */
 static int halves_matrix(uint64_t seed, int *pcases) {
     int bad = 0, cases = *pcases;
-    const tu_data_kind EX = TU_DATA_EXACT, RN = TU_DATA_RANDOM;
-    const mpl_dtype F16 = MPL_DTYPE_F16, BF16 = MPL_DTYPE_BF16, F32 = MPL_DTYPE_F32;
-    const mpl_layout G = MPL_LAYOUT_GPTQ;
     /* 2-bit in halves (cc 9.0; k % 128 == 0, groups of 128k or one): every path that reads them, default and forced,
      * at every m boundary (skinny's one and two token tiles, wg's token tiles 16 / 32 / 64 / 128 and its exact and
      * rounded forms, wg-streamk, dq), both activation types, exact and random data, zero points (uint2) and not
@@ -1177,9 +1179,6 @@ static int halves_matrix(uint64_t seed, int *pcases) {
  * both skinny paths forced (alone under MPL_CUDA_W4A16_TEST_GEMV) */
 static int gemv_matrix(uint64_t seed, int *pcases) {
     int bad = 0, cases = *pcases;
-    const tu_data_kind EX = TU_DATA_EXACT, RN = TU_DATA_RANDOM;
-    const mpl_dtype F16 = MPL_DTYPE_F16, BF16 = MPL_DTYPE_BF16, F32 = MPL_DTYPE_F32;
-    const mpl_layout G = MPL_LAYOUT_GPTQ;
     const dcase gv[] = {
         {1024, 264, 128, 0, 0, MPL_ACT_BF16, EX, BF16, G, 1}, {1536, 72, -1, 1, 0, MPL_ACT_F16, RN, F32, G, 0},
         {2048, 136, 256, 0, 1, MPL_ACT_BF16, RN, F16, G, 1},  {1024, 200, 128, 1, 1, MPL_ACT_BF16, RN, BF16, MPL_LAYOUT_CT, 1},
@@ -1212,9 +1211,6 @@ static int gemv_matrix(uint64_t seed, int *pcases) {
 /* 8-bit rounds of the device matrix (alone under MPL_CUDA_W4A16_TEST_W8) */
 static int w8_matrix(uint64_t seed, int *pcases) {
     int bad = 0, cases = *pcases;
-    const tu_data_kind EX = TU_DATA_EXACT, RN = TU_DATA_RANDOM;
-    const mpl_dtype F16 = MPL_DTYPE_F16, BF16 = MPL_DTYPE_BF16, F32 = MPL_DTYPE_F32;
-    const mpl_layout G = MPL_LAYOUT_GPTQ;
     /* 8-bit weights (uint8b128, uint8 + zero points) as two 4-bit planes: every path that takes them, default
      * and forced, both activation types, exact and random data, act-order, group -1, a K of 16 * odd (no dq),
      * bias; dq with several slabs and both overlap settings */
@@ -1286,9 +1282,6 @@ static int device_matrix_body(void) {
     load_paths();
     uint64_t seed = tu_seed(0x5eed);
     int bad = 0, cases = 0;
-    const tu_data_kind EX = TU_DATA_EXACT, RN = TU_DATA_RANDOM;
-    const mpl_dtype F16 = MPL_DTYPE_F16, BF16 = MPL_DTYPE_BF16, F32 = MPL_DTYPE_F32;
-    const mpl_layout G = MPL_LAYOUT_GPTQ;
     /* every M, both activation types, exact and random data */
     const dcase full[] = {
         {512, 264, 128, 0, 0, MPL_ACT_BF16, EX, BF16, G, 1},
