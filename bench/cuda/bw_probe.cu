@@ -10,7 +10,7 @@
  *               issues, an mbarrier per stage completes), 256 consumer threads reading every byte from
  *               shared memory -- the mechanism of the stream path, measured no faster than skinny and
  *               removed (git tag exp/cuda-stream-v7, bench/cuda/NOTES.md v7)
- * over windows of 121 MB and 242 MB (the Llama-3-70B down and gate_up int4 layers) rotated over a 1 GiB
+ * over windows of 121 MB and 242 MB (the Llama-3-70B down and gate_up int4 layers) and 61 MB (70B down at 2 bits) rotated over a 1 GiB
  * buffer (cold L2), so the per-launch start and drain are in the figure as they are in a layer's GEMV.
  * Every figure: median of 15 timed repetitions of 8 launches (cudaEvent), in TB/s (1e12 B/s).
  *
@@ -374,9 +374,11 @@ int main(int argc, char **argv) {
     CK(cudaFuncSetAttribute(probe_bulk, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
     if (mma_sub) return run_mma_sub();
     if (patterns) return run_patterns(buf, total, sms, out);
-    const size_t wins[2] = {121634816, 243269632}; /* 70B down, gate_up int4 weights: K * N / 2 */
+    /* 70B down, gate_up int4 weights (K * N / 2), then 70B down at 2 bits (K * N / 4: the ceiling at that size, where
+     * the fixed launch and ramp weigh more; bench/cuda/NOTES.md v30) */
+    const size_t wins[3] = {121634816, 243269632, 60817408};
     const int reps = 15;
-    for (int wi = 0; wi < 2; wi++) {
+    for (int wi = 0; wi < 3; wi++) {
         size_t win = wins[wi];
         printf("window %.1f MB:\n", win / 1e6);
         printf("  copy16 (read + write)            %.3f TB/s\n", measure(K_COPY, buf, total, win, sms, 0, 0, 0, out, reps));
