@@ -79,14 +79,14 @@ dev_ab() {
   done
 }
 
-# dev_halves DIR [W8]: the halves rounds of the device matrix alone (MPL_CUDA_W4A16_TEST_HALVES; with W8 the 8-bit
-# rounds, MPL_CUDA_W4A16_TEST_W8), log DIR/test_halves.log (test_w8.log); prints the verdict lines
-dev_halves() {
-  local v=MPL_CUDA_W4A16_TEST_HALVES log=$1/test_halves.log
-  if [ -n "${2:-}" ]; then v=MPL_CUDA_W4A16_TEST_W8 log=$1/test_w8.log; fi
-  ( time env $v=1 timeout 200 .h200/test_cuda_w4a16 ) > "$log" 2>&1; echo "rc=$?" >> "$log"
+# dev_rounds DIR NAME: one group of the device matrix's rounds alone (NAME halves, w8 or gemv: MPL_CUDA_W4A16_TEST_HALVES,
+# _W8, _GEMV), log DIR/test_NAME.log; prints the verdict lines. dev_halves DIR: the halves rounds.
+dev_rounds() {
+  local log=$1/test_$2.log
+  ( time env "MPL_CUDA_W4A16_TEST_$(echo "$2" | tr a-z A-Z)=1" timeout 200 .h200/test_cuda_w4a16 ) > "$log" 2>&1; echo "rc=$?" >> "$log"
   grep -E "device matrix|FAIL|PASSED|rc=|real" "$log" | head -20
 }
+dev_halves() { dev_rounds "$1" halves; }
 
 # dev_ncu OUT BIN KERNEL_REGEX BENCH_ARGS...: one launch of the kernel under ncu (no clock control; speed of light, warp
 # states, schedulers, launch and occupancy, instruction stats, the pipes' shares and the stall reasons per issue) while

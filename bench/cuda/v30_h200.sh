@@ -23,7 +23,7 @@ m1)
   stamp "halves rounds"
   dev_halves "$R"
   stamp "8-bit rounds"
-  dev_halves "$R" w8
+  dev_rounds "$R" w8
   stamp "M = 1 A/B"
   dev_m1_ab "$R" 2 bf4 hf4 bf2 bf8 hf8 | tee "$R/ab_table.txt"
   stamp "defaults uint4b8"
@@ -36,16 +36,14 @@ m1)
 mx)
   dev_card "$R"
   stamp "gemv rounds"
-  ( time MPL_CUDA_W4A16_TEST_GEMV=1 timeout 200 .h200/test_cuda_w4a16 ) > "$R/test_gemv.log" 2>&1; echo "rc=$?" >> "$R/test_gemv.log"
-  grep -E "device matrix|FAIL|PASSED|rc=|real" "$R/test_gemv.log" | head -20
+  dev_rounds "$R" gemv
   stamp "m <= 8 A/B"
   MS=1,2,4,8,16 dev_m1_ab "$R" 2 bf4 hf4 bf2 bf8 | tee "$R/ab_table.txt"
   ;;
 mt)
   dev_card "$R"
   stamp "gemv rounds"
-  ( time MPL_CUDA_W4A16_TEST_GEMV=1 timeout 200 .h200/test_cuda_w4a16 ) > "$R/test_gemv.log" 2>&1; echo "rc=$?" >> "$R/test_gemv.log"
-  grep -E "device matrix|FAIL|PASSED|rc=|real" "$R/test_gemv.log" | head -20
+  dev_rounds "$R" gemv
   stamp "A/B"
   MS=1,8,9,12,16 dev_m1_ab "$R" 2 bf4 hf4 bf2 bf8 | tee "$R/ab_table.txt"
   stamp "sweeps"

@@ -169,33 +169,28 @@ struct ActBF16 {
 
 /*
  * Halves (2-bit codes, two per nibble: docs/layouts/cuda_w4a16.md "2-bit: halves"), the offset form of the skinny
- * path: half H's registers of word w without moving the codes more than needed. In each 16-bit half the codes sit at
- * bits 0-1, 4-5 (nibbles 0, 1: half 0) and 2-3, 6-7 (half 1), and at 8-15 for nibbles 2, 3 (w >> 8); OR'd into the
- * mantissa of OFF (f16 1024: bits 0-9; bf16 128: bits 0-6), a code at bit b reads as OFF + 2^b c, exactly. Registers 0
- * and 2 hold rows g, 1 and 3 rows g + 8, each row class with one multiplier, which the fold divides out (halves_mul):
- * f16 half 0 (1, 16), half 1 (4, 64), 1 shift + 8 lop3 per word (16 weights). bf16, whose bits 6-7 would reach the
- * exponent, takes rows g + 8 from w >> 4 and w >> 12 in both halves: half 0 (1, 1), half 1 (4, 4), 3 shifts + 8 lop3;
- * one multiplier per half lets the skinny path run half 1 against x / 4 and fold a packed chunk once (FORM_HALVES).
+ * path with f16 activations (bf16 halves run w4a16_gemv, whose codes enter as subnormals): half H's registers of word
+ * w without moving the codes more than needed. In each 16-bit half the codes sit at bits 0-1, 4-5 (nibbles 0, 1: half
+ * 0) and 2-3, 6-7 (half 1), and at 8-15 for nibbles 2, 3 (w >> 8); OR'd into the mantissa of 1024 (bits 0-9), a code
+ * at bit b reads as 1024 + 2^b c, exactly. Registers 0 and 2 hold rows g, 1 and 3 rows g + 8, each row class with one
+ * multiplier, which the fold divides out (halves_mul): half 0 (1, 16), half 1 (4, 64), 1 shift + 8 lop3 per word (16
+ * weights).
  */
 template <class A, int H>
 __device__ __forceinline__ void halves_off(uint32_t w, uint32_t a[4]) {
-    constexpr bool F16 = A::id == MPL_CUDA_W4A16_ACT_F16;
-    constexpr uint32_t MAGIC = F16 ? 0x64006400u : 0x43004300u, LO = H ? 0x000c000cu : 0x00030003u;
+    static_assert(A::id == MPL_CUDA_W4A16_ACT_F16, "halves offset form: f16");
+    constexpr uint32_t MAGIC = 0x64006400u, LO = H ? 0x000c000cu : 0x00030003u;
     const uint32_t w8 = w >> 8;
     a[0] = and_or(w, LO, MAGIC);
     a[2] = and_or(w8, LO, MAGIC);
-    if constexpr (F16) { /* rows g + 8 in place: bits 4-5 (half 0) or 6-7 (half 1) */
-        a[1] = and_or(w, LO << 4, MAGIC);
-        a[3] = and_or(w8, LO << 4, MAGIC);
-    } else {
-        a[1] = and_or(w >> 4, LO, MAGIC);
-        a[3] = and_or(w >> 12, LO, MAGIC);
-    }
+    a[1] = and_or(w, LO << 4, MAGIC); /* rows g + 8 in place: bits 4-5 (half 0) or 6-7 (half 1) */
+    a[3] = and_or(w8, LO << 4, MAGIC);
 }
 /* The multipliers of halves_off's row classes: G (rows g) or G8 (rows g + 8) of half H. */
 template <class A, int H, bool G8>
 __device__ __forceinline__ constexpr int halves_mul() {
-    return (H ? 4 : 1) * (G8 && A::id == MPL_CUDA_W4A16_ACT_F16 ? 16 : 1);
+    static_assert(A::id == MPL_CUDA_W4A16_ACT_F16, "halves offset form: f16");
+    return (H ? 4 : 1) * (G8 ? 16 : 1);
 }
 
 /* One fma of 16-bit pairs in the activation type act. */

@@ -23,9 +23,9 @@
  *  - 2-bit layers in halves (FORM_HALVES, two x chunks per packed chunk) have an m = 1 form (FORM_HALVES_M1): the MMA
  *    columns past token 0 are never stored, so every lane loads token 0 and lane 1 swaps its two chunks, one all-ones MMA
  *    per k16 step sums both chunks' x (columns 0 and 1), each row's offset term starts its MMA sums and the fold is one
- *    fma per row: 400 -> 357 SASS instructions per packed chunk (bf16), 397 -> 348 (f16); H100 v25 M = 1 0.92-0.97x
- *    of the time on the 70B layers (f16 70B gate_up 1.01x). uint2b2 with bf16 at m >= 2 weights the x-sum MMAs by the
- *    rows' offsets (one accumulator, fold acc += s (cg - c1)): H200 v25 m = 2..16 0.96-0.98x.
+ *    fma per row: 397 -> 348 SASS instructions per packed chunk (f16); H100 v25 M = 1 0.92-0.97x of the time on the 70B
+ *    layers (f16 70B gate_up 1.01x). These forms serve f16: bf16 halves layers run w4a16_gemv at every m skinny takes
+ *    (v30; the bf16 forms of v24-v25 were removed with it).
  *  - The 4-bit offset form has the same m = 1 form (FORM_OFFSET_M1: f16 activations, and bf16 with zero points): token 0
  *    in every lane, lane 1 holding k16 steps 1 and 3, so two all-ones MMAs per chunk sum the group's x, and the fold takes
  *    column 0 alone; and every form whose groups are whole chunks but FORM_W8 tests for a fold after step 3 only (one
@@ -93,10 +93,10 @@ __device__ __forceinline__ void offset_step(float cg[N][MT][4], float c1[MT][4],
  * registers (OFF + multiplier x code, exact) against that chunk's x fragments xf, and the all-ones MMA sums its x;
  * fold_offset divides the multipliers out. Per 8 weights: the 4-bit form's MMAs, fewer logic ops (no mask of 4).
  */
-template <class A, int N, int MT, int H, bool SUMX = true, uint32_t ONE = A::ONES>
+template <class A, int N, int MT, int H, bool SUMX = true>
 __device__ __forceinline__ void half_step(float cg[N][MT][4], float c1[MT][4], const uint4 wv[N], int j,
                                           const uint2 xf[MT]) {
-    const uint32_t ones[4] = {ONE, ONE, ONE, ONE};
+    const uint32_t ones[4] = {A::ONES, A::ONES, A::ONES, A::ONES};
 #pragma unroll
     for (int i = 0; i < N; i++) {
         const uint32_t w = j == 0 ? wv[i].x : j == 1 ? wv[i].y : j == 2 ? wv[i].z : wv[i].w;
@@ -133,30 +133,21 @@ __device__ __forceinline__ void row_scales(uint32_t hi, uint32_t lo, int fmt, fl
  * then the group scale over M, into acc for rows g (e 0, 1, multiplier MG) and g + 8 (e 2, 3, MG8). The 4-bit form's
  * multipliers are 1 and 16 (f16: nibbles 1 and 5 read in place) or 1 (bf16); a halves chunk's are halves_mul's, so
  * its half H folds with fold_offset<A, MT, halves_mul<A, H, false>(), halves_mul<A, H, true>()> (powers of two:
- * exact). QX (bf16 halves, one fold per packed chunk): cg also holds half 1's sum (OFF + 4 code) (x / 4) and cq that
- * half's sum x / 4, so (OFF + 4 zero) cq comes off too. hi/lo: the two rows' scales (scale_value), zz: their zero
- * points (low byte row g), cg is reset.
+ * exact). hi/lo: the two rows' scales (scale_value), zz: their zero points (low byte row g), cg is reset.
  */
-template <class A, int MT, int MG = 1, int MG8 = A::G8_MUL, bool QX = false>
+template <class A, int MT, int MG = 1, int MG8 = A::G8_MUL>
 __device__ __forceinline__ void fold_offset(float acc[MT][4], float cg[MT][4], const float c1[MT][4], uint32_t hi,
-                                            uint32_t lo, uint32_t zz, int fmt, const float (*cq)[4] = nullptr) {
+                                            uint32_t lo, uint32_t zz, int fmt) {
     float s_g, s_g8;
     row_scales(hi, lo, fmt, s_g, s_g8);
     s_g *= 1.0f / (float)MG;
     s_g8 *= 1.0f / (float)MG8;
     const float z_g = (float)(zz & 0xffu), z_g8 = (float)(zz >> 8);
     const float o_g = A::OFF + (float)MG * z_g, o_g8 = A::OFF + (float)MG8 * z_g8;
-    const float q_g = A::OFF + 4.0f * z_g, q_g8 = A::OFF + 4.0f * z_g8;
 #pragma unroll
     for (int mt = 0; mt < MT; mt++) {
         float d[4] = {fmaf(-o_g, c1[mt][0], cg[mt][0]), fmaf(-o_g, c1[mt][1], cg[mt][1]), fmaf(-o_g8, c1[mt][0], cg[mt][2]),
                       fmaf(-o_g8, c1[mt][1], cg[mt][3])};
-        if constexpr (QX) {
-            d[0] = fmaf(-q_g, cq[mt][0], d[0]);
-            d[1] = fmaf(-q_g, cq[mt][1], d[1]);
-            d[2] = fmaf(-q_g8, cq[mt][0], d[2]);
-            d[3] = fmaf(-q_g8, cq[mt][1], d[3]);
-        }
         acc[mt][0] = fmaf(s_g, d[0], acc[mt][0]);
         acc[mt][1] = fmaf(s_g, d[1], acc[mt][1]);
         acc[mt][2] = fmaf(s_g8, d[2], acc[mt][2]);
@@ -311,17 +302,6 @@ __device__ __forceinline__ void load_x_halves_m1(const mpl_cuda_w4a16_args &a, i
     }
 }
 
-/* bf16 halves: half 1's x fragments (xd[4..7]) times 1/4, exact for |x| >= 2^-124 (bf16 has fp32's exponent range);
- * below, x / 4 rounds to a bf16 subnormal (an absolute error of at most 2^-134). */
-template <int MT>
-__device__ __forceinline__ void quarter_x(uint2 (*xd)[MT]) {
-#pragma unroll
-    for (int j = 4; j < 8; j++)
-#pragma unroll
-        for (int mt = 0; mt < MT; mt++)
-            xd[j][mt] = make_uint2(ActBF16::mul2(xd[j][mt].x, 0x3E803E80u), ActBF16::mul2(xd[j][mt].y, 0x3E803E80u));
-}
-
 /* Copies of chunk c into one ring stage: each lane its own 16 bytes of each block (it alone reads
  * them back), and with CHUNK_GROUP a few lanes the group's scales and zeros for the whole warp. */
 template <int NW, int PL, bool ZP, bool CHUNK_GROUP>
@@ -441,7 +421,7 @@ __device__ __forceinline__ void sk_reduce_store(const mpl_cuda_w4a16_args &a, co
 /* Inner-loop forms (see sub_step, w8_step, half_step): the offset form (f16, and bf16 with zero points), the exact
  * subnormal form (bf16), the rounded subnormal form (bf16, uint4b8, bf16 scales: path cuda_w4a16:skinny-rounded), the
  * 8-bit form (both planes of a chunk, PL = 2; exact), the offset form on a halves layer (2-bit: two x chunks per
- * packed chunk; exact, bf16 with half 1 against x / 4 and one fold per packed chunk: QX) and its m = 1 form. */
+ * packed chunk; exact; f16: bf16 halves run w4a16_gemv) and its m = 1 form. */
 enum { FORM_OFFSET = 0, FORM_EXACT = 1, FORM_ROUNDED = 2, FORM_W8 = 3, FORM_HALVES = 4, FORM_HALVES_M1 = 5, FORM_OFFSET_M1 = 6 };
 
 template <class A, bool ZP, int MT, bool CHUNK_GROUP, int NW, int FORM, int SF>
@@ -456,10 +436,10 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
     constexpr bool OM1 = FORM == FORM_OFFSET_M1; /* the offset form at m = 1 (groups of whole chunks) */
     static_assert(!OM1 || (MT == 1 && CHUNK_GROUP), "FORM_OFFSET_M1: m = 1, groups of whole chunks");
     constexpr bool OFF = FORM == FORM_OFFSET || OM1 || HV; /* the offset form's fold (sum x, zero offset) */
-    /* halves, bf16: one fold per packed chunk, half 1 against x / 4 (QX, fold_offset) */
-    constexpr bool QX = HV && A::id == MPL_CUDA_W4A16_ACT_BF16;
-    /* x fragments kept: 4 k16 steps; halves prefetched or QX: both x chunks of the packed chunk (else loaded per half) */
-    constexpr int XS = HV && (MT == 1 || QX) ? 8 : 4;
+    /* halves: f16 (bf16 halves layers run w4a16_gemv) */
+    static_assert(!HV || A::id == MPL_CUDA_W4A16_ACT_F16, "halves forms: f16");
+    /* x fragments kept: 4 k16 steps; halves prefetched: both x chunks of the packed chunk (else loaded per half) */
+    constexpr int XS = HV && MT == 1 ? 8 : 4;
     static_assert(OFF || FORM == FORM_W8 || A::id == MPL_CUDA_W4A16_ACT_BF16, "subnormal forms: bf16 only");
     static_assert(OFF || FORM == FORM_W8 || !ZP, "subnormal forms: uint4b8 only (skinny-rounded refuses zero points)");
     static_assert(FORM != FORM_W8 || ZP, "8-bit layers carry zero points (both planes')");
@@ -495,13 +475,11 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
     }
     float cg[Sh::NW][MT][4]; /* the current group's partial sums (offset form: of (OFF + code) * x) */
     float c1[MT][4];         /* offset form: the same steps' sums of x (all-ones A fragment): e 0/2 column 2t, 1/3 column 2t+1 */
-    float cq[QX ? MT : 1][4]; /* QX: half 1's sums of x / 4 */
 #pragma unroll
     for (int mt = 0; mt < MT; mt++)
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             c1[mt][e] = 0.0f;
-            if (QX) cq[mt][e] = 0.0f;
 #pragma unroll
             for (int i = 0; i < Sh::NW; i++) cg[i][mt][e] = 0.0f;
         }
@@ -512,7 +490,7 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
     /* x one chunk ahead (its latency hides behind this chunk's MMAs): m <= 8, and m <= 16 in the rounded
      * form (94 registers without the second copy); the m > 8 offset and exact forms would spill (125-128). */
     constexpr bool PREFETCH_X = MT == 1 || FORM == FORM_ROUNDED;
-    static_assert(!HV || (PREFETCH_X || QX) == (XS == 8), "halves: x for both chunks, or per half");
+    static_assert(!HV || PREFETCH_X == (XS == 8), "halves: x for both chunks, or per half");
     /* halves (XS 8): packed chunk c reads x chunks 2c (xf[0..3]) and 2c + 1 (xf[4..7]) */
     auto load_x = [&](int c, uint2 (*xd)[MT]) {
         if constexpr (M1)
@@ -528,7 +506,6 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
     if (PREFETCH_X) {
         load_x(first, xf);
         if constexpr (M1) sum_x_m1<A>(c1[0], xf);
-        if (QX) quarter_x<MT>(xf);
     }
     int rem = a.gs16 - (first * 4) % a.gs16; /* k16 steps until the current group ends */
     for (int it = 0; it < count; it++) {
@@ -545,9 +522,8 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
         uint2 xn[XS][MT];
         if (PREFETCH_X) {
             load_x(c + 1, xn);
-        } else if (!HV || QX) {
+        } else if (!HV) {
             load_x(c, xf);
-            if (QX) quarter_x<MT>(xf);
         }
         uint4 wv[Sh::NW], wh[PL == 2 ? Sh::NW : 1];
 #pragma unroll
@@ -575,21 +551,17 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
                 for (int i = 0; i < Sh::NW; i++) {
                     uint32_t hi, lo, zz = 0x0202u; /* uint2b2: 2 */
                     stage_group<Sh, ZP>(st, i, g, fmt, hi, lo, zz);
-                    fold_offset<A, MT, halves_mul<A, H, false>(), halves_mul<A, H, true>(), QX>(acc[i], cg[i], c1, hi, lo, zz, fmt, cq);
+                    fold_offset<A, MT, halves_mul<A, H, false>(), halves_mul<A, H, true>()>(acc[i], cg[i], c1, hi, lo, zz, fmt);
                 }
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-                    for (int e = 0; e < 4; e++) {
-                        c1[mt][e] = 0.0f;
-                        if (QX) cq[mt][e] = 0.0f;
-                    }
+                    for (int e = 0; e < 4; e++) c1[mt][e] = 0.0f;
             };
             if constexpr (M1) {
                 /* m = 1: each row's offset term -(OFF + M z) sum x_H starts its MMA sums (c1 from sum_x_m1: column H sums
-                 * x chunk 2c + H, unscaled; bf16 adds both halves into cg, half 1 against x / 4, so its term is
-                 * (OFF / 4 + z) sum x1), so the fold is acc += (s / M) cg for column 0 alone (e 0: row g, e 2: row g + 8):
-                 * one pass per packed chunk (bf16) or per half (f16) */
+                 * x chunk 2c + H, unscaled), so the fold is acc += (s / M) cg for column 0 alone (e 0: row g, e 2: row
+                 * g + 8): one pass per half */
                 auto pass = [&](auto pc) {
                     constexpr int P = decltype(pc)::value;
 #pragma unroll
@@ -597,18 +569,13 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
                         uint32_t zz = 0x0202u; /* uint2b2: 2 */
                         if (ZP) zz = stage_zero<Sh>(st, i, g);
                         const float z_g = (float)(zz & 0xffu), z_g8 = (float)(zz >> 8);
-                        if constexpr (QX) {
-                            cg[i][0][0] = -fmaf(A::OFF + z_g, c1[0][0], (0.25f * A::OFF + z_g) * c1[0][1]);
-                            cg[i][0][2] = -fmaf(A::OFF + z_g8, c1[0][0], (0.25f * A::OFF + z_g8) * c1[0][1]);
-                        } else {
-                            cg[i][0][0] = -(A::OFF + (float)halves_mul<A, P, false>() * z_g) * c1[0][P];
-                            cg[i][0][2] = -(A::OFF + (float)halves_mul<A, P, true>() * z_g8) * c1[0][P];
-                        }
+                        cg[i][0][0] = -(A::OFF + (float)halves_mul<A, P, false>() * z_g) * c1[0][P];
+                        cg[i][0][2] = -(A::OFF + (float)halves_mul<A, P, true>() * z_g8) * c1[0][P];
                     }
 #pragma unroll
                     for (int j = 0; j < 4; j++) {
-                        if (QX || P == 0) half_step<A, Sh::NW, MT, 0, false>(cg, c1, wv, j, xf[j]);
-                        if (QX || P == 1) half_step<A, Sh::NW, MT, 1, false>(cg, c1, wv, j, xf[4 + j]);
+                        if (P == 0) half_step<A, Sh::NW, MT, 0, false>(cg, c1, wv, j, xf[j]);
+                        if (P == 1) half_step<A, Sh::NW, MT, 1, false>(cg, c1, wv, j, xf[4 + j]);
                     }
                     constexpr float R_G = 1.0f / (float)halves_mul<A, P, false>(), R_G8 = 1.0f / (float)halves_mul<A, P, true>();
 #pragma unroll
@@ -622,44 +589,9 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
                     }
                 };
                 pass(std::integral_constant<int, 0>());
-                if constexpr (!QX) pass(std::integral_constant<int, 1>());
-            } else if constexpr (QX) {
-                /* bf16: both halves' MMAs into cg (half 1 against x / 4: multiplier 1 in both), one fold. uint2b2 (no zero
-                 * points, every row's zero 2): the sum MMAs' A is the rows' offset, OFF + 2 = 130 (half 0) and OFF + 4 * 2
-                 * = 136 (half 1, against x / 4), both exact in bf16, into one accumulator c1, so the fold is
-                 * acc += s (cg - c1) */
-                constexpr bool UX = !ZP;
-                constexpr uint32_t SUM0 = UX ? 0x43024302u : A::ONES, SUM1 = UX ? 0x43084308u : A::ONES;
-                static_assert(!UX || A::OFF == 128.0f, "the bf16 offset");
-#pragma unroll
-                for (int j = 0; j < 4; j++) {
-                    half_step<A, Sh::NW, MT, 0, true, SUM0>(cg, c1, wv, j, xf[j]);
-                    half_step<A, Sh::NW, MT, 1, true, SUM1>(cg, UX ? c1 : cq, wv, j, xf[4 + j]);
-                }
-                if constexpr (UX) {
-#pragma unroll
-                    for (int i = 0; i < Sh::NW; i++) {
-                        float s_g, s_g8;
-                        stage_scales<Sh>(st, i, g, fmt, s_g, s_g8);
-#pragma unroll
-                        for (int mt = 0; mt < MT; mt++) { /* c1's rows are equal: e 2 / 3 = e 0 / 1 */
-                            acc[i][mt][0] = fmaf(s_g, cg[i][mt][0] - c1[mt][0], acc[i][mt][0]);
-                            acc[i][mt][1] = fmaf(s_g, cg[i][mt][1] - c1[mt][1], acc[i][mt][1]);
-                            acc[i][mt][2] = fmaf(s_g8, cg[i][mt][2] - c1[mt][0], acc[i][mt][2]);
-                            acc[i][mt][3] = fmaf(s_g8, cg[i][mt][3] - c1[mt][1], acc[i][mt][3]);
-#pragma unroll
-                            for (int e = 0; e < 4; e++) cg[i][mt][e] = 0.0f;
-                        }
-                    }
-#pragma unroll
-                    for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-                        for (int e = 0; e < 4; e++) c1[mt][e] = 0.0f;
-                } else {
-                    fold(std::integral_constant<int, 0>());
-                }
+                pass(std::integral_constant<int, 1>());
             } else {
-                /* f16 (x / 4 would round below 2^-12): x chunk 2c (half 0), then 2c + 1 (half 1), each folded at once */
+                /* x chunk 2c (half 0), then 2c + 1 (half 1), each folded at once */
                 auto half = [&](auto hc) {
                     constexpr int H = decltype(hc)::value;
                     if (!PREFETCH_X) load_x_chunk<MT>(a, 2 * c + H, g, t, xf);
@@ -743,7 +675,6 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++) xf[j][mt] = xn[j][mt];
             if constexpr (M1) sum_x_m1<A>(c1[0], xf);
-            if (QX) quarter_x<MT>(xf);
         }
     }
     if (FORM == FORM_ROUNDED)
@@ -1168,10 +1099,14 @@ static cudaError_t launch_zp(const mpl_cuda_w4a16_args *a, cudaStream_t stream, 
     bool cg = a->gs16 % 4 == 0; /* one group per chunk (also with one group: MPL_CUDA_W4A16_ONE_GROUP) */
     if constexpr (FORM == FORM_HALVES) { /* always one group per packed chunk (mpl_cuda_w4a16_halves_fits) */
         if (!cg) return cudaErrorInvalidValue;
-        if constexpr (A::id == MPL_CUDA_W4A16_ACT_BF16)
-            if (gemv_fits_halves(a)) return launch_gv<A, ZP, NW, GV_HALVES>(a, stream, ksplit);
-        if (a->m == 1) return launch_one<A, ZP, 1, true, NW, FORM_HALVES_M1>(a, stream, ksplit);
-        return a->m > 8 ? launch_one<A, ZP, 2, true, NW, FORM>(a, stream, ksplit) : launch_one<A, ZP, 1, true, NW, FORM>(a, stream, ksplit);
+        /* bf16: w4a16_gemv (halves are packed on cc 9.0 only, k % 128 == 0, k_pad = k / 2, and skinny stops at m = 16:
+         * it always fits) */
+        if constexpr (A::id == MPL_CUDA_W4A16_ACT_BF16) {
+            return gemv_fits_halves(a) ? launch_gv<A, ZP, NW, GV_HALVES>(a, stream, ksplit) : cudaErrorInvalidValue;
+        } else {
+            if (a->m == 1) return launch_one<A, ZP, 1, true, NW, FORM_HALVES_M1>(a, stream, ksplit);
+            return a->m > 8 ? launch_one<A, ZP, 2, true, NW, FORM>(a, stream, ksplit) : launch_one<A, ZP, 1, true, NW, FORM>(a, stream, ksplit);
+        }
     } else {
         if constexpr (FORM == FORM_W8) {
             if (gemv_fits_w8(a)) return launch_gv<A, true, NW, GV_W8>(a, stream, ksplit);
@@ -1242,9 +1177,8 @@ static int launch_skinny(const mpl_cuda_w4a16_args *a, void *stream, bool rounde
     if (a->skinny_nw == 2 || a->skinny_nw == 4) nw = a->skinny_nw; /* tuning (mpl_cuda_w4a16_tuning) */
     const bool w8 = cuda_w4a16::skinny_w8(a);
     if (w8 && a->skinny_nw != 2) nw = 4;
-    /* f16 halves with two token tiles: two row tiles per warp unless tuned to four (which spill ~200 bytes); bf16 folds
-     * once per packed chunk and fits four (spills 0-56 bytes by scale format): the rule above. H200 v24, uint2b2
-     * m = 16, us, four vs two: 70B gate_up 85.2 vs 115.1, 70B down 44.4 vs 58.4, 70B qkv 25.7 vs 29.5 */
+    /* f16 halves with two token tiles: two row tiles per warp unless tuned to four (which spill ~200 bytes); bf16 halves
+     * run w4a16_gemv with the rule above */
     if (a->halves && a->m > 8 && a->act == MPL_CUDA_W4A16_ACT_F16 && a->skinny_nw != 4) nw = 2;
     if (w8) KC = a->planes_k / MPL_CUDA_W4A16_KC; /* the loop's chunks: one plane's */
     const int tiles = w8 ? nw / 2 : nw;          /* row tiles per warp (FORM_W8: nw blocks = nw / 2 tiles x 2 planes) */
