@@ -24,8 +24,9 @@ typedef struct mpl_cuda_w4a16_layout {
     int64_t k_in;            /* the layer's input channels */
     int planes;              /* 1: 4-bit codes; 2: 8-bit codes as a low- and a high-nibble plane along K */
     int halves;              /* 1: 2-bit codes, two per nibble ("halves": mpl_cuda_w4a16_pack_halves); else 0 */
+    int thirds;              /* 1: 3-bit codes, four chunks in three ("thirds": mpl_cuda_w4a16_pack_thirds); else 0 */
     int64_t k, n;            /* x's row length (planes * k_in; k_in for halves) and the layer's outputs */
-    int64_t k_pad, n_pad;    /* packed positions: k rounded up to MPL_CUDA_W4A16_KC (halves: k / 2), and n rounded
+    int64_t k_pad, n_pad;    /* packed positions: k rounded up to MPL_CUDA_W4A16_KC (halves: k / 2, thirds: 3 k / 4), and n rounded
                                 up to MPL_CUDA_W4A16_N_ALIGN */
     int64_t cfg_group_size;  /* as configured (-1 or a divisor of k) */
     int64_t group_size;      /* effective (k when -1) */
@@ -72,6 +73,24 @@ mpl_status mpl_cuda_w4a16_pack_halves(const mpl_config *c, const mpl_canonical *
  * compute capability 9.0 (cuda_w4a16.c, packs_halves). */
 static inline bool mpl_cuda_w4a16_halves_fits(const mpl_config *c) {
     return (c->wtype == MPL_WTYPE_UINT2B2 || c->wtype == MPL_WTYPE_UINT2) && c->k % (2 * MPL_CUDA_W4A16_KC) == 0 &&
+           (c->group_size == -1 || c->group_size % (2 * MPL_CUDA_W4A16_KC) == 0);
+}
+/*
+ * 3-bit weights (uint3b4, uint3 with zero points) in thirds: the 4-bit block layout over 3 k / 4 packed positions;
+ * packed chunks 3u, 3u + 1, 3u + 2 carry the 64-channel chunks 4u .. 4u + 3 (channels after the act-order sort): the
+ * nibble of (row, packed position 64 (3u + s) + j), s = 0, 1, 2, holds code(row, 256 u + 64 s + j) in bits 0-2 and
+ * bit 2 - s of code(row, 256 u + 192 + j) in bit 3. A kernel reads chunk 4u + s as w & 0x77777777 and chunk 4u + 3
+ * as ((A >> 1) & 0x44444444) | ((B >> 2) & 0x22222222) | ((C >> 3) & 0x11111111) from the same lane's words A, B, C
+ * of the three packed chunks. Scales and zeros as for 4-bit, per real group; uint3b4 has no zero plane (its zero is
+ * 4); padding rows hold code 4 in all four chunks. Three bits per weight (docs/layouts/cuda_w4a16.md, "3-bit:
+ * thirds").
+ */
+mpl_status mpl_cuda_w4a16_pack_thirds(const mpl_config *c, const mpl_canonical *w, mpl_cuda_w4a16_layout *out);
+/* Whether a config's shape allows thirds: a 3-bit type, k a multiple of 256 (whole runs of three packed chunks), group
+ * size -1 or a multiple of 128 (the kernels fold at 128-channel steps). The descriptor packs thirds where this holds on
+ * compute capability 9.0 (cuda_w4a16.c, packs_thirds). */
+static inline bool mpl_cuda_w4a16_thirds_fits(const mpl_config *c) {
+    return (c->wtype == MPL_WTYPE_UINT3B4 || c->wtype == MPL_WTYPE_UINT3) && c->k % (4 * MPL_CUDA_W4A16_KC) == 0 &&
            (c->group_size == -1 || c->group_size % (2 * MPL_CUDA_W4A16_KC) == 0);
 }
 /* The inverse: canonical codes, scales (exact), zeros and g_idx (act-order resolved). */

@@ -37,6 +37,11 @@ typedef struct mpl_cuda_w4a16_args {
     int act;                   /* MPL_CUDA_W4A16_ACT_F16 or MPL_CUDA_W4A16_ACT_BF16 */
     /* the call */
     int m;
+    /* 3-bit layers in thirds (docs/layouts/cuda_w4a16.md "3-bit: thirds"): 1 when three packed chunks 3u .. 3u + 2
+     * carry the four x chunks 4u .. 4u + 3 (k_pad = 3 k / 4 packed positions, k is x's row length, gs16 counts x's
+     * k16 steps: group size / 16). skinny (w4a16_gemv), wg and dq read it; tc and skinny-rounded refuse such layers.
+     * Without zero points the zero is 4 (uint3b4). In the struct's padding after m: 136 bytes still. */
+    int thirds;
     const void *x;             /* [m][k], 16-byte aligned */
     const void *bias;          /* [n] or NULL */
     void *y;                   /* [m][n], 16-byte aligned */
