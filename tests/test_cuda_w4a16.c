@@ -72,7 +72,8 @@ static void layout_round_trip(void **state) {
         int64_t k, n, gs;
         int zp, act_order, scale_kind;
         mpl_act act;
-        int form;         /* 0: 4-bit codes, 1: 8-bit (two planes), 2: 2-bit halves (mpl_cuda_w4a16_pack_halves) */
+        int form;         /* 0: 4-bit codes, 1: 8-bit (two planes), 2: 2-bit halves (mpl_cuda_w4a16_pack_halves), 3: 3-bit
+                             thirds (mpl_cuda_w4a16_pack_thirds) */
         mpl_wtype narrow; /* 0: 4-bit (uint4b8, or uint4 with zp); else this 2-, 3- or 4-bit type */
     } cases[] = {
         {64, 16, -1, 0, 0, 0, MPL_ACT_F16, 0, 0},    {200, 24, -1, 1, 0, 2, MPL_ACT_BF16, 0, 0},
@@ -92,6 +93,10 @@ static void layout_round_trip(void **state) {
         {128, 16, -1, 0, 0, 0, MPL_ACT_F16, 2, MPL_WTYPE_UINT2B2},   {1024, 72, 128, 1, 0, 1, MPL_ACT_BF16, 2, MPL_WTYPE_UINT2},
         {1280, 200, 256, 0, 1, 2, MPL_ACT_F16, 2, MPL_WTYPE_UINT2B2}, {768, 264, 128, 1, 1, 0, MPL_ACT_BF16, 2, MPL_WTYPE_UINT2},
         {2048, 8, -1, 1, 0, 2, MPL_ACT_BF16, 2, MPL_WTYPE_UINT2},
+        /* 3-bit thirds: three bits per weight (3 k / 4 packed positions), both types, act-order, groups -1 / 128 / 256 / 384 */
+        {256, 16, -1, 0, 0, 0, MPL_ACT_F16, 3, MPL_WTYPE_UINT3B4},    {1024, 72, 128, 1, 0, 1, MPL_ACT_BF16, 3, MPL_WTYPE_UINT3},
+        {1280, 200, 256, 0, 1, 2, MPL_ACT_F16, 3, MPL_WTYPE_UINT3B4}, {768, 264, 128, 1, 1, 0, MPL_ACT_BF16, 3, MPL_WTYPE_UINT3},
+        {1536, 8, 384, 1, 0, 2, MPL_ACT_BF16, 3, MPL_WTYPE_UINT3},
     };
     tu_rng r;
     tu_rng_init(&r, tu_seed(0xc0da));
@@ -109,14 +114,19 @@ static void layout_round_trip(void **state) {
         mpl_canonical w, back;
         random_canonical(&w, &c, &r, cases[ci].scale_kind);
         mpl_cuda_w4a16_layout l;
-        const int halves = cases[ci].form == 2;
+        const int halves = cases[ci].form == 2, thirds = cases[ci].form == 3;
         if (halves) assert_true(mpl_cuda_w4a16_halves_fits(&c));
-        assert_int_equal(halves ? mpl_cuda_w4a16_pack_halves(&c, &w, &l) : mpl_cuda_w4a16_pack(&c, &w, &l), MPL_OK);
-        if (halves) {
-            assert_int_equal(l.halves, 1);
+        if (thirds) assert_true(mpl_cuda_w4a16_thirds_fits(&c));
+        assert_int_equal(halves   ? mpl_cuda_w4a16_pack_halves(&c, &w, &l)
+                         : thirds ? mpl_cuda_w4a16_pack_thirds(&c, &w, &l)
+                                  : mpl_cuda_w4a16_pack(&c, &w, &l),
+                         MPL_OK);
+        assert_int_equal(l.halves, halves);
+        assert_int_equal(l.thirds, thirds);
+        if (halves || thirds) {
             assert_int_equal(l.k, c.k);
-            assert_int_equal(l.k_pad, c.k / 2);
-            assert_int_equal(mpl_cuda_w4a16_qweight_bytes(&l), (size_t)(l.n_pad * c.k / 4));
+            assert_int_equal(l.k_pad, halves ? c.k / 2 : c.k / 4 * 3);
+            assert_int_equal(mpl_cuda_w4a16_qweight_bytes(&l), (size_t)(halves ? l.n_pad * c.k / 4 : l.n_pad * c.k * 3 / 8));
             assert_int_equal(l.zeros != NULL, c.zero_points);
         }
         int want_fmt = cases[ci].scale_kind == 2 ? MPL_CUDA_W4A16_SCALE_F32
@@ -193,6 +203,72 @@ static void layout_halves(void **state) {
         mpl_cuda_w4a16_layout l;
         assert_int_equal(mpl_cuda_w4a16_pack_halves(&c, &w, &l), MPL_ERR_INVALID_ARGUMENT);
         if (!strstr(mpl_last_error(), bad[i].says)) fail_msg("halves refusal '%s' should say '%s'", mpl_last_error(), bad[i].says);
+        mpl_canonical_free(&w);
+    }
+}
+
+/*
+ * 3-bit thirds (mpl_cuda_w4a16_pack_thirds; round trips in layout_round_trip's form-3 rows): hand-placed codes at their
+ * bits (channel 256 u + 64 s + j in bits 0-2 of packed position 64 (3u + s) + j; channel 256 u + 192 + j's bit 2 - s in
+ * bit 3 of the same), the kernels' read of the fourth chunk from the three words, padding rows, and the refused shapes.
+ */
+static void layout_thirds(void **state) {
+    (void)state;
+    mpl_config c;
+    mpl_config_init(&c, 512, 40);
+    c.wtype = MPL_WTYPE_UINT3B4;
+    mpl_canonical w;
+    assert_int_equal(mpl_canonical_alloc(&w, &c), MPL_OK);
+    for (int64_t i = 0; i < w.n * w.groups; i++) w.scales[i] = 1.0f;
+    /* code v at (n, k) among codes 4 (uint3b4's zero): nibble 0xC / 0x4 / 0x4 elsewhere in the run's three chunks */
+    static const struct {
+        int n, k, v;
+    } at[] = {{0, 0, 7}, {0, 64, 1}, {9, 130, 3}, {15, 191, 0}, {39, 192, 5}, {16, 255, 2}, {1, 448, 6}, {30, 500, 7}};
+    for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
+        memset(w.codes, 4, (size_t)(w.n * w.k));
+        w.codes[at[i].n * w.k + at[i].k] = (uint8_t)at[i].v;
+        mpl_cuda_w4a16_layout l;
+        assert_int_equal(mpl_cuda_w4a16_pack_thirds(&c, &w, &l), MPL_OK);
+        const int u = at[i].k / 256, chunk = (at[i].k / 64) % 4, j = at[i].k % 64;
+        const int r16 = at[i].n % 16, col = j % 16, rem = col & 3;
+        const int lane = (r16 & 7) * 4 + (col >> 2), nib = (r16 >> 3) | ((rem >> 1) << 1) | ((rem & 1) << 2);
+        uint32_t words[3];
+        for (int s = 0; s < 3; s++) {
+            words[s] = l.qweight[mpl_cuda_w4a16_word_index(&l, at[i].n / 16, 3 * u + s, lane, j / 16)];
+            /* the expected nibble: bits 0-2 the chunk-s code, bit 3 bit 2 - s of the chunk-3 code */
+            const unsigned lo = chunk == s ? (unsigned)at[i].v : 4u, hi = chunk == 3 ? (unsigned)at[i].v : 4u;
+            const uint32_t nv = lo | ((hi >> (2 - s)) & 1u) << 3, fill = s == 0 ? 0xccccccccu : 0x44444444u;
+            const uint32_t expect = (fill & ~(0xfu << (4 * nib))) | nv << (4 * nib);
+            if (words[s] != expect)
+                fail_msg("thirds (n=%d, k=%d) chunk %d: word = 0x%08x, want 0x%08x", at[i].n, at[i].k, s, words[s], expect);
+        }
+        /* the kernels' read of chunk 4u + 3 */
+        const uint32_t c3 = ((words[0] >> 1) & 0x44444444u) | ((words[1] >> 2) & 0x22222222u) | ((words[2] >> 3) & 0x11111111u);
+        assert_int_equal((c3 >> (4 * nib)) & 7u, chunk == 3 ? (unsigned)at[i].v : 4u);
+        /* padding rows (tile 3: rows 48..63 of n_pad 256 > 40) read code 4 in every chunk */
+        for (int s = 0; s < 3; s++)
+            assert_int_equal(l.qweight[mpl_cuda_w4a16_word_index(&l, 3, 3 * u + s, lane, j / 16)], s == 0 ? 0xccccccccu : 0x44444444u);
+        mpl_cuda_w4a16_layout_free(&l);
+    }
+    mpl_canonical_free(&w);
+    /* refused shapes: k not a multiple of 256, groups of 64, a 2-bit type */
+    static const struct {
+        int64_t k, gs;
+        mpl_wtype t;
+        const char *says;
+    } bad[] = {{1152, -1, MPL_WTYPE_UINT3B4, "k = 1152"}, {1024, 64, MPL_WTYPE_UINT3, "group size 64"},
+               {1024, 128, MPL_WTYPE_UINT2B2, "uint2b2"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        mpl_config_init(&c, bad[i].k, 16);
+        c.group_size = bad[i].gs;
+        c.wtype = bad[i].t;
+        c.zero_points = mpl_wtype_zero_points(bad[i].t);
+        assert_false(mpl_cuda_w4a16_thirds_fits(&c));
+        assert_int_equal(mpl_canonical_alloc(&w, &c), MPL_OK);
+        for (int64_t j = 0; j < w.n * w.groups; j++) w.scales[j] = 1.0f;
+        mpl_cuda_w4a16_layout l;
+        assert_int_equal(mpl_cuda_w4a16_pack_thirds(&c, &w, &l), MPL_ERR_INVALID_ARGUMENT);
+        if (!strstr(mpl_last_error(), bad[i].says)) fail_msg("thirds refusal '%s' should say '%s'", mpl_last_error(), bad[i].says);
         mpl_canonical_free(&w);
     }
 }
@@ -1511,6 +1587,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(layout_round_trip),
         cmocka_unit_test(layout_halves),
+        cmocka_unit_test(layout_thirds),
         cmocka_unit_test(layout_bit_positions),
         cmocka_unit_test(wg_split_scale_exact),
         cmocka_unit_test_teardown(refusals, reset),

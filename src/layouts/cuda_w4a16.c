@@ -51,8 +51,18 @@ typedef struct {
 /* The nibble of row n at packed position p. Codes of every 2-, 3- and 4-bit type go in as the 4-bit code the kernels
  * read (mpl_code4, core/internal.h; docs/layouts/cuda_w4a16.md, "Widths below 4 bits, and int4"): exact, so every
  * 4-bit path serves them unchanged. Halves: the 2-bit codes of channels 128 v + p % 64 (bits 0-1) and 128 v + 64 +
- * p % 64 (bits 2-3) of chunk v = p / 64, after the act-order sort; padding rows hold code 2 twice (uint2b2's zero). */
+ * p % 64 (bits 2-3) of chunk v = p / 64, after the act-order sort; padding rows hold code 2 twice (uint2b2's zero).
+ * Thirds: packed chunk 3u + s holds the 3-bit code of channel 256 u + 64 s + p % 64 (bits 0-2) and bit 2 - s of channel
+ * 256 u + 192 + p % 64's (bit 3); padding rows hold code 4 (uint3b4's zero) in all four chunks. */
 static uint32_t packed_nibble(const mpl_cuda_w4a16_layout *l, const mpl_canonical *w, int64_t n, int64_t p) {
+    if (l->thirds) {
+        const int64_t pc = p / MPL_CUDA_W4A16_KC, u = pc / 3, s = pc % 3, j = p % MPL_CUDA_W4A16_KC;
+        if (n >= w->n) return s == 0 ? 0xcu : 0x4u;
+        const uint8_t *row = w->codes + n * w->k;
+        const int64_t lo = 4 * u * MPL_CUDA_W4A16_KC + s * MPL_CUDA_W4A16_KC + j, hi = (4 * u + 3) * MPL_CUDA_W4A16_KC + j;
+        return (uint32_t)(row[w->perm ? w->perm[lo] : lo] & 7u) |
+               ((uint32_t)(row[w->perm ? w->perm[hi] : hi] >> (2 - s)) & 1u) << 3;
+    }
     if (l->halves) {
         if (n >= w->n) return 0xau;
         const uint8_t *row = w->codes + n * w->k;
@@ -81,10 +91,11 @@ static void pack_rows(void *ctx, int tid, int nthreads) {
                 }
 }
 
-/* One plane of nibbles: 4-bit codes, or (halves) 2-bit codes two per nibble. */
-static mpl_status pack_one(const mpl_config *c, const mpl_canonical *w, bool halves, mpl_cuda_w4a16_layout *out);
+/* One plane of nibbles: 4-bit codes, (halves) 2-bit codes two per nibble, or (thirds) 3-bit codes four chunks in three. */
+enum { FORM_NIB, FORM_HALVES, FORM_THIRDS };
+static mpl_status pack_one(const mpl_config *c, const mpl_canonical *w, int form, mpl_cuda_w4a16_layout *out);
 static mpl_status pack4(const mpl_config *c, const mpl_canonical *w, mpl_cuda_w4a16_layout *out) {
-    return pack_one(c, w, false, out);
+    return pack_one(c, w, FORM_NIB, out);
 }
 
 mpl_status mpl_cuda_w4a16_pack_halves(const mpl_config *c, const mpl_canonical *w, mpl_cuda_w4a16_layout *out) {
@@ -95,7 +106,18 @@ mpl_status mpl_cuda_w4a16_pack_halves(const mpl_config *c, const mpl_canonical *
                              "cuda_w4a16 pack (halves): weight type %s, k = %lld, group size %lld: needs uint2b2 or "
                              "uint2, k a multiple of 128 and group size -1 or a multiple of 128",
                              mpl_wtype_name(w->wtype), (long long)w->k, (long long)w->group_size);
-    return pack_one(c, w, true, out); /* scales, zeros and perm as the 4-bit layer of the same K */
+    return pack_one(c, w, FORM_HALVES, out); /* scales, zeros and perm as the 4-bit layer of the same K */
+}
+
+mpl_status mpl_cuda_w4a16_pack_thirds(const mpl_config *c, const mpl_canonical *w, mpl_cuda_w4a16_layout *out) {
+    memset(out, 0, sizeof *out);
+    if (!mpl_cuda_w4a16_thirds_fits(c) || w->k != c->k ||
+        (w->groups > 1 && w->group_size % (2 * MPL_CUDA_W4A16_KC) != 0))
+        return mpl_set_error(MPL_ERR_INVALID_ARGUMENT,
+                             "cuda_w4a16 pack (thirds): weight type %s, k = %lld, group size %lld: needs uint3b4 or "
+                             "uint3, k a multiple of 256 and group size -1 or a multiple of 128",
+                             mpl_wtype_name(w->wtype), (long long)w->k, (long long)w->group_size);
+    return pack_one(c, w, FORM_THIRDS, out); /* scales, zeros and perm as the 4-bit layer of the same K */
 }
 
 /*
@@ -139,7 +161,7 @@ mpl_status mpl_cuda_w4a16_pack(const mpl_config *c, const mpl_canonical *w, mpl_
     return pack4(c, w, out);
 }
 
-static mpl_status pack_one(const mpl_config *c, const mpl_canonical *w, bool halves, mpl_cuda_w4a16_layout *out) {
+static mpl_status pack_one(const mpl_config *c, const mpl_canonical *w, int form, mpl_cuda_w4a16_layout *out) {
     memset(out, 0, sizeof *out);
     if (mpl_wtype_bits(w->wtype) > 4)
         return mpl_set_error(MPL_ERR_INVALID_ARGUMENT,
@@ -154,10 +176,12 @@ static mpl_status pack_one(const mpl_config *c, const mpl_canonical *w, bool hal
     mpl_cuda_w4a16_layout *l = out;
     l->k_in = w->k;
     l->planes = 1;
-    l->halves = halves;
+    l->halves = form == FORM_HALVES;
+    l->thirds = form == FORM_THIRDS;
     l->k = w->k;
     l->n = w->n;
-    l->k_pad = halves ? w->k / 2 : round_up(w->k, MPL_CUDA_W4A16_KC); /* halves: k % 128 == 0 (the caller checks) */
+    /* halves: k % 128 == 0, thirds: k % 256 == 0 (the callers check) */
+    l->k_pad = l->halves ? w->k / 2 : l->thirds ? w->k / 4 * 3 : round_up(w->k, MPL_CUDA_W4A16_KC);
     l->n_pad = round_up(w->n, MPL_CUDA_W4A16_N_ALIGN);
     l->cfg_group_size = c->group_size;
     l->group_size = w->group_size;
@@ -272,9 +296,35 @@ static mpl_status unpack_halves(const mpl_cuda_w4a16_layout *l, int act_order, m
     return unpack_common(l, act_order, out);
 }
 
+/* Thirds back to 3-bit codes: channel ch (sorted) of run u = ch / 256, chunk i = (ch / 64) % 4, slot j = ch % 64 is bits 0-2
+ * of packed position 64 (3u + i) + j for i < 3; for i = 3 its bit 2 - s is bit 3 of packed position 64 (3u + s) + j. */
+static mpl_status unpack_thirds(const mpl_cuda_w4a16_layout *l, int act_order, mpl_canonical *out) {
+    mpl_config c;
+    mpl_config_init(&c, l->k, l->n);
+    c.wtype = l->wtype;
+    c.group_size = l->cfg_group_size;
+    c.zero_points = l->zeros != NULL;
+    c.act_order = act_order;
+    mpl_status st = mpl_canonical_alloc(out, &c);
+    if (st != MPL_OK) return st;
+    for (int64_t n = 0; n < l->n; n++)
+        for (int64_t ch = 0; ch < l->k; ch++) {
+            const int64_t u = ch / (4 * MPL_CUDA_W4A16_KC), i = (ch / MPL_CUDA_W4A16_KC) % 4, j = ch % MPL_CUDA_W4A16_KC;
+            const int64_t p0 = 3 * u * MPL_CUDA_W4A16_KC + j;
+            unsigned code = 0;
+            if (i < 3)
+                code = nibble_at(l, n, p0 + i * MPL_CUDA_W4A16_KC) & 7u;
+            else
+                for (int s = 0; s < 3; s++) code |= (nibble_at(l, n, p0 + s * MPL_CUDA_W4A16_KC) >> 3) << (2 - s);
+            out->codes[n * l->k + (l->perm ? l->perm[ch] : ch)] = (uint8_t)code;
+        }
+    return unpack_common(l, act_order, out);
+}
+
 mpl_status mpl_cuda_w4a16_unpack(const mpl_cuda_w4a16_layout *l, int act_order, mpl_canonical *out) {
     if (l->planes == 2) return unpack8(l, act_order, out);
     if (l->halves) return unpack_halves(l, act_order, out);
+    if (l->thirds) return unpack_thirds(l, act_order, out);
     mpl_config c;
     mpl_config_init(&c, l->k, l->n);
     c.wtype = l->wtype;

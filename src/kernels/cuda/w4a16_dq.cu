@@ -15,18 +15,24 @@
  * low plane's scale, so the 16-bit weight is the 8-bit one rounded once (slab width = the layer's k).
  * Halves (2-bit, HV): the thread's 16 bytes of packed chunk kc hold channel chunks 2 kc (bits 0-1 of each nibble) and
  * 2 kc + 1 (bits 2-3): it writes both (without zero points the zero is 2, uint2b2's).
+ * Thirds (3-bit, TH): one thread per lane of a run u (packed chunks 3u .. 3u + 2): it reads the three blocks' 16 bytes
+ * (words A, B, C of each k16 step) and writes channel chunks 4u + s from bits 0-2 of A, B, C and 4u + 3 from their
+ * bit 3s (docs/layouts/cuda_w4a16.md "3-bit: thirds"; without zero points the zero is 4, uint3b4's). A group of 128
+ * channels covers chunks 4u, 4u + 1 or 4u + 2, 4u + 3, so the scales and zeros are looked up again for 4u + 2 (gs16
+ * counts x's k16 steps here, not packed ones as for halves).
  */
 #include "w4a16_common.cuh"
 
 namespace cuda_w4a16 {
 
-template <class A, bool ZP, bool PL, bool HV = false>
+template <class A, bool ZP, bool PL, bool HV = false, bool TH = false>
 __global__ void __launch_bounds__(256) w4a16_dq_slab(const mpl_cuda_w4a16_args a, int nt0, int ntiles,
                                                      uint16_t *__restrict__ w, int ldw) {
-    static_assert(!(PL && HV), "8-bit planes or 2-bit halves");
+    static_assert((int)PL + (int)HV + (int)TH <= 1, "8-bit planes, 2-bit halves or 3-bit thirds");
     const int KC = a.k_pad >> MPL_CUDA_W4A16_KC_SHIFT;
-    /* PL (8-bit, two planes): chunks of the low plane only; the high plane's chunk kc is KCL + kc */
-    const int KCL = PL ? a.planes_k >> MPL_CUDA_W4A16_KC_SHIFT : KC;
+    /* PL (8-bit, two planes): chunks of the low plane only; the high plane's chunk kc is KCL + kc.
+     * TH: runs of three packed chunks (KC % 3 == 0); kc below is then the run u */
+    const int KCL = PL ? a.planes_k >> MPL_CUDA_W4A16_KC_SHIFT : TH ? KC / 3 : KC;
     const int kmax = PL ? a.planes_k : a.k;
     const long long total = (long long)ntiles * KCL * 32;
     const uint32_t *sc32 = reinterpret_cast<const uint32_t *>(a.scales);
@@ -38,23 +44,38 @@ __global__ void __launch_bounds__(256) w4a16_dq_slab(const mpl_cuda_w4a16_args a
         const int kc = (int)(blk % KCL), ntl = (int)(blk / KCL), nt = nt0 + ntl;
         const int g = lane >> 2, t = lane & 3;
         const int row0 = nt * MPL_CUDA_W4A16_NT + g; /* rows row0 and row0 + 8 */
-        const uint4 q = ldg_stream(reinterpret_cast<const uint4 *>(a.qweight) + ((size_t)nt * KC + kc) * 32 + lane);
+        const uint4 *qp = reinterpret_cast<const uint4 *>(a.qweight) + ((size_t)nt * KC + (TH ? 3 * kc : kc)) * 32 + lane;
+        const uint4 q = ldg_stream(qp);
         const uint4 qh = PL ? ldg_stream(reinterpret_cast<const uint4 *>(a.qweight) + ((size_t)nt * KC + KCL + kc) * 32 + lane)
                             : make_uint4(0u, 0u, 0u, 0u);
+        /* TH: the lane's 16 bytes of packed chunks 3u + 1 and 3u + 2 (the next two blocks, 32 lanes on) */
+        const uint4 qb = TH ? ldg_stream(qp + 32) : make_uint4(0u, 0u, 0u, 0u);
+        const uint4 qc = TH ? ldg_stream(qp + 64) : make_uint4(0u, 0u, 0u, 0u);
         const bool in0 = row0 < a.n, in1 = row0 + 8 < a.n;
         uint16_t *w0 = w + (size_t)(ntl * MPL_CUDA_W4A16_NT + g) * ldw, *w1 = w0 + (size_t)8 * ldw;
 #pragma unroll
         for (int j = 0; j < 4; j++) {
             const int k = kc * MPL_CUDA_W4A16_KC + 16 * j + 4 * t;
-            if (k >= kmax) break; /* K is a multiple of 8 and k of 4: k < K means k .. k+3 are inside */
-            const int grp = group_of_step(kc * 4 + j, a.inv_gs16);
-            const size_t at = ((size_t)grp * a.n_pad + (size_t)nt * MPL_CUDA_W4A16_NT) / 2 + g; /* rows g, g+8: one word */
-            const uint32_t hi = __ldg(sc32 + at), lo = a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32 ? __ldg(sl32 + at) : 0u;
-            const uint32_t zz = ZP ? (uint32_t)__ldg(z16 + at) : HV ? 0x0202u : 0x0808u;
-            const float s0 = scale_value(hi & 0xffffu, lo & 0xffffu, a.scale_fmt);
-            const float s1 = scale_value(hi >> 16, lo >> 16, a.scale_fmt);
-            int z0 = (int)(zz & 0xffu), z1 = (int)(zz >> 8);
+            /* K is a multiple of 8 and k of 4: k < K means k .. k+3 are inside (halves, thirds: always, k < k_pad < K) */
+            if (k >= kmax) break;
+            float s0, s1;
+            int z0, z1;
+            /* rows g and g + 8's scales and zeros in the group of x's k16 step st */
+            auto group_scales = [&](int st) {
+                const int grp = group_of_step(st, a.inv_gs16);
+                const size_t at = ((size_t)grp * a.n_pad + (size_t)nt * MPL_CUDA_W4A16_NT) / 2 + g; /* rows g, g+8: one word */
+                const uint32_t hi = __ldg(sc32 + at), lo = a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32 ? __ldg(sl32 + at) : 0u;
+                const uint32_t zz = ZP ? (uint32_t)__ldg(z16 + at) : HV ? 0x0202u : TH ? 0x0404u : 0x0808u;
+                s0 = scale_value(hi & 0xffffu, lo & 0xffffu, a.scale_fmt);
+                s1 = scale_value(hi >> 16, lo >> 16, a.scale_fmt);
+                z0 = (int)(zz & 0xffu), z1 = (int)(zz >> 8);
+            };
+            group_scales(TH ? 4 * (4 * kc) + j : kc * 4 + j); /* TH: chunk 4u's step */
             const uint32_t wd = j == 0 ? q.x : j == 1 ? q.y : j == 2 ? q.z : q.w;
+            const uint32_t wb = j == 0 ? qb.x : j == 1 ? qb.y : j == 2 ? qb.z : qb.w;
+            const uint32_t wc = j == 0 ? qc.x : j == 1 ? qc.y : j == 2 ? qc.z : qc.w;
+            /* TH: chunk 4u + 3's codes gathered from the bit 3s of A, B, C (its bits 2, 1, 0) into bits 0-2 */
+            const uint32_t w3 = TH ? ((wd >> 1) & 0x44444444u) | ((wb >> 2) & 0x22222222u) | ((wc >> 3) & 0x11111111u) : 0u;
             uint32_t wh = 0;
             if (PL) {
                 /* the high plane's zeros (its own groups); the code is low + 16 high, the zero zl + 16 zh,
@@ -65,15 +86,20 @@ __global__ void __launch_bounds__(256) w4a16_dq_slab(const mpl_cuda_w4a16_args a
                 z0 += 16 * (int)(zh & 0xffu), z1 += 16 * (int)(zh >> 8);
                 wh = j == 0 ? qh.x : j == 1 ? qh.y : j == 2 ? qh.z : qh.w;
             }
-            /* 4-bit: the nibble; 8-bit: low + 16 high; halves: chunk 2 kc + hh's 2-bit code at bits 2 hh of each nibble
-             * (exact integers: one rounding of (code - z) s) */
+            /* 4-bit: the nibble; 8-bit: low + 16 high; halves: chunk 2 kc + hh's 2-bit code at bits 2 hh of each nibble;
+             * thirds: chunk 4u + hh's 3-bit code in bits 0-2 of the nibble of A, B, C or w3 (exact integers: one rounding
+             * of (code - z) s) */
             auto code = [&](int nib, int hh) {
                 if constexpr (HV) return (int)((wd >> (4 * nib + 2 * hh)) & 3u);
+                if constexpr (TH) return (int)(((hh == 0 ? wd : hh == 1 ? wb : hh == 2 ? wc : w3) >> (4 * nib)) & 7u);
                 return (int)((wd >> (4 * nib)) & 15u) + (PL ? 16 * (int)((wh >> (4 * nib)) & 15u) : 0);
             };
 #pragma unroll
-            for (int hh = 0; hh < (HV ? 2 : 1); hh++) {
-                const int kk = HV ? (2 * kc + hh) * MPL_CUDA_W4A16_KC + 16 * j + 4 * t : k; /* halves: < a.k, k % 128 == 0 */
+            for (int hh = 0; hh < (HV ? 2 : TH ? 4 : 1); hh++) {
+                if (TH && hh == 2) group_scales(4 * (4 * kc + 2) + j);
+                /* halves: < a.k, k % 128 == 0; thirds: < a.k, k % 256 == 0 */
+                const int kk = HV ? (2 * kc + hh) * MPL_CUDA_W4A16_KC + 16 * j + 4 * t
+                             : TH ? (4 * kc + hh) * MPL_CUDA_W4A16_KC + 16 * j + 4 * t : k;
                 /* row g: channels 4t + 0, 1, 2, 3 are nibbles 0, 4, 2, 6; row g+8: nibbles 1, 5, 3, 7 */
                 uint32_t o0[2], o1[2];
 #pragma unroll
@@ -91,11 +117,13 @@ __global__ void __launch_bounds__(256) w4a16_dq_slab(const mpl_cuda_w4a16_args a
     }
 }
 
-/* Grid: one thread per lane of each block of the slab, at most 8 blocks of 256 threads per SM (grid-stride
- * beyond: a memory-bound expansion gains nothing from more resident threads; v5 design value). */
+/* Grid: one thread per lane of each block of the slab (thirds: of each run of three blocks), at most 8 blocks of
+ * 256 threads per SM (grid-stride beyond: a memory-bound expansion gains nothing from more resident threads; v5
+ * design value). */
 template <class A>
 static cudaError_t dq_slab_act(const mpl_cuda_w4a16_args *a, int nt0, int ntiles, uint16_t *w, int ldw, cudaStream_t s) {
-    long long threads = (long long)ntiles * ((a->planes_k ? a->planes_k : a->k_pad) / MPL_CUDA_W4A16_KC) * 32;
+    const long long units = (a->planes_k ? a->planes_k : a->k_pad) / MPL_CUDA_W4A16_KC / (a->thirds ? 3 : 1);
+    long long threads = (long long)ntiles * units * 32;
     long long blocks = (threads + 255) / 256, cap = (long long)a->sms * 8;
     if (blocks > cap) blocks = cap;
     if (blocks < 1) blocks = 1;
@@ -105,6 +133,10 @@ static cudaError_t dq_slab_act(const mpl_cuda_w4a16_args *a, int nt0, int ntiles
         w4a16_dq_slab<A, true, false, true><<<(unsigned)blocks, 256, 0, s>>>(*a, nt0, ntiles, w, ldw);
     else if (a->halves)
         w4a16_dq_slab<A, false, false, true><<<(unsigned)blocks, 256, 0, s>>>(*a, nt0, ntiles, w, ldw);
+    else if (a->thirds && a->zeros)
+        w4a16_dq_slab<A, true, false, false, true><<<(unsigned)blocks, 256, 0, s>>>(*a, nt0, ntiles, w, ldw);
+    else if (a->thirds)
+        w4a16_dq_slab<A, false, false, false, true><<<(unsigned)blocks, 256, 0, s>>>(*a, nt0, ntiles, w, ldw);
     else if (a->zeros)
         w4a16_dq_slab<A, true, false><<<(unsigned)blocks, 256, 0, s>>>(*a, nt0, ntiles, w, ldw);
     else
