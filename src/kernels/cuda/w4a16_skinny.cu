@@ -714,8 +714,16 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
  * H100 v30 (bench/cuda/NOTES.md), M = 1 against the loop before: 8-bit 70B gate_up 168.3 -> 158.0 us (98% of read16),
  * 2-bit 52.3 -> 49.2 (82% of read16 counted at 2 bits).
  */
-/* The layer kinds w4a16_gemv reads: 4-bit codes, halves (bf16 2-bit), two 8-bit planes */
-enum { GV_NIB = 0, GV_HALVES = 1, GV_W8 = 2 };
+/* The layer kinds w4a16_gemv reads: 4-bit codes, halves (bf16 2-bit), two 8-bit planes, thirds (3-bit) */
+enum { GV_NIB = 0, GV_HALVES = 1, GV_W8 = 2, GV_THIRDS = 3 };
+/* thirds: the word of x chunk 4u + 3's codes from the same lane's words a, b, c of a run's three blocks (its bits 2, 1, 0
+ * in their bit 3s: docs/layouts/cuda_w4a16.md "3-bit: thirds") into bits 0-2 of each nibble, bit 3 left as junk (the
+ * dequantization masks with 7): 3 shifts + 2 lop3 per 8 weights */
+__device__ __forceinline__ uint32_t thirds_fourth(uint32_t a, uint32_t b, uint32_t c) {
+    const uint32_t K2 = 0x44444444u, K0 = 0x11111111u;
+    const uint32_t u = ((a >> 1) & K2) | ((b >> 2) & ~K2); /* bit 2 from a, bit 1 from b (bits 0, 3 junk) */
+    return (u & ~K0) | ((c >> 3) & K0);                   /* bit 0 from c */
+}
 /* 8-bit: the low-plane word wl and the high-plane word wh of the same eight weights rebuilt into their byte codes c
  * (dequant8's selects and prmt, without its fma), placed under the high byte HI: bf16 HI = 0, c 2^-133 exactly
  * (exponent field 0 or 1); f16 HI = 0x64, 1024 + c. Rows g and g + 8 both at 1 c: 2 shifts + 2 lop3 + 4 prmt per 8. */
@@ -739,6 +747,14 @@ struct Gv<ActBF16> {
     static constexpr float OUT = 590295810358705651712.0f; /* 2^69 = 2^133 / 2^64 */
     static constexpr bool SCALE_X = true;
     __device__ static __forceinline__ void dequant(uint32_t w, uint32_t a[4]) { ActBF16::nib_sub(w, a); }
+    /* thirds: nib_sub on bits 0-2 of each nibble (bit 3 is the fourth chunk's) */
+    __device__ static __forceinline__ void dequant3(uint32_t w, uint32_t a[4]) {
+        const uint32_t w8 = w >> 8;
+        a[0] = w & 0x00070007u;
+        a[1] = w & 0x00700070u;
+        a[2] = w8 & 0x00070007u;
+        a[3] = w8 & 0x00700070u;
+    }
     /* halves: half H's 2-bit codes as subnormals, rows g at 4^H c 2^-133 and rows g + 8 at 16 4^H c 2^-133 (the f16
      * halves_off masks, no constant OR'd): 1 shift + 8 lop3 per 16 weights */
     template <int H>
@@ -759,6 +775,14 @@ struct Gv<ActF16> {
     static constexpr float OUT = 1.0f;
     static constexpr bool SCALE_X = false;
     __device__ static __forceinline__ void dequant(uint32_t w, uint32_t a[4]) { ActF16::dequant_off(w, a); }
+    /* thirds: dequant_off on bits 0-2 of each nibble (1024 + q, 1024 + 16 q) */
+    __device__ static __forceinline__ void dequant3(uint32_t w, uint32_t a[4]) {
+        const uint32_t MAGIC = 0x64006400u, w8 = w >> 8;
+        a[0] = and_or(w, 0x00070007u, MAGIC);
+        a[1] = and_or(w, 0x00700070u, MAGIC);
+        a[2] = and_or(w8, 0x00070007u, MAGIC);
+        a[3] = and_or(w8, 0x00700070u, MAGIC);
+    }
 };
 static_assert(ActF16::G8_MUL == 16, "w4a16_gemv: rows g + 8 read at 16 times the code in both types");
 
@@ -771,39 +795,48 @@ static_assert(ActF16::G8_MUL == 16, "w4a16_gemv: rows g + 8 read at 16 times the
 template <int NW_, int SF, bool ZP, int V = GV_NIB, int MX = 1>
 struct GvShape {
     static constexpr int NW = NW_;
-    static constexpr int CPS = V == GV_HALVES ? 1 : 2; /* chunks per stage: a halves chunk holds 128 channels, as two 4-bit chunks do */
+    /* chunks per stage: a halves chunk holds 128 channels, as two 4-bit chunks do; thirds: a run, 3 packed chunks = 256 */
+    static constexpr int CPS = V == GV_HALVES ? 1 : V == GV_THIRDS ? 3 : 2;
     static constexpr int PL = V == GV_W8 ? 2 : 1;      /* planes: 8-bit stages hold the low and the high plane's blocks */
-    /* x: MX token rows of 128 channels; 8 rows 288 bytes apart, so that the 8 rows' 32-byte pieces a k16 step reads
-     * fall in different bank quarters (two wavefronts per 8-byte load, as for one row) */
-    static constexpr int XR = MX == 1 ? 256 : 288;
+    /* group slots per stage: a run's 256 channels may span two groups of 128 (thirds fold after each half) */
+    static constexpr int GS = V == GV_THIRDS ? 2 : 1;
+    /* x: MX token rows of 128 channels (thirds: 256); 8 rows 288 (544) bytes apart, so that the 8 rows' 32-byte pieces a
+     * k16 step reads fall in different bank quarters (two wavefronts per 8-byte load, as for one row) */
+    static constexpr int XR = (V == GV_THIRDS ? 2 : 1) * 256 + (MX == 1 ? 0 : 32);
     static constexpr int OFF_X = CPS * PL * NW * MPL_CUDA_W4A16_BLOCK_BYTES, OFF_S = OFF_X + MX * XR;
     static constexpr int OFF_L = OFF_S + NW * 32, OFF_Z = OFF_L + (SF == MPL_CUDA_W4A16_SCALE_F32 ? NW * 32 : 0);
-    static constexpr int STAGE = OFF_Z + (ZP ? PL * NW * 16 : 0);
+    static constexpr int GSLOT = OFF_Z + (ZP ? PL * NW * 16 : 0) - OFF_S; /* one group's constants; slot 1 GSLOT on */
+    static constexpr int STAGE = OFF_S + GS * GSLOT;
     /* the measured depth at m = 1 (3 stages of 4 KB of weights, 5 of 2 KB, 5 / 8 halves stages of 2 / 1 KB), fewer where
-     * 8 token rows of x would leave no room for two blocks per SM */
-    static constexpr int DEPTH = V == GV_HALVES ? (NW_ == 4 ? 5 : 8) : (PL * NW_ == 4 ? 3 : 5);
-    /* blocks per SM: two, or one with 16 token rows (their 4.5 KB of x per stage would leave one stage per warp) */
-    static constexpr int BPS = MX == 16 ? 1 : 2;
+     * 8 token rows of x would leave no room for two blocks per SM; thirds: as many as fit (not measured) */
+    static constexpr int DEPTH = V == GV_THIRDS ? 5 : V == GV_HALVES ? (NW_ == 4 ? 5 : 8) : (PL * NW_ == 4 ? 3 : 5);
+    /* blocks per SM: two, or one with 16 token rows (their 4.5 KB of x per stage would leave one stage per warp); thirds
+     * one from m = 2 (512 bytes of x per token row and stage: at 2 blocks 8 rows leave one stage) */
+    static constexpr int BPS = MX == 16 || (V == GV_THIRDS && MX > 1) ? 1 : 2;
     static constexpr int FIT = (228 * 1024 / BPS - 2080 - 1024) / (SK_WARPS * STAGE);
     static constexpr int STAGES = DEPTH < FIT ? DEPTH : FIT;
-    static_assert(STAGES >= 2, "two ring stages per warp");
+    /* thirds at NW = 4 with 16 token rows, or with f32 scales and zero points at m = 1, leave one stage per warp: the
+     * launcher runs those at NW = 2 (launch_gv_mx) */
+    static constexpr bool FITS = STAGES >= 2;
     static constexpr int SMEM = SK_WARPS * STAGES * STAGE;
     static_assert(STAGE % 16 == 0, "stage alignment");
     /* BPS blocks per SM (__launch_bounds__(SK_THREADS, BPS)): the rings, sk_reduce_store's 2080-byte tile and the 1 KB
      * the hardware reserves per block, BPS times, within sm_90's 228 KB */
-    static_assert(BPS * (SMEM + 2080 + 1024) <= 228 * 1024, "BPS w4a16_gemv blocks per SM");
+    static_assert(!FITS || BPS * (SMEM + 2080 + 1024) <= 228 * 1024, "BPS w4a16_gemv blocks per SM");
 };
 
 template <class A, bool ZP, int NW, int SF, int V, int MX>
-__global__ void __launch_bounds__(SK_THREADS, MX == 16 ? 1 : 2) w4a16_gemv(const mpl_cuda_w4a16_args a) {
+__global__ void __launch_bounds__(SK_THREADS, GvShape<NW, SF, ZP, V, MX>::BPS) w4a16_gemv(const mpl_cuda_w4a16_args a) {
     using Sh = GvShape<NW, SF, ZP, V, MX>;
+    static_assert(Sh::FITS, "two ring stages per warp");
     static_assert(MX == 1 || MX == 8 || MX == 16, "one token, up to 8 (every column of the MMA) or 16 (two token tiles)");
     constexpr int MT = MX == 16 ? 2 : 1; /* token tiles */
-    constexpr bool HV = V == GV_HALVES, W8 = V == GV_W8;
+    constexpr bool HV = V == GV_HALVES, W8 = V == GV_W8, TH = V == GV_THIRDS;
     constexpr int PL = Sh::PL;
     static_assert(!W8 || ZP, "8-bit layers carry zero points (both planes')");
     static_assert(!HV || A::id == MPL_CUDA_W4A16_ACT_BF16, "halves: bf16 (f16 would need x / 4, inexact below 2^-12)");
-    constexpr int CPS = Sh::CPS, STEPS = 4 * CPS; /* chunks and k16 steps (packed ones for halves) per stage */
+    /* chunks and k16 steps per stage (packed ones for halves; x's for thirds, whose gs16 counts them: a run's 16) */
+    constexpr int CPS = Sh::CPS, STEPS = TH ? 16 : 4 * CPS;
     using G = Gv<A>;
     extern __shared__ __align__(16) unsigned char smem[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
@@ -844,7 +877,8 @@ __global__ void __launch_bounds__(SK_THREADS, MX == 16 ? 1 : 2) w4a16_gemv(const
     /* x: MX = 1: lanes 0..15 16 bytes each of the stage's 128 elements; MX = 8 / 16: each lane 16 bytes of rows
      * lane / 16 + 2 q (q < MX / 2), rows past m zero-filled (their MMA columns are never stored) */
     const size_t xrow = (size_t)a.k * 2;
-    const unsigned char *xsrc = reinterpret_cast<const unsigned char *>(a.x) + ((size_t)first * 128 + (lane & 15) * 8) * 2 +
+    const unsigned char *xsrc = reinterpret_cast<const unsigned char *>(a.x) +
+                                ((size_t)first * (TH ? 256 : 128) + (TH && MX == 1 ? lane : lane & 15) * 8) * 2 +
                                 (MX == 1 ? 0 : (size_t)(lane >> 4) * xrow);
     int irem = a.gs16 - (first * STEPS) % a.gs16; /* k16 steps until the next stage to issue ends its group */
     unsigned char *wst = ring;
@@ -858,6 +892,29 @@ __global__ void __launch_bounds__(SK_THREADS, MX == 16 ? 1 : 2) w4a16_gemv(const
                 for (int p = 0; p < PL; p++) /* block (h PL + p) NW + i: chunk h of the stage, plane p, tile i */
                     cp_async16(wst + ((h * PL + p) * NW + i) * MPL_CUDA_W4A16_BLOCK_BYTES + lane * 16,
                                src + h * MPL_CUDA_W4A16_BLOCK_BYTES + p * pstride, 16);
+        if constexpr (TH) {
+            /* both halves' group constants (slot 1 GSLOT on: the same group unless one ends at the half) and 512 bytes of
+             * each token row of x */
+#pragma unroll
+            for (int hh = 0; hh < 2; hh++) {
+                if (gdst >= 0) cp_async16(wst + gdst + hh * Sh::GSLOT, gsrc, 16);
+                if ((irem -= STEPS / 2) == 0) irem = a.gs16, gsrc += gstride;
+            }
+            if constexpr (MX == 1) {
+                cp_async16(wst + Sh::OFF_X + lane * 16, xsrc, 16);
+            } else {
+#pragma unroll
+                for (int q = 0; q < MX / 2; q++)
+#pragma unroll
+                    for (int p = 0; p < 2; p++) {
+                        const int r = (lane >> 4) + 2 * q;
+                        cp_async16(wst + Sh::OFF_X + r * Sh::XR + p * 256 + (lane & 15) * 16,
+                                   r < a.m ? xsrc + q * 2 * xrow + p * 256 : xsrc, r < a.m ? 16 : 0);
+                    }
+            }
+            xsrc += 512;
+            wsrc += CPS * MPL_CUDA_W4A16_BLOCK_BYTES;
+        } else {
         if (gdst >= 0) cp_async16(wst + gdst, gsrc, 16);
         if constexpr (MX == 1) {
             if (lane < 16) cp_async16(wst + Sh::OFF_X + lane * 16, xsrc, 16);
@@ -871,6 +928,7 @@ __global__ void __launch_bounds__(SK_THREADS, MX == 16 ? 1 : 2) w4a16_gemv(const
         xsrc += 256;
         wsrc += CPS * MPL_CUDA_W4A16_BLOCK_BYTES;
         if ((irem -= STEPS) == 0) irem = a.gs16, gsrc += gstride;
+        }
         wst = wst + Sh::STAGE == ring_end ? ring : wst + Sh::STAGE;
     };
 #pragma unroll
@@ -887,6 +945,38 @@ __global__ void __launch_bounds__(SK_THREADS, MX == 16 ? 1 : 2) w4a16_gemv(const
 #pragma unroll
             for (int i = 0; i < NW; i++) acc[i][mt][e] = cg[i][mt][e] = 0.0f;
         }
+    /* The fold of the current group's sums with the group constants of stage slot gst (acc += s ((OFF + M z) c1 + cg)) */
+    auto fold = [&](const unsigned char *gst) {
+#pragma unroll
+            for (int i = 0; i < NW; i++) {
+                uint32_t hi, lo = 0u, zz = HV ? 0x0202u : TH ? 0x0404u : 0x0808u; /* uint4b8: 8; uint2b2 (halves): 2; uint3b4: 4 */
+                stage_group<Sh, ZP>(gst, i, g, SF, hi, lo, zz);
+                float s_g, s_g8; /* 8-bit: the low plane's scales (the high plane's are 16 s) */
+                row_scales(hi, lo, SF, s_g, s_g8);
+                float z_g = (float)(zz & 0xffu), z_g8 = (float)(zz >> 8);
+                if constexpr (W8) { /* z = zl + 16 zh, rows g + 8 at 1 c (M8 = 1) */
+                    const uint32_t zh = stage_zero<Sh>(gst, NW + i, g);
+                    z_g += 16.0f * (float)(zh & 0xffu), z_g8 += 16.0f * (float)(zh >> 8);
+                }
+                constexpr float M8 = W8 ? 1.0f : 16.0f; /* rows g + 8 read at M8 times the code */
+                const float o_g = -(G::OFF + z_g), o_g8 = -(G::OFF + M8 * z_g8);
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++) {
+                    acc[i][mt][0] = fmaf(s_g, fmaf(o_g, c1[mt][0], cg[i][mt][0]), acc[i][mt][0]);
+                    acc[i][mt][2] = fmaf(s_g8, fmaf(o_g8, c1[mt][0], cg[i][mt][2]), acc[i][mt][2]);
+                    if constexpr (MX > 1) { /* column 2t + 1 (c1[mt][1]: its sum of x) */
+                        acc[i][mt][1] = fmaf(s_g, fmaf(o_g, c1[mt][1], cg[i][mt][1]), acc[i][mt][1]);
+                        acc[i][mt][3] = fmaf(s_g8, fmaf(o_g8, c1[mt][1], cg[i][mt][3]), acc[i][mt][3]);
+                    }
+#pragma unroll
+                    for (int e = 0; e < 4; e++) cg[i][mt][e] = 0.0f;
+                }
+            }
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) c1[mt][e] = 0.0f;
+    };
     int rem = a.gs16 - (first * STEPS) % a.gs16; /* k16 steps until the current group ends (gs16 % STEPS == 0) */
     const unsigned char *rst = ring;          /* the stage computed next */
     const int XG = MX == 1 ? 0 : g * Sh::XR;  /* this lane's token row of x (MX > 1: token g, token tile 1: g + 8) */
@@ -898,7 +988,56 @@ __global__ void __launch_bounds__(SK_THREADS, MX == 16 ? 1 : 2) w4a16_gemv(const
         const unsigned char *st = rst;
         rst = rst + Sh::STAGE == ring_end ? ring : rst + Sh::STAGE;
         const uint32_t sum[4] = {G::SUM, G::SUM, G::SUM, G::SUM};
-        if constexpr (HV) {
+        if constexpr (TH) {
+            /* thirds: the run's blocks are packed chunks 3u, 3u + 1, 3u + 2 (words a, b, c of each tile); half hh is x
+             * chunks 2 hh and 2 hh + 1: chunk 0 = a, 1 = b (half 0), 2 = c, 3 = thirds_fourth(a, b, c) (half 1), each
+             * folded after its half (a group of 128 channels ends there). Per half: the x fragments of its 8 k16 steps
+             * first, then tile by tile its words (one 16-byte read per block) */
+#pragma unroll
+            for (int hh = 0; hh < 2; hh++) {
+                uint32_t b[2][4][MT][2];
+#pragma unroll
+                for (int c = 0; c < 2; c++)
+#pragma unroll
+                    for (int j = 0; j < 4; j++)
+#pragma unroll
+                        for (int mt = 0; mt < MT; mt++) {
+                            const uint2 xv = *reinterpret_cast<const uint2 *>(st + Sh::OFF_X + XG + mt * 8 * Sh::XR +
+                                                                              (16 * (4 * (2 * hh + c) + j) + 4 * t) * 2);
+                            b[c][j][mt][0] = xv.x, b[c][j][mt][1] = xv.y;
+                            if (G::SCALE_X)
+                                b[c][j][mt][0] = ActBF16::mul2(xv.x, G::XMUL), b[c][j][mt][1] = ActBF16::mul2(xv.y, G::XMUL);
+                        }
+#pragma unroll
+                for (int i = 0; i < NW; i++) {
+                    const uint4 wa = *reinterpret_cast<const uint4 *>(st + i * MPL_CUDA_W4A16_BLOCK_BYTES + lane * 16);
+                    const uint4 wb = *reinterpret_cast<const uint4 *>(st + (NW + i) * MPL_CUDA_W4A16_BLOCK_BYTES + lane * 16);
+                    uint4 wc = wa;
+                    if (hh == 1) wc = *reinterpret_cast<const uint4 *>(st + (2 * NW + i) * MPL_CUDA_W4A16_BLOCK_BYTES + lane * 16);
+#pragma unroll
+                    for (int j = 0; j < 4; j++) {
+                        const uint32_t a0 = j == 0 ? wa.x : j == 1 ? wa.y : j == 2 ? wa.z : wa.w;
+                        const uint32_t b0 = j == 0 ? wb.x : j == 1 ? wb.y : j == 2 ? wb.z : wb.w;
+                        const uint32_t c0 = j == 0 ? wc.x : j == 1 ? wc.y : j == 2 ? wc.z : wc.w;
+                        uint32_t af[4];
+                        G::dequant3(hh == 0 ? a0 : c0, af);
+#pragma unroll
+                        for (int mt = 0; mt < MT; mt++) A::mma(cg[i][mt], af, b[0][j][mt][0], b[0][j][mt][1]);
+                        G::dequant3(hh == 0 ? b0 : thirds_fourth(a0, b0, c0), af);
+#pragma unroll
+                        for (int mt = 0; mt < MT; mt++) A::mma(cg[i][mt], af, b[1][j][mt][0], b[1][j][mt][1]);
+                    }
+                }
+#pragma unroll
+                for (int c = 0; c < 2; c++)
+#pragma unroll
+                    for (int j = 0; j < 4; j++)
+#pragma unroll
+                        for (int mt = 0; mt < MT; mt++) A::mma(c1[mt], sum, b[c][j][mt][0], b[c][j][mt][1]);
+                if ((rem -= STEPS / 2) == 0 || (hh == 1 && it == count - 1)) fold(st + hh * Sh::GSLOT);
+                if (rem == 0) rem = a.gs16;
+            }
+        } else if constexpr (HV) {
             /* halves: word j of each tile holds k16 step j of x chunks 2v (half 0, against x 2^64) and 2v + 1 (half 1,
              * against x 2^62: its codes read 4 times larger, so both halves add into cg at one scale); the sums of x
              * with A = 2^-133 (half 0) and 4 2^-133 (half 1) into c1 */
@@ -974,38 +1113,10 @@ __global__ void __launch_bounds__(SK_THREADS, MX == 16 ? 1 : 2) w4a16_gemv(const
                 }
             }
         }
-        if ((rem -= STEPS) == 0 || it == count - 1) {
-#pragma unroll
-            for (int i = 0; i < NW; i++) {
-                uint32_t hi, lo = 0u, zz = HV ? 0x0202u : 0x0808u; /* uint4b8: 8; uint2b2 (halves): 2 */
-                stage_group<Sh, ZP>(st, i, g, SF, hi, lo, zz);
-                float s_g, s_g8; /* 8-bit: the low plane's scales (the high plane's are 16 s) */
-                row_scales(hi, lo, SF, s_g, s_g8);
-                float z_g = (float)(zz & 0xffu), z_g8 = (float)(zz >> 8);
-                if constexpr (W8) { /* z = zl + 16 zh, rows g + 8 at 1 c (M8 = 1) */
-                    const uint32_t zh = stage_zero<Sh>(st, NW + i, g);
-                    z_g += 16.0f * (float)(zh & 0xffu), z_g8 += 16.0f * (float)(zh >> 8);
-                }
-                constexpr float M8 = W8 ? 1.0f : 16.0f; /* rows g + 8 read at M8 times the code */
-                const float o_g = -(G::OFF + z_g), o_g8 = -(G::OFF + M8 * z_g8);
-#pragma unroll
-                for (int mt = 0; mt < MT; mt++) {
-                    acc[i][mt][0] = fmaf(s_g, fmaf(o_g, c1[mt][0], cg[i][mt][0]), acc[i][mt][0]);
-                    acc[i][mt][2] = fmaf(s_g8, fmaf(o_g8, c1[mt][0], cg[i][mt][2]), acc[i][mt][2]);
-                    if constexpr (MX > 1) { /* column 2t + 1 (c1[mt][1]: its sum of x) */
-                        acc[i][mt][1] = fmaf(s_g, fmaf(o_g, c1[mt][1], cg[i][mt][1]), acc[i][mt][1]);
-                        acc[i][mt][3] = fmaf(s_g8, fmaf(o_g8, c1[mt][1], cg[i][mt][3]), acc[i][mt][3]);
-                    }
-#pragma unroll
-                    for (int e = 0; e < 4; e++) cg[i][mt][e] = 0.0f;
-                }
-            }
-#pragma unroll
-            for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) c1[mt][e] = 0.0f;
+        if constexpr (!TH) {
+            if ((rem -= STEPS) == 0 || it == count - 1) fold(st);
+            if (rem == 0) rem = a.gs16;
         }
-        if (rem == 0) rem = a.gs16;
     }
 #pragma unroll
     for (int i = 0; i < NW; i++)
@@ -1028,7 +1139,14 @@ __global__ void __launch_bounds__(SK_THREADS, MX == 16 ? 1 : 2) w4a16_gemv(const
  * sm_80 (164 KB of shared memory per SM: one such block per SM) keeps the loop it was measured with. */
 static bool gemv_fits(const mpl_cuda_w4a16_args *a) {
     /* k == k_pad: x has every channel the pairs read (a K tail would read past x's row) */
-    return a->cc >= 90 && a->m <= 16 && !a->halves && !a->planes_k && a->gs16 % 8 == 0 && a->k == a->k_pad && a->k % 128 == 0;
+    return a->cc >= 90 && a->m <= 16 && !a->halves && !a->thirds && !a->planes_k && a->gs16 % 8 == 0 && a->k == a->k_pad &&
+           a->k % 128 == 0;
+}
+/* ... and a thirds layer (k % 256 == 0, k_pad = 3 k / 4, groups of 128-channel multiples or one, counted in x's k16
+ * steps: mpl_cuda_w4a16_thirds_fits); the only skinny kernel that reads thirds */
+static bool gemv_fits_thirds(const mpl_cuda_w4a16_args *a) {
+    return a->cc >= 90 && a->m <= 16 && a->thirds && !a->halves && !a->planes_k && a->gs16 % 8 == 0 && a->k % 256 == 0 &&
+           4 * a->k_pad == 3 * a->k;
 }
 /* ... and a halves layer (bf16; K % 128 == 0 and one group per packed chunk: mpl_cuda_w4a16_halves_fits) */
 static bool gemv_fits_halves(const mpl_cuda_w4a16_args *a) {
@@ -1044,12 +1162,18 @@ static bool gemv_fits_w8(const mpl_cuda_w4a16_args *a) {
 
 template <class A, bool ZP, int NW, int SF, int V, int MX>
 static cudaError_t launch_gv_mx(const mpl_cuda_w4a16_args *a, cudaStream_t stream, int ksplit) {
-    const int ntiles = (a->n + MPL_CUDA_W4A16_NT - 1) / MPL_CUDA_W4A16_NT;
-    constexpr int SMEM = GvShape<NW, SF, ZP, V, MX>::SMEM;
-    static KernelSetup setup;
-    cudaError_t e = setup_kernel(w4a16_gemv<A, ZP, NW, SF, V, MX>, a->device, SK_THREADS, SMEM, setup, nullptr);
-    if (e != cudaSuccess) return e;
-    return launch_ksplit(w4a16_gemv<A, ZP, NW, SF, V, MX>, (unsigned)((ntiles + NW - 1) / NW), ksplit, SK_THREADS, SMEM, stream, *a);
+    if constexpr (!GvShape<NW, SF, ZP, V, MX>::FITS) { /* thirds whose NW = 4 stages leave one per warp: NW = 2 */
+        if constexpr (NW == 4) return launch_gv_mx<A, ZP, 2, SF, V, MX>(a, stream, ksplit);
+        else return cudaErrorInvalidValue;
+    } else {
+        const int ntiles = (a->n + MPL_CUDA_W4A16_NT - 1) / MPL_CUDA_W4A16_NT;
+        constexpr int SMEM = GvShape<NW, SF, ZP, V, MX>::SMEM;
+        static KernelSetup setup;
+        cudaError_t e = setup_kernel(w4a16_gemv<A, ZP, NW, SF, V, MX>, a->device, SK_THREADS, SMEM, setup, nullptr);
+        if (e != cudaSuccess) return e;
+        return launch_ksplit(w4a16_gemv<A, ZP, NW, SF, V, MX>, (unsigned)((ntiles + NW - 1) / NW), ksplit, SK_THREADS, SMEM,
+                             stream, *a);
+    }
 }
 template <class A, bool ZP, int NW, int SF, int V>
 static cudaError_t launch_gv_sf(const mpl_cuda_w4a16_args *a, cudaStream_t stream, int ksplit) {
@@ -1129,6 +1253,7 @@ static bool skinny_w8(const mpl_cuda_w4a16_args *a) {
 /* Whether w4a16_gemv runs the layer (the fits above, as launch_zp dispatches them) */
 static bool gemv_takes(const mpl_cuda_w4a16_args *a) {
     if (a->halves) return gemv_fits_halves(a);
+    if (a->thirds) return gemv_fits_thirds(a);
     return skinny_w8(a) ? gemv_fits_w8(a) : gemv_fits(a);
 }
 
@@ -1138,6 +1263,12 @@ static bool gemv_takes(const mpl_cuda_w4a16_args *a) {
 template <int NW>
 static cudaError_t launch_act(const mpl_cuda_w4a16_args *a, cudaStream_t stream, int ksplit, bool rounded) {
     const bool zp = a->zeros != nullptr;
+    if (a->thirds) { /* w4a16_gemv only (the descriptor packs thirds where it fits: cc 9.0, m <= 16) */
+        if (!gemv_fits_thirds(a)) return cudaErrorInvalidValue;
+        if (a->act == MPL_CUDA_W4A16_ACT_F16)
+            return zp ? launch_gv<ActF16, true, NW, GV_THIRDS>(a, stream, ksplit) : launch_gv<ActF16, false, NW, GV_THIRDS>(a, stream, ksplit);
+        return zp ? launch_gv<ActBF16, true, NW, GV_THIRDS>(a, stream, ksplit) : launch_gv<ActBF16, false, NW, GV_THIRDS>(a, stream, ksplit);
+    }
     if (a->halves) {
         if (a->act == MPL_CUDA_W4A16_ACT_F16)
             return zp ? launch_zp<ActF16, true, NW, FORM_HALVES>(a, stream, ksplit) : launch_zp<ActF16, false, NW, FORM_HALVES>(a, stream, ksplit);
@@ -1172,7 +1303,7 @@ static int launch_skinny(const mpl_cuda_w4a16_args *a, void *stream, bool rounde
     /* w4a16_gemv with two token tiles (m 9..16) holds one block per SM (its rings), the other forms two: the threshold
      * scales with it (H100 v30, uint4b8 m = 9, us, NW 4 vs 2: 8B qkv (384 tiles) 9.59 vs 11.77, 70B qkv (640) 28.37
      * vs 26.98, 70B o (512) 17.09 vs 19.11) */
-    const int bps = a->m > 8 && cuda_w4a16::gemv_takes(a) ? 1 : 2;
+    const int bps = (a->m > 8 || (a->thirds && a->m > 1)) && cuda_w4a16::gemv_takes(a) ? 1 : 2; /* GvShape::BPS */
     int nw = 4 * ((ntiles + 3) / 4) < 3 * a->sms * bps / 2 ? 2 : 4;
     if (a->skinny_nw == 2 || a->skinny_nw == 4) nw = a->skinny_nw; /* tuning (mpl_cuda_w4a16_tuning) */
     const bool w8 = cuda_w4a16::skinny_w8(a);

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# bench/cuda/v31_thirds.sh MODE -- on the device machine (bench/cuda/NOTES.md v31: 3-bit thirds).
+#   t1:    the thirds rounds of the device matrix (MPL_CUDA_W4A16_TEST_THIRDS); the defaults at M 1..1024 for uint3b4 (thirds)
+#          and uint4b8 (the time 3-bit layers had as 4-bit codes: the same kernels on the same bytes, v15) on the six layers,
+#          bf16; forced sweeps of uint3b4 (skinny at NW 2 / 4, wg, wg-streamk) at m 1..32 for the switch points; ncu of
+#          w4a16_gemv on 70B gate_up at M = 1, 3-bit.
+#   t2:    the whole device matrix (thirds rounds in it) and test_cuda_faults (TEST_S 560); then Humming 0.1.19 int3 beside
+#          (dev_humming 3, the wheel carried in .whl/).
+# Binaries packed as in bench/cuda/dev_unpack.sh. Logs come back as one tar ($OUT/v31_MODE.tgz).
+set -u
+. bench/cuda/dev_unpack.sh
+dev_begin v31 "${1:-t1}"
+B=.h200/bench_cuda_w4a16
+case "${1:-t1}" in
+t1)
+  dev_card "$R"
+  stamp "thirds rounds"
+  dev_rounds "$R" thirds
+  for w in uint3b4 uint4b8; do
+    stamp "defaults $w"
+    timeout 90 stdbuf -oL $B --shapes "$S" --m 1,2,8,16,17,32,64,256,1024 --wtype $w --reps 10 > "$R/default_$w.log" 2>&1
+    grep -E "cuda_w4a16" "$R/default_$w.log" | awk '{print $1, $2, $4, $5, $7, $8}' | paste - - -
+  done
+  stamp "sweep"
+  timeout 120 $B --sweep --sets "default,skinny nw2,skinny nw4,wg,wg-streamk" --shapes "$S" --m 1,8,9,16,17,32 \
+      --wtype uint3b4 --reps 10 > "$R/sweep3.log" 2>&1
+  grep -h "^sweep" "$R/sweep3.log" | head -80
+  stamp "ncu"
+  dev_ncu "$R/ncu_thirds_m1.txt" $B w4a16_gemv --shapes 70B.gate_up --m 1 --wtype uint3b4 --reps 1
+  ;;
+t2)
+  TEST_S=${TEST_S:-560} dev_tests "$R"
+  stamp "humming 3"
+  HMS=1,16,64,256,1024 PEER_SECONDS=${PEER_SECONDS:-110} dev_humming 3 "$R/humming3" | tail -14
+  ;;
+esac
+dev_end v31 "${1:-t1}"
