@@ -504,7 +504,19 @@ static int halves_case(int64_t k, int64_t gs, int cc, int zp) {
     return !g_w8 && cc == 90 && (t == MPL_WTYPE_UINT2B2 || t == MPL_WTYPE_UINT2) && k % 128 == 0 && (gs == -1 || gs % 128 == 0);
 }
 
+/* 3-bit layers on cc 9.0 with k % 256 == 0 and groups of 128k (or one) are packed in thirds (cuda_w4a16.c,
+ * packs_thirds): no tc, no skinny-rounded; skinny (w4a16_gemv) to 16, then as halves */
+static int thirds_case(int64_t k, int64_t gs, int cc, int zp) {
+    const mpl_wtype t = zp ? g_asym : g_sym;
+    return !g_w8 && cc == 90 && (t == MPL_WTYPE_UINT3B4 || t == MPL_WTYPE_UINT3) && k % 256 == 0 && (gs == -1 || gs % 128 == 0);
+}
+
 static const char *expected_default(int64_t m, int64_t k, int64_t n, int64_t gs, int cc, mpl_act act, int zp) {
+    if (thirds_case(k, gs, cc, zp)) {
+        if (m <= 16) return "cuda_w4a16:skinny";
+        if (!zp && expected_streamk(m >= 17 && m <= 32 ? 33 : m, k, n, 3)) return "cuda_w4a16:wg-streamk";
+        return m <= 512 ? "cuda_w4a16:wg" : "cuda_w4a16:dq";
+    }
     if (halves_case(k, gs, cc, zp)) {
         if (m <= (act == MPL_ACT_F16 && n >= 16384 && n > k ? 8 : 16)) return "cuda_w4a16:skinny";
         /* stream-K's first bucket (33..64) reaches down to 17 for halves */
@@ -808,6 +820,51 @@ static void path_refusals(void **state) {
         assert_int_equal(v.reason, MPL_REASON_OK);
         assert_int_equal(mpl_choose_path(&h, &o, 9, &got), MPL_OK);
         assert_string_equal(got, "cuda_w4a16:tc");
+        fake_gpus(1, 90);
+    }
+
+    /* 3-bit thirds (cc 9.0, k % 256 == 0, groups of 128k or one): tc and skinny-rounded refuse them, naming the thirds;
+     * the default goes skinny -> wg (no tc) -> dq; with k % 256 != 0, groups of 64, or off 9.0 the 4-bit codes keep
+     * every path */
+    {
+        mpl_config h = c;
+        h.wtype = MPL_WTYPE_UINT3B4;
+        h.act = MPL_ACT_BF16;
+        fake_gpus(1, 90);
+        static const char *no[] = {"cuda_w4a16:tc", "cuda_w4a16:skinny-rounded"};
+        for (int i = 0; i < 2; i++) {
+            assert_int_equal(mpl_check(&h, &o, no[i], &v), MPL_OK);
+            assert_int_equal(v.reason, MPL_REASON_WEIGHT_TYPE);
+            if (!strstr(v.message, no[i]) || !strstr(v.message, "thirds") || !strstr(v.message, "uint3b4"))
+                fail_msg("thirds: %s refusal '%s' should name the path, the type and the thirds", no[i], v.message);
+        }
+        static const struct {
+            int64_t m;
+            const char *want;
+        } tm[] = {{1, "cuda_w4a16:skinny"}, {16, "cuda_w4a16:skinny"}, {17, "cuda_w4a16:wg"}, {32, "cuda_w4a16:wg"},
+                  {512, "cuda_w4a16:wg"}, {513, "cuda_w4a16:dq"}};
+        for (size_t i = 0; i < sizeof tm / sizeof tm[0]; i++) {
+            assert_int_equal(mpl_choose_path(&h, &o, tm[i].m, &got), MPL_OK);
+            if (!got || strcmp(got, tm[i].want)) fail_msg("thirds m %lld: %s, want %s", (long long)tm[i].m, got ? got : "no path", tm[i].want);
+        }
+        h.wtype = MPL_WTYPE_UINT3, h.zero_points = 1, h.act = MPL_ACT_F16; /* with zero points, f16: the same */
+        assert_int_equal(mpl_check(&h, &o, "cuda_w4a16:tc", &v), MPL_OK);
+        assert_int_equal(v.reason, MPL_REASON_WEIGHT_TYPE);
+        assert_int_equal(mpl_choose_path(&h, &o, 16, &got), MPL_OK);
+        assert_string_equal(got, "cuda_w4a16:skinny");
+        assert_int_equal(mpl_choose_path(&h, &o, 17, &got), MPL_OK);
+        assert_string_equal(got, "cuda_w4a16:wg");
+        static const struct {
+            int64_t k, gs;
+            int cc;
+        } four[] = {{4096, 64, 90}, {3968, 128, 90}, {4096, 128, 89}}; /* groups of 64; k % 256 = 128; cc 8.9 */
+        for (size_t i = 0; i < sizeof four / sizeof four[0]; i++) {
+            mpl_config f = h;
+            f.k = f.full_k = four[i].k, f.group_size = four[i].gs;
+            fake_gpus(1, four[i].cc);
+            assert_int_equal(mpl_check(&f, &o, "cuda_w4a16:tc", &v), MPL_OK);
+            if (v.reason != MPL_REASON_OK) fail_msg("thirds off (k %lld, group %lld, cc %d): tc refused: %s", (long long)f.k, (long long)f.group_size, four[i].cc, v.message);
+        }
         fake_gpus(1, 90);
     }
 
@@ -1144,7 +1201,8 @@ static const int64_t all_m[] = {1, 2, 7, 8, 9, 16, 17, 64, 65, 257, 1024};
  * 8-bit layers take wg, wg-streamk and dq only with k % 64 == 0. */
 static int refused(const dcase *d, const char *path) {
     if (!strcmp(path, "cuda_w4a16:skinny-rounded") && (d->act != MPL_ACT_BF16 || d->zp || g_w8)) return 1;
-    if ((!strcmp(path, "cuda_w4a16:skinny-rounded") || !strcmp(path, "cuda_w4a16:tc")) && halves_case(d->k, d->gs, g_cc, d->zp))
+    if ((!strcmp(path, "cuda_w4a16:skinny-rounded") || !strcmp(path, "cuda_w4a16:tc")) &&
+        (halves_case(d->k, d->gs, g_cc, d->zp) || thirds_case(d->k, d->gs, g_cc, d->zp)))
         return 1;
     if (g_w8 && (!strcmp(path, "cuda_w4a16:dq") || !strcmp(path, "cuda_w4a16:wg") || !strcmp(path, "cuda_w4a16:wg-streamk")) &&
         d->k % 64 != 0)
@@ -1242,6 +1300,50 @@ static int halves_matrix(uint64_t seed, int *pcases) {
         for (int j = 1; j <= 4; j *= 2) /* wg's split-K through a cluster */
             bad += !run_forced(&hv[3], 64, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg", j), cases++;
     }
+    g_sym = MPL_WTYPE_UINT4B8, g_asym = MPL_WTYPE_UINT4;
+    *pcases = cases;
+    return bad;
+}
+
+/* 3-bit thirds rounds of the device matrix (MPL_CUDA_W4A16_TEST_THIRDS: these alone). */
+static int thirds_matrix(uint64_t seed, int *pcases) {
+    int bad = 0, cases = *pcases;
+    /* 3-bit in thirds (cc 9.0; k % 256 == 0, groups of 128k or one): every path that reads them, default and forced, at
+     * every m boundary (w4a16_gemv's one token, 8 and 16 token rows; wg's token tiles and its exact and rounded forms,
+     * wg-streamk, dq), both activation types, exact and random data, zero points (uint3) and not (uint3b4, zero 4),
+     * act-order, group 128 / 256 / 384 (a group ending mid-run) / -1, f16 / bf16 / f32 scales, N tails, bias; two and four
+     * row tiles per warp; on a wide layer split-K 1, 2 and 4; wg-streamk's few persistent blocks; dq with several slabs
+     * (cases off cc 9.0 run the 4-bit codes) */
+    g_sym = MPL_WTYPE_UINT3B4, g_asym = MPL_WTYPE_UINT3;
+    const dcase th[] = {
+        {1024, 264, 128, 0, 0, MPL_ACT_BF16, EX, BF16, G, 1}, {1280, 72, 256, 1, 1, MPL_ACT_F16, RN, F16, G, 0},
+        {768, 200, -1, 0, 0, MPL_ACT_BF16, RN, F32, G, 1},    {2048, 1032, 128, 1, 0, MPL_ACT_BF16, RN, F16, MPL_LAYOUT_CT, 1},
+        {1024, 136, 128, 0, 1, MPL_ACT_F16, EX, F16, G, 1},   {1536, 40, 384, 1, 0, MPL_ACT_BF16, RN, BF16, G, 1},
+        {1536, 88, 384, 0, 0, MPL_ACT_F16, RN, F32, G, 1},
+    };
+    const int64_t th_m[] = {1, 2, 8, 9, 16, 17, 33, 65, 129, 513};
+    for (size_t i = 0; i < sizeof th / sizeof th[0]; i++)
+        bad += run_ms(&th[i], th_m, (int)(sizeof th_m / sizeof th_m[0]), seed, &cases);
+    for (int nw = 2; nw <= 4; nw += 2) {
+        g_tune.skinny_nw = nw;
+        for (size_t i = 0; i < sizeof th / sizeof th[0]; i++)
+            for (int m = 1; m <= 16; m = m == 1 ? 5 : m == 5 ? 12 : 17)
+                bad += !run_forced(&th[i], m, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:skinny", 0), cases++;
+    }
+    g_tune = mpl_cuda_w4a16_tuning_default;
+    const dcase tw = {8192, 6656, 128, 0, 0, MPL_ACT_BF16, RN, BF16, G, 1};
+    for (int ks = 1; ks <= 4; ks *= 2)
+        for (int m = 1; m <= 16; m = m == 1 ? 8 : 2 * m)
+            bad += !run_forced(&tw, m, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:skinny", ks), cases++;
+    for (int b = 1; b <= 7; b += 3) {
+        g_tune.wg_blocks = b;
+        bad += !run_forced(&th[3], 65, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
+        bad += !run_forced(&th[3], 200, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
+    }
+    g_tune = mpl_cuda_w4a16_tuning_default;
+    bad += dq_slab_rounds(th, 3, seed, &cases);
+    for (int j = 1; j <= 4; j *= 2) /* wg's split-K through a cluster */
+        bad += !run_forced(&th[3], 64, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg", j), cases++;
     g_sym = MPL_WTYPE_UINT4B8, g_asym = MPL_WTYPE_UINT4;
     *pcases = cases;
     return bad;
@@ -1370,6 +1472,11 @@ static int device_matrix_body(void) {
         printf("cuda_w4a16 device matrix (halves): %d cases, %d failed\n", cases, bad);
         return bad;
     }
+    if (getenv("MPL_CUDA_W4A16_TEST_THIRDS")) {
+        bad += thirds_matrix(seed, &cases);
+        printf("cuda_w4a16 device matrix (thirds): %d cases, %d failed\n", cases, bad);
+        return bad;
+    }
     if (getenv("MPL_CUDA_W4A16_TEST_GEMV")) {
         bad += gemv_matrix(seed, &cases);
         printf("cuda_w4a16 device matrix (gemv): %d cases, %d failed\n", cases, bad);
@@ -1495,6 +1602,7 @@ static int device_matrix_body(void) {
         g_tune = mpl_cuda_w4a16_tuning_default;
     }
     bad += halves_matrix(seed, &cases);
+    bad += thirds_matrix(seed, &cases);
     g_sym = MPL_WTYPE_UINT4B8, g_asym = MPL_WTYPE_UINT4;
     /* tensor-parallel slices (N, K not multiples of 128), default paths with forced split-K 1 and 3 */
     const dcase tp[] = {

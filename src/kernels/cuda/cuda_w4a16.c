@@ -5,8 +5,9 @@
  * stream-ordered pool), destroy.
  *
  * Widths: every weight type. 3-bit and int4 are stored as 4-bit codes (exact; the 4-bit paths and ranges serve
- * them unchanged: H200 v15 measured them at the 4-bit times, bench/results/h200-widths.md), 2-bit too except on cc 9.0
- * where the shape allows halves (two codes per nibble: packs_halves below; tc and skinny-rounded refuse those), 8-bit as two 4-bit
+ * them unchanged: H200 v15 measured them at the 4-bit times, bench/results/h200-widths.md), 2- and 3-bit too except on
+ * cc 9.0 where the shape allows halves (two 2-bit codes per nibble: packs_halves below) or thirds (four 3-bit chunks in
+ * three: packs_thirds; tc and skinny-rounded refuse both), 8-bit as two 4-bit
  * planes (its own ranges below; skinny and wg read both planes of a chunk at once where k % 64 == 0, wg-streamk
  * and skinny-rounded refuse it).
  * Paths, in priority order (the rows below; an apply of m rows runs the first allowed one whose default
@@ -56,13 +57,25 @@ static bool packs_uint4b8(const mpl_config *c) {
 static bool packs_halves(const mpl_config *c, const mpl_platform *p) {
     return p->cuda_cc == 90 && mpl_cuda_w4a16_halves_fits(c);
 }
+/* 3-bit layers in thirds (four 64-channel chunks in three packed ones, three bits per weight; docs/layouts/cuda_w4a16.md
+ * "3-bit: thirds") on compute capability 9.0 where the shape allows (mpl_cuda_w4a16_thirds_fits: k % 256 == 0, group
+ * size -1 or a multiple of 128): skinny (w4a16_gemv), wg, wg-streamk and dq read them; tc and skinny-rounded refuse. */
+static bool packs_thirds(const mpl_config *c, const mpl_platform *p) {
+    return p->cuda_cc == 90 && mpl_cuda_w4a16_thirds_fits(c);
+}
+/* Whether the layer is packed below 4 bits per weight (halves or thirds): no tc, wg from where skinny stops */
+static bool packs_narrow(const mpl_config *c, const mpl_platform *p) { return packs_halves(c, p) || packs_thirds(c, p); }
 
-/* The refusal of a path that does not read halves (who: the paths that do). */
-static mpl_reason refuse_halves(const mpl_config *c, const char *path, const char *who, char *msg, size_t cap) {
+/* The refusal of a path that does not read halves or thirds (who: the paths that do). */
+static mpl_reason refuse_narrow(const mpl_config *c, const mpl_platform *p, const char *path, const char *who, char *msg,
+                                size_t cap) {
     return mpl_refuse(msg, cap, MPL_REASON_WEIGHT_TYPE,
-                      "weight type %s, k = %lld, group size %lld on compute capability 9.0: packed in halves (2-bit "
-                      "codes, two per nibble), which %s does not read (%s)",
-                      mpl_wtype_name(c->wtype), (long long)c->k, (long long)c->group_size, path, who);
+                      "weight type %s, k = %lld, group size %lld on compute capability 9.0: packed in %s, which %s does "
+                      "not read (%s)",
+                      mpl_wtype_name(c->wtype), (long long)c->k, (long long)c->group_size,
+                      packs_halves(c, p) ? "halves (2-bit codes, two per nibble)"
+                                         : "thirds (3-bit codes, four chunks in three)",
+                      path, who);
 }
 
 /* skinny-rounded rounds each weight once to bf16 (round(w * s), the issue-12 contract): bf16 activations and
@@ -72,7 +85,7 @@ static mpl_reason skinny_rounded_can_implement(const mpl_config *c, const mpl_pl
         return mpl_refuse(msg, cap, MPL_REASON_ACT_TYPE,
                           "activation type %s: cuda_w4a16:skinny-rounded takes bf16 (f16 keeps skinny's offset form)",
                           mpl_act_name(c->act));
-    if (packs_halves(c, p)) return refuse_halves(c, "cuda_w4a16:skinny-rounded", "skinny does", msg, cap);
+    if (packs_narrow(c, p)) return refuse_narrow(c, p, "cuda_w4a16:skinny-rounded", "skinny does", msg, cap);
     if (c->zero_points || !packs_uint4b8(c))
         return mpl_refuse(msg, cap, MPL_REASON_ZERO_POINTS,
                           "weight type %s%s: cuda_w4a16:skinny-rounded takes the types packed as uint4b8 (uint4b8, int4, "
@@ -99,7 +112,7 @@ static bool wg_takes_w8(const mpl_config *c) { return c->k % MPL_CUDA_W4A16_KC =
  * groups of 128-channel multiples or one; halves with bf16 activations) */
 static bool gemv_layer(const mpl_config *c, const mpl_platform *p) {
     if (p->cuda_cc != 90 || c->k % 128 != 0 || (c->group_size != -1 && c->group_size % 128 != 0)) return false;
-    return !packs_halves(c, p) || c->act == MPL_ACT_BF16;
+    return !packs_halves(c, p) || c->act == MPL_ACT_BF16; /* thirds: always (its only skinny kernel) */
 }
 /* With w4a16_gemv (H100 v30 call 3, bf16, group 128, f16 scales, us, forced skinny vs the next path):
  * - 8-bit on n > k layers: skinny to 8 where n >= 16384 (70B gate_up m = 4 166.1 vs wg 179.1, m = 8 167.9 vs 179.3,
@@ -118,6 +131,8 @@ static int64_t skinny_max_m(const mpl_config *c, const mpl_platform *p) {
      * 32.5; kept on skinny: 8B qkv m = 16 13.2 vs 14.3, 70B down 71.3 vs 100.1, 70B o 24.2 vs 33.7 */
     if (packs_halves(c, p))
         return c->act == MPL_ACT_F16 && c->n >= 16384 && c->n > c->k ? 8 : MPL_CUDA_W4A16_SKINNY_MAX_M;
+    /* thirds (no tc): skinny to 16 as bf16 halves (not yet measured against wg) */
+    if (packs_thirds(c, p)) return MPL_CUDA_W4A16_SKINNY_MAX_M;
     if (gemv && !is_w8(c)) return c->k < 8192 && c->n >= 16384 ? 8 : MPL_CUDA_W4A16_SKINNY_MAX_M;
     return (is_w8(c) ? 2 * c->k : c->k) < 8192 ? 8 : MPL_CUDA_W4A16_SKINNY_MAX_M;
 }
@@ -163,14 +178,14 @@ static mpl_reason wg_sk_can_implement(const mpl_config *c, const mpl_platform *p
 #define MPL_CUDA_W4A16_WG_BIG_LAYER ((int64_t)1 << 27)
 static void wg_m_range(const mpl_config *c, const mpl_platform *p, int64_t *m_min, int64_t *m_max) {
     const int64_t big = MPL_CUDA_W4A16_WG_BIG_LAYER;
-    if (!is_w8(c) && !packs_halves(c, p) && !c->zero_points && c->k > 0 && c->n >= (big + c->k - 1) / c->k) *m_max = 1024;
+    if (!is_w8(c) && !packs_narrow(c, p) && !c->zero_points && c->k > 0 && c->n >= (big + c->k - 1) / c->k) *m_max = 1024;
     if (is_w8(c)) *m_min = skinny_max_m(c, p) + 1, *m_max = 256;
-    if (packs_halves(c, p)) *m_min = skinny_max_m(c, p) + 1;
+    if (packs_narrow(c, p)) *m_min = skinny_max_m(c, p) + 1;
 }
 
 /* tc reads 4-bit codes and planes only. */
 static mpl_reason tc_can_implement(const mpl_config *c, const mpl_platform *p, char *msg, size_t cap) {
-    if (packs_halves(c, p)) return refuse_halves(c, "cuda_w4a16:tc", "skinny, wg and dq do", msg, cap);
+    if (packs_narrow(c, p)) return refuse_narrow(c, p, "cuda_w4a16:tc", "skinny, wg and dq do", msg, cap);
     return MPL_REASON_OK;
 }
 
@@ -204,7 +219,7 @@ static void wg_streamk_m_range(const mpl_config *c, const mpl_platform *p, int64
      * 832.3 (default 892.1), 8B gate_up 224.5 vs 233.4, and keeps wg on 70B o 122.6 vs 139.3, 8B qkv 58.8 vs 62.7, 70B
      * down 437.9 vs 420.4 (the one miss, 4%). 8-bit layers at 512: dq is ahead of both on 70B qkv (199.4 vs 236.7) and
      * 8B gate_up (277.9 vs 301.2), so they keep 256; halves are not measured there. */
-    const int nb = is_w8(c) || packs_halves(c, p) ? 3 : 4;
+    const int nb = is_w8(c) || packs_narrow(c, p) ? 3 : 4;
     /* 4-bit zero points: forced only. Not measured, and their stream-K kernels spill (16-byte stack frame, 12-24
      * bytes of spill stores, ptxas -v: bench/results/v13/ptxas_wg.txt; the uint4b8 ones do not). 8-bit layers (whose
      * planes always carry zeros): the same rule, measured (H100 v20, uint8b128 group 128 and -1, forced wg vs
@@ -229,7 +244,7 @@ static void wg_streamk_m_range(const mpl_config *c, const mpl_platform *p, int64
     /* halves (no tc): where the 64-token bucket pays, stream-K from m = 17 too (its tiles pad to 64 tokens; H100 v23,
      * uint2b2, m = 32, wg-streamk vs wg: 70B down 77.2 vs 109.6 us, 70B o 34.1 vs 38.4, 70B qkv 36.8 vs 37.2; the one
      * loss 70B gate_up 132.9 vs 126.8) */
-    if (packs_halves(c, p) && a == 33) a = 17;
+    if (packs_narrow(c, p) && a == 33) a = 17; /* thirds: as halves (not measured) */
     *m_min = a, *m_max = b;
 }
 
@@ -462,8 +477,8 @@ static void destroy(void *pp) {
 static size_t align256(size_t v) { return (v + 255) & ~(size_t)255; }
 
 /* pack's body, with the layer's device current. */
-static mpl_status pack_on_device(const mpl_config *c, const mpl_canonical *w, int device, uint32_t enabled, bool halves,
-                                 packed_layer *p) {
+static mpl_status pack_on_device(const mpl_config *c, const mpl_canonical *w, int device, uint32_t enabled,
+                                 const mpl_platform *plat, packed_layer *p) {
     int major = 0, minor = 0, pools = 0;
     cudaError_t e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
@@ -477,11 +492,14 @@ static mpl_status pack_on_device(const mpl_config *c, const mpl_canonical *w, in
                              "memory pools",
                              device, major, minor, pools ? "" : " and no memory pools");
     mpl_cuda_w4a16_layout host;
-    mpl_status st = halves ? mpl_cuda_w4a16_pack_halves(c, w, &host) : mpl_cuda_w4a16_pack(c, w, &host);
+    mpl_status st = packs_halves(c, plat)   ? mpl_cuda_w4a16_pack_halves(c, w, &host)
+                    : packs_thirds(c, plat) ? mpl_cuda_w4a16_pack_thirds(c, w, &host)
+                                            : mpl_cuda_w4a16_pack(c, w, &host);
     if (st != MPL_OK) return st;
     p->meta = host;
     p->meta.qweight = NULL, p->meta.scales = p->meta.scales_lo = NULL, p->meta.zeros = NULL, p->meta.perm = NULL;
-    /* the kernels count k16 steps of packed positions: a halves layer's group spans group size / 2 of them */
+    /* the kernels count k16 steps of packed positions: a halves layer's group spans group size / 2 of them (thirds: of
+     * x's, whose runs the kernels map, group size / 16) */
     p->gs16 = host.groups == 1 ? MPL_CUDA_W4A16_ONE_GROUP : (int)(host.group_size / (host.halves ? 32 : 16));
     size_t bq = mpl_cuda_w4a16_qweight_bytes(&host), plane = (size_t)host.groups * (size_t)host.n_pad;
     size_t bs = plane * 2, bl = host.scales_lo ? plane * 2 : 0, bz = host.zeros ? plane : 0;
@@ -544,7 +562,7 @@ static mpl_status pack(const mpl_config *c, const mpl_canonical *w, const mpl_pl
     cudaError_t e = cudaGetDevice(&prev);
     if (e == cudaSuccess && prev != device) e = cudaSetDevice(device);
     mpl_status st = e != cudaSuccess ? cuda_fail(e, device, "selecting the layer's device")
-                                     : pack_on_device(c, w, device, enabled, packs_halves(c, plat), p);
+                                     : pack_on_device(c, w, device, enabled, plat, p);
     if (st != MPL_OK) free_device_state(p);
     if (prev >= 0 && prev != device) cudaSetDevice(prev);
     (void)cudaGetLastError();
@@ -847,6 +865,7 @@ static mpl_status run_path(const packed_layer *p, int path, int m, const void *x
         .wg_map = p->wg_state == 0 ? p->wg_map : NULL,
         .planes_k = p->meta.planes == 2 ? (int)p->meta.k_in : 0,
         .halves = p->meta.halves,
+        .thirds = p->meta.thirds,
         .wg_blocks = t->wg_blocks,
     };
     int e;

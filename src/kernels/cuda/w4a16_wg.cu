@@ -42,6 +42,10 @@
  *    from the accumulators; a partial one stores its fp32 tile to scratch, and the tile's last block to
  *    arrive (an atomic counter per tile, zeroed by w4a16_xtile) sums all parts in the order of K
  *    (deterministic: the same bits whichever block arrives last) and writes y.
+ *  - Layer forms beside 4-bit codes: 8-bit (PL = 2: a stage holds both planes' chunks), 2-bit halves (HV: a stage holds
+ *    a packed chunk and its two x tiles) and 3-bit thirds (TH: a stage holds a run of three packed chunks and its four x
+ *    tiles, and the ring counts runs: four chunk steps per stage, the fourth chunk's codes gathered from the three
+ *    blocks' bit 3s; docs/layouts/cuda_w4a16.md).
  */
 #include <atomic>
 #include <cstring>
@@ -79,12 +83,16 @@ struct WgRegs {
 /* PL: planes per weight, 1 (4-bit codes) or 2 (8-bit layers: the low- and high-nibble plane's chunks of the same
  * channels in one stage, docs/layouts/cuda_w4a16.md "8-bit: two planes") */
 /* HV: a halves layer (2-bit, two x chunks per packed chunk): a stage carries the two x tiles of the packed chunk */
-template <int BT, int STAGES, int PL = 1, bool HV = false>
+/* TH: a thirds layer (3-bit, four x chunks per run of three packed chunks): a stage carries the run (its three packed
+ * chunks' blocks) and the four x tiles; "chunk" c of the ring is then run c */
+template <int BT, int STAGES, int PL = 1, bool HV = false, bool TH = false>
 struct WgShape {
     static constexpr int R = WG_NWG * WG_MW * 64; /* rows of N per block */
     static constexpr int B_BYTES = BT * 128;  /* one x tile (swizzled), a multiple of 1024 */
-    static constexpr int X_BYTES = (HV ? 2 : 1) * B_BYTES; /* the stage's x tiles (halves: chunks 2c, 2c + 1) */
-    static constexpr int W_BYTES = PL * R * 32; /* per plane R / 16 blocks of 512 bytes (low plane first) */
+    /* the stage's x tiles (halves: chunks 2c, 2c + 1; thirds: 4c .. 4c + 3) */
+    static constexpr int X_BYTES = (TH ? 4 : HV ? 2 : 1) * B_BYTES;
+    /* per plane (thirds: per packed chunk of the run) R / 16 blocks of 512 bytes (low plane, or packed chunk 3c, first) */
+    static constexpr int W_BYTES = (TH ? 3 : PL) * R * 32;
     static constexpr int S_BYTES = 4 * R * 2; /* four slots (k16 steps) of R 16-bit scales */
     static constexpr int Z_BYTES = PL * 4 * R; /* per plane four slots of R zero bytes (low plane first) */
     static constexpr int STAGE = (X_BYTES + W_BYTES + 2 * S_BYTES + Z_BYTES + 1023) / 1024 * 1024;
@@ -94,7 +102,9 @@ struct WgShape {
     static constexpr int PART = WG_NWG * 128 * WG_MW * BT / 2;
     /* 1024 alignment slack + 1024 for the mbarriers + the ring (the epilogue tile reuses it) */
     static constexpr int SMEM = 2048 + (STAGES * STAGE > C_BYTES ? STAGES * STAGE : C_BYTES);
-    static_assert(BT % 8 == 0 && STAGES >= 2 && STAGES <= 64 && (PL == 1 || PL == 2) && !(HV && PL == 2), "tile");
+    static_assert(BT % 8 == 0 && STAGES >= 2 && STAGES <= 64 && (PL == 1 || PL == 2) && !(HV && PL == 2) &&
+                      !(TH && (HV || PL == 2)),
+                  "tile");
     static_assert(SMEM <= 227 * 1024, "a block's opt-in shared memory");
     static_assert(MPL_CUDA_W4A16_N_ALIGN % R == 0, "a block's rows of N stay inside n_pad (no bounds checks)");
 };
@@ -152,6 +162,35 @@ __device__ __forceinline__ void split_f16_scale(uint32_t h, uint32_t &hi2, uint3
     lo2 = lb * 0x10001u;
 }
 
+/* ---- thirds (3-bit: docs/layouts/cuda_w4a16.md "3-bit: thirds") ---- */
+/* The fourth chunk's codes from the same lane's words a, b, c of a run's three blocks: bit 2 from a's bit 3, bit 1
+ * from b's, bit 0 from c's. Two bit selects (lop3) after the shifts instead of three masks and two ORs; bit 3 is left
+ * as c's bit 6, junk that the dequantization's 3-bit masks drop. */
+__device__ __forceinline__ uint32_t thirds_fourth(uint32_t a, uint32_t b, uint32_t c) {
+    const uint32_t ab = ((a >> 1) & 0x44444444u) | ((b >> 2) & ~0x44444444u);
+    return (ab & 0x66666666u) | ((c >> 3) & ~0x66666666u);
+}
+/* Lane's four words (k16 steps) of x chunk 4u + h of the run at p (this lane's 16 bytes of block 0; block s R / 16
+ * blocks further): block h's as they lie (bits 0-2 the code, bit 3 the fourth chunk's), or for h = 3 thirds_fourth of
+ * all three. Either way only bits 0-2 of each nibble are code bits. */
+template <int R>
+__device__ __forceinline__ uint4 thirds_words(const unsigned char *p, int h) {
+    const uint4 a = *reinterpret_cast<const uint4 *>(p + (h < 3 ? h : 0) * R * 32);
+    if (h < 3) return a;
+    const uint4 b = *reinterpret_cast<const uint4 *>(p + R * 32), c = *reinterpret_cast<const uint4 *>(p + 2 * R * 32);
+    return make_uint4(thirds_fourth(a.x, b.x, c.x), thirds_fourth(a.y, b.y, c.y), thirds_fourth(a.z, b.z, c.z),
+                      thirds_fourth(a.w, b.w, c.w));
+}
+/* ActBF16::dequant_sub on 3-bit codes: nib_sub's masks with 7 instead of 15 (dropping bit 3, which is not a code bit
+ * in a thirds word), the rest as there: (c - z) 2^-6, exact (c, z <= 7) */
+__device__ __forceinline__ void dequant_sub3(uint32_t w, uint32_t add_g, uint32_t add_g8, uint32_t q[4]) {
+    const uint32_t w8 = w >> 8;
+    q[0] = ActBF16::fma2(w & 0x00070007u, ActBF16::MUL_Q, add_g);
+    q[1] = ActBF16::fma2(w & 0x00700070u, ActBF16::MUL_16Q, add_g8);
+    q[2] = ActBF16::fma2(w8 & 0x00070007u, ActBF16::MUL_Q, add_g);
+    q[3] = ActBF16::fma2(w8 & 0x00700070u, ActBF16::MUL_16Q, add_g8);
+}
+
 /* The persistent schedule of the stream-K form (file comment; the host's plan, wg_plan, as the kernel reads it). */
 struct WgSched {
     int G;              /* blocks */
@@ -179,11 +218,11 @@ __device__ __forceinline__ bool wg_unit(const WgSched &s, int kc, int u, int &ti
     return true;
 }
 
-template <class A, bool ZP, bool FOLD, int SC, int BT, int STAGES, bool SK, int PL, bool HV>
+template <class A, bool ZP, bool FOLD, int SC, int BT, int STAGES, bool SK, int PL, bool HV, bool TH>
 __global__ void __launch_bounds__(WgRegs::THREADS, 1)
     w4a16_wg(const mpl_cuda_w4a16_args a, const __grid_constant__ CUtensorMap wmap, const unsigned char *__restrict__ xt,
              int tiles_m, int tiles_n, int nslot, const WgSched sk) {
-    using Sh = WgShape<BT, STAGES, PL, HV>;
+    using Sh = WgShape<BT, STAGES, PL, HV, TH>;
     using Rg = WgRegs;
     constexpr int R = Sh::R, MW = WG_MW;
     static_assert(!(SK && FOLD), "the stream-K form runs rounded weights only");
@@ -194,7 +233,7 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
      * 8 weights instead of 3 shifts (the skinny path's nib_sub) -- against the split of 2^6 s (exact for every f16
      * scale: tests/test_cuda_w4a16.c wg_split_scale_exact). Static SASS per chunk (split-K form, BT 128): 238 -> 225
      * instructions. The bf16- and f32-scale forms keep the 128-offset form: their 2^6 s would overflow from
-     * |s| >= 2^122. */
+     * |s| >= 2^122. Thirds take it too, with 3-bit masks (dequant_sub3). */
     constexpr bool SUB = A::id == MPL_CUDA_W4A16_ACT_BF16 && PL == 1 && !HV && SC == SC_SPLIT;
     /* bf16 8-bit weights (dequant8) and SUB's come out as (c - z) 2^-6: their scale is 2^6 s (exact: a power of two) */
     constexpr float W8_MUL = (PL == 2 || SUB) && A::id == MPL_CUDA_W4A16_ACT_BF16 ? 64.0f : 1.0f;
@@ -216,8 +255,9 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
     const int2 mn = raster_tile(tile, tiles_m, tiles_n);
     const int mt = mn.x, m0 = mt * BT, n0 = mn.y * R;
 
-    /* chunks along K: of the packed K, or (PL = 2) of one plane, the high plane's chunk c being KCL + c */
-    const int KC = (PL == 2 ? a.planes_k : a.k_pad) >> MPL_CUDA_W4A16_KC_SHIFT;
+    /* chunks along K: of the packed K, or (PL = 2) of one plane, the high plane's chunk c being KCL + c; thirds: runs of
+     * three packed chunks (k_pad / 192 = k / 256) */
+    const int KC = TH ? a.k_pad / (3 * MPL_CUDA_W4A16_KC) : (PL == 2 ? a.planes_k : a.k_pad) >> MPL_CUDA_W4A16_KC_SHIFT;
     const int S = gridDim.y, split = blockIdx.y;
     const int c_begin = (int)((long long)KC * split / S), c_end = (int)((long long)KC * (split + 1) / S);
     volatile int *arrived = reinterpret_cast<volatile int *>(smem - 512); /* SK: in the mbarriers' KB, past 2 x 64 */
@@ -225,7 +265,7 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
     if (tid == 0) {
         for (int s = 0; s < STAGES; s++) {
             mbar_init(full_bar(s), 1);
-            mbar_init(empty_bar(s), Rg::CONSUMERS / 32);
+            mbar_init(empty_bar(s), TH ? Rg::CONSUMERS : Rg::CONSUMERS / 32); /* arrivals: warps, thirds threads (chunk) */
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
@@ -246,17 +286,25 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
                 Sh::X_BYTES + Sh::W_BYTES + nslot * R * 2 * (a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32 ? 2 : 1) + (ZP ? PL * nslot * R : 0);
             int s = 0, use = 0;
             auto produce = [&](int pmt, int pn0, int cb, int ce) {
-                const unsigned char *xsrc = xt + (size_t)pmt * KC * Sh::X_BYTES; /* halves: 2 KC x tiles per token tile */
+                /* halves: 2 KC x tiles per token tile; thirds: 4 KC (KC runs) */
+                const unsigned char *xsrc = xt + (size_t)pmt * KC * Sh::X_BYTES;
                 for (int c = cb; c < ce; c++) {
                     if (use > 0) mbar_wait(empty_bar(s), (uint32_t)(use - 1) & 1u);
                     const uint32_t st = ring + (uint32_t)(s * Sh::STAGE), fb = full_bar(s);
                     mbar_expect_tx(fb, bytes);
                     bulk_g2s(st, xsrc + (size_t)c * Sh::X_BYTES, Sh::X_BYTES, fb);
-                    tensor_g2s(st + Sh::X_BYTES, &wmap, c * 128, pn0 / 16, fb); /* R/16 tiles x 512 bytes */
+                    if constexpr (TH) { /* run c: packed chunks 3c .. 3c + 2, each the map's box */
+                        for (int b = 0; b < 3; b++)
+                            tensor_g2s(st + Sh::X_BYTES + b * R * 32, &wmap, (3 * c + b) * 128, pn0 / 16, fb);
+                    } else {
+                        tensor_g2s(st + Sh::X_BYTES, &wmap, c * 128, pn0 / 16, fb); /* R/16 tiles x 512 bytes */
+                    }
                     if constexpr (PL == 2) tensor_g2s(st + Sh::X_BYTES + R * 32, &wmap, (KC + c) * 128, pn0 / 16, fb);
                     const uint32_t ss = st + Sh::X_BYTES + Sh::W_BYTES;
+                    /* slot q: k16 step q of the chunk; thirds: x chunks 4c + 2q, 4c + 2q + 1 (one group: gs16 % 8 == 0), from
+                     * x's k16 step 16 c + 8 q (gs16 counts x's steps) */
                     for (int q = 0; q < nslot; q++) {
-                        size_t at = (size_t)group_of_step(c * 4 + q, a.inv_gs16) * a.n_pad + pn0;
+                        size_t at = (size_t)group_of_step(TH ? 16 * c + 8 * q : c * 4 + q, a.inv_gs16) * a.n_pad + pn0;
                         bulk_g2s(ss + q * R * 2, a.scales + at, R * 2, fb);
                         if (a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32) bulk_g2s(ss + Sh::S_BYTES + q * R * 2, a.scales_lo + at, R * 2, fb);
                         if (ZP) bulk_g2s(ss + 2 * Sh::S_BYTES + q * R, a.zeros + at, R, fb);
@@ -292,13 +340,15 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
         for (int s = 0; s < (FOLD ? MW : 1); s++)
 #pragma unroll
             for (int e = 0; e < (FOLD ? BT / 2 : 1); e++) accg0[s][e] = accg1[s][e] = 0.0f;
+        /* thirds: of x chunk c (gs16 counts x's k16 steps) */
         auto group_of_chunk = [&](int c) { return group_of_step(c * 4, a.inv_gs16); };
-        auto fold = [&](float (&pg)[FOLD ? MW : 1][FOLD ? BT / 2 : 1], int stage) {
+        /* slot: the stage's scale slot of the group (thirds: 1 for x chunks 4c + 2, 4c + 3 when nslot is 2) */
+        auto fold = [&](float (&pg)[FOLD ? MW : 1][FOLD ? BT / 2 : 1], int stage, int slot) {
             if constexpr (FOLD) {
-                const unsigned char *ss = smem + stage * Sh::STAGE + Sh::X_BYTES + Sh::W_BYTES;
+                const unsigned char *ss = smem + stage * Sh::STAGE + Sh::X_BYTES + Sh::W_BYTES + slot * R * 2;
 #pragma unroll
                 for (int s = 0; s < MW; s++) {
-                    const int off = ((wgi * MW + s) * 4 + wq) * 32 + 4 * g; /* slot 0, word g: rows (g, g+8) */
+                    const int off = ((wgi * MW + s) * 4 + wq) * 32 + 4 * g; /* the slot's word g: rows (g, g+8) */
                     uint32_t hi = *reinterpret_cast<const uint32_t *>(ss + off);
                     uint32_t lo = a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32 ? *reinterpret_cast<const uint32_t *>(ss + Sh::S_BYTES + off) : 0u;
                     float s_g = scale_value(hi & 0xffffu, lo & 0xffffu, a.scale_fmt) * W8_MUL;
@@ -320,16 +370,24 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
         /* chunk c of a run that started at chunk cb (its first chunk frees no stage). Halves (HV): called twice per
          * packed chunk, h = 0 then 1: the 2-bit codes in bits 2h, 2h + 1 of each nibble against x tile h of the stage
          * (chunk 2c + h); the stage is waited for at h = 0 and freed when the next chunk's h = 0 has waited out
-         * this chunk's h = 1 wgmmas. Otherwise h = 0. */
-        constexpr uint32_t CODE = HV ? 3u : 15u; /* a nibble's code bits */
+         * this chunk's h = 1 wgmmas. Thirds (TH): four times per run c, h = 0 .. 3, x chunk 4c + h against x tile h
+         * (thirds_words), the stage waited for at h = 0 and freed by the next run's h = 0; a group of 128 channels
+         * ends after h = 1 or h = 3, so FOLD folds at h = 2 too (slot 0 of this stage) and at the next run's h = 0
+         * (slot nslot - 1 of the previous stage). Otherwise h = 0. */
+        constexpr uint32_t CODE = TH ? 7u : HV ? 3u : 15u; /* a nibble's code bits */
+        constexpr uint32_t Z0 = TH ? 4u : HV ? 2u : 8u;     /* the zero without zero points (uint3b4, uint2b2, uint4b8) */
         auto chunk = [&](int c, int cb, uint32_t (&cur)[MW][4][4], uint32_t (&prev)[MW][4][4], int h) {
             if (h == 0) mbar_wait(full_bar(stage), (uint32_t)use & 1u);
             const unsigned char *st = smem + stage * Sh::STAGE;
             const unsigned char *sw = st + Sh::X_BYTES, *ss = sw + Sh::W_BYTES;
+            const int tslot = nslot == 1 ? 0 : h >> 1; /* thirds: the chunk's scale slot (the producer's q) */
+            (void)tslot;
 #pragma unroll
             for (int s = 0; s < MW; s++) {
                 const int lt = (wgi * MW + s) * 4 + wq; /* the warp's 16-row tile within the block */
-                uint4 wv = *reinterpret_cast<const uint4 *>(sw + (lt * 32 + lane) * 16);
+                uint4 wv;
+                if constexpr (TH) wv = thirds_words<R>(sw + (lt * 32 + lane) * 16, h);
+                else wv = *reinterpret_cast<const uint4 *>(sw + (lt * 32 + lane) * 16);
                 uint4 wvh = make_uint4(0u, 0u, 0u, 0u); /* PL = 2: the high plane's words */
                 if constexpr (PL == 2) wvh = *reinterpret_cast<const uint4 *>(sw + R * 32 + (lt * 32 + lane) * 16);
                 /* The slot's constants: the zero terms, and in the ONE_SLOT forms the scale's (S16: the pairs (s, s) of
@@ -340,17 +398,18 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
                 (void)k0, (void)k1, (void)k2, (void)k3;
 #pragma unroll
                 for (int j = 0; j < 4; j++) {
-                    const int slot = nslot == 1 ? 0 : j;
-                    if (j == 0 || (!ONE_SLOT && nslot != 1)) {
+                    /* thirds: every step of an x chunk in its group's slot (nslot 1 or 2 per run) */
+                    const int slot = TH ? tslot : nslot == 1 ? 0 : j;
+                    if (j == 0 || (!TH && !ONE_SLOT && nslot != 1)) {
                         const unsigned char *zs = ss + 2 * Sh::S_BYTES + slot * R + lt * 16 + 2 * g;
                         uint32_t z16 = ZP ? *reinterpret_cast<const uint16_t *>(zs) : 0u;
                         if constexpr (PL == 2) /* z = zl + 16 zh per row (rows g, g + 8: the two bytes) */
                             w8_consts<A>(z16, *reinterpret_cast<const uint16_t *>(zs + 4 * R), add_g, add_g8);
-                        else if constexpr (SUB) { /* -z 2^-6 per row (uint4b8: z = 8) */
-                            add_g = w8_add<A>(ZP ? (z16 & 0xffu) : 8u);
-                            add_g8 = w8_add<A>(ZP ? (z16 >> 8) : 8u);
+                        else if constexpr (SUB) { /* -z 2^-6 per row (uint4b8: z = 8; uint3b4: 4) */
+                            add_g = w8_add<A>(ZP ? (z16 & 0xffu) : Z0);
+                            add_g8 = w8_add<A>(ZP ? (z16 >> 8) : Z0);
                         } else {
-                            zero_consts<A, ZP, HV ? 2u : 8u>(z16, add_g, add_g8);
+                            zero_consts<A, ZP, Z0>(z16, add_g, add_g8);
                         }
                         const uint32_t hi = *reinterpret_cast<const uint32_t *>(ss + slot * R * 2 + lt * 32 + 4 * g); /* word g: rows (g, g+8) */
                         if constexpr (SC == SC_S16) {
@@ -380,6 +439,7 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
                     } else {
                         uint32_t q[4];
                         if constexpr (PL == 2) dequant8<A>(w, wh, add_g, add_g8, q);
+                        else if constexpr (SUB && TH) dequant_sub3(w, add_g, add_g8, q);
                         else if constexpr (SUB) ActBF16::dequant_sub(w, add_g, add_g8, q);
                         else A::template dequant<CODE>(w, add_g, add_g8, q);
                         if constexpr (SC == SC_S16) {
@@ -413,8 +473,11 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
                 }
             }
             const uint64_t d0 = desc_sw128(ring + (uint32_t)(stage * Sh::STAGE + h * Sh::B_BYTES));
-            const int grp = FOLD ? group_of_chunk(c) : 0;
-            const int first = FOLD && h == 0 && (c == cb || group_of_chunk(c - 1) != grp); /* starts a group's sums */
+            const int xc = TH ? 4 * c + h : c; /* thirds: the x chunk, whose group FOLD sums */
+            const int grp = FOLD ? group_of_chunk(xc) : 0;
+            /* starts a group's sums */
+            const int first = FOLD && (TH ? xc == 4 * cb || group_of_chunk(xc - 1) != grp
+                                          : h == 0 && (c == cb || group_of_chunk(c - 1) != grp));
             wg_fence();
             if constexpr (!FOLD) {
 #pragma unroll
@@ -447,20 +510,40 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
             if (h == 0 && c > cb) {
                 /* chunk c-1 ended its group: fold that group's sums (its stage is still held) */
                 if (FOLD && first) {
-                    if (group_of_chunk(c - 1) & 1) fold(accg1, prev_stage);
-                    else fold(accg0, prev_stage);
+                    if (group_of_chunk(xc - 1) & 1) fold(accg1, prev_stage, TH ? nslot - 1 : 0);
+                    else fold(accg0, prev_stage, TH ? nslot - 1 : 0);
                 }
-                __syncwarp();
-                if (lane == 0) mbar_arrive(empty_bar(prev_stage));
+                /* Thirds: every consumer thread arrives, each arrival releasing its own reads of the stage, instead of
+                 * __syncwarp and lane 0: with four wgmma groups per loop iteration that pair made ptxas serialize every
+                 * wgmma of the non-FOLD forms (C7513: each waited out before the next; either half alone did not) */
+                if constexpr (TH) {
+                    mbar_arrive(empty_bar(prev_stage));
+                } else {
+                    __syncwarp();
+                    if (lane == 0) mbar_arrive(empty_bar(prev_stage));
+                }
             }
-            if (h == (HV ? 1 : 0)) {
+            if constexpr (TH) { /* x chunk 4c + 1 ended its group (groups of 128 channels): fold it from slot 0 */
+                if (FOLD && h == 2 && first) {
+                    if (group_of_chunk(xc - 1) & 1) fold(accg1, stage, 0);
+                    else fold(accg0, stage, 0);
+                }
+            }
+            if (h == (TH ? 3 : HV ? 1 : 0)) {
                 prev_stage = stage;
                 if (++stage == STAGES) stage = 0, use++;
             }
         };
         /* chunks [cb, ce) into acc, every wgmma complete on return */
         auto run = [&](int cb, int ce) {
-            if constexpr (HV) {
+            if constexpr (TH) {
+                for (int c = cb; c < ce; c++) {
+                    chunk(c, cb, af[0], af[1], 0);
+                    chunk(c, cb, af[1], af[0], 1);
+                    chunk(c, cb, af[0], af[1], 2);
+                    chunk(c, cb, af[1], af[0], 3);
+                }
+            } else if constexpr (HV) {
                 for (int c = cb; c < ce; c++) {
                     chunk(c, cb, af[0], af[1], 0);
                     chunk(c, cb, af[1], af[0], 1);
@@ -477,9 +560,9 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
         };
         if constexpr (!SK) {
             run(c_begin, c_end);
-            if (FOLD && c_end > c_begin) {
-                if (group_of_chunk(c_end - 1) & 1) fold(accg1, prev_stage);
-                else fold(accg0, prev_stage);
+            if (FOLD && c_end > c_begin) { /* thirds: the group of x chunk 4 c_end - 1, slot nslot - 1 */
+                if (group_of_chunk(TH ? 4 * c_end - 1 : c_end - 1) & 1) fold(accg1, prev_stage, TH ? nslot - 1 : 0);
+                else fold(accg0, prev_stage, TH ? nslot - 1 : 0);
             }
 #pragma unroll
             for (int s = 0; s < MW; s++)
@@ -507,9 +590,14 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
             /* the unit's end: its partial tile to scratch (and the sums if this block is the tile's last), or y */
             auto unit_end = [&]() {
                 wg_wait<0>();
-                /* the unit's last stage is free (its wgmmas are done): the producer may be ahead */
-                __syncwarp();
-                if (lane == 0) mbar_arrive(empty_bar(prev_stage));
+                /* the unit's last stage is free (its wgmmas are done): the producer may be ahead (thirds: every thread
+                 * arrives, as in chunk) */
+                if constexpr (TH) {
+                    mbar_arrive(empty_bar(prev_stage));
+                } else {
+                    __syncwarp();
+                    if (lane == 0) mbar_arrive(empty_bar(prev_stage));
+                }
 #pragma unroll
                 for (int s = 0; s < MW; s++)
 #pragma unroll
@@ -588,7 +676,18 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
             };
             if (wg_unit(sk, KC, u, ut, u0, u1, uslot)) { /* every block has a unit (wg_plan: G <= chunks) */
                 int c = u0;
-                if constexpr (HV) {
+                if constexpr (TH) {
+                    for (;;) {
+                        chunk(c, u0, af[0], af[1], 0);
+                        chunk(c, u0, af[1], af[0], 1);
+                        chunk(c, u0, af[0], af[1], 2);
+                        chunk(c, u0, af[1], af[0], 3);
+                        if (++c == u1) {
+                            if (!unit_end()) break;
+                            c = u0;
+                        }
+                    }
+                } else if constexpr (HV) {
                     for (;;) {
                         chunk(c, u0, af[0], af[1], 0);
                         chunk(c, u0, af[1], af[0], 1);
@@ -672,8 +771,10 @@ static WgPlan wg_plan(const mpl_cuda_w4a16_args *a, int sk) {
     p.bt = wg_bt(a->m, sk);
     p.tiles_m = (a->m - 1) / p.bt + 1; /* m >= 1 */
     p.tiles_n = (a->n + WG_NWG * WG_MW * 64 - 1) / (WG_NWG * WG_MW * 64);
-    p.kc = (a->planes_k ? a->planes_k : a->k_pad) / MPL_CUDA_W4A16_KC; /* 8-bit: one plane's chunks; halves: packed */
-    p.xt_bytes = ((size_t)p.tiles_m * p.kc * (a->halves ? 2 : 1) * p.bt * 128 + 255) / 256 * 256; /* halves: 2 x tiles a chunk */
+    /* 8-bit: one plane's chunks; halves: packed; thirds: runs of three packed chunks (the kernel's KC) */
+    p.kc = (a->planes_k ? a->planes_k : a->k_pad) / MPL_CUDA_W4A16_KC / (a->thirds ? 3 : 1);
+    /* halves: 2 x tiles a chunk; thirds: 4 a run */
+    p.xt_bytes = ((size_t)p.tiles_m * p.kc * (a->thirds ? 4 : a->halves ? 2 : 1) * p.bt * 128 + 255) / 256 * 256;
     p.G = 0, p.dp_tiles = 0, p.sk_iters = 0, p.ws_bytes = 0, p.cnt_bytes = 0;
     if (!sk) return p;
     const long long tiles = (long long)p.tiles_m * p.tiles_n, total = tiles * p.kc;
@@ -691,18 +792,20 @@ static WgPlan wg_plan(const mpl_cuda_w4a16_args *a, int sk) {
     return p;
 }
 
-template <class A, bool ZP, bool FOLD, int SC, int BT, int STAGES, bool SK, int PL, bool HV>
+template <class A, bool ZP, bool FOLD, int SC, int BT, int STAGES, bool SK, int PL, bool HV, bool TH>
 static cudaError_t wg_launch(const mpl_cuda_w4a16_args *a, const CUtensorMap *wmap, const void *xt, const WgPlan &p,
                              cudaStream_t stream) {
-    using Sh = WgShape<BT, STAGES, PL, HV>;
+    using Sh = WgShape<BT, STAGES, PL, HV, TH>;
     static_assert(Sh::R == 256, "the weight tensor map's box is 16 tiles");
-    auto kern = w4a16_wg<A, ZP, FOLD, SC, BT, STAGES, SK, PL, HV>;
+    auto kern = w4a16_wg<A, ZP, FOLD, SC, BT, STAGES, SK, PL, HV, TH>;
     static KernelSetup setup;
     cudaError_t e = setup_kernel(kern, a->device, WgRegs::THREADS, Sh::SMEM, setup, nullptr);
     if (e != cudaSuccess) return e;
     const int tiles_m = p.tiles_m, tiles_n = p.tiles_n, kc = p.kc;
     if ((long long)tiles_m * tiles_n > 0x7fffffffLL) return cudaErrorInvalidConfiguration; /* grid x limit */
-    const int tiles = tiles_m * tiles_n, nslot = a->gs16 % 4 == 0 ? 1 : 4;
+    /* scale slots per stage: one per k16 step unless the chunk lies in one group; thirds (x chunks in one group, pairs
+     * 4c, 4c + 1 and 4c + 2, 4c + 3 too: mpl_cuda_w4a16_launch_wg) one per pair unless the run lies in one group */
+    const int tiles = tiles_m * tiles_n, nslot = TH ? (a->gs16 % 16 == 0 ? 1 : 2) : a->gs16 % 4 == 0 ? 1 : 4;
     if constexpr (SK) {
         unsigned char *scr = (unsigned char *)xt;
         const WgSched sk = {p.G, p.dp_tiles, p.sk_iters, (float *)(scr + p.xt_bytes), (int *)(scr + p.xt_bytes + p.ws_bytes)};
@@ -741,62 +844,92 @@ static cudaError_t wg_launch(const mpl_cuda_w4a16_args *a, const CUtensorMap *wm
  * not swept. */
 /* Halves (HV, 2-bit): stages carry two x tiles (+ BT x 128 bytes), so BT 64 takes 7 x 29 KB; the others keep the 4-bit
  * depths (12 x 17 KB, 10 x 21 KB, 5 x 45 KB); design values, not swept. */
-template <class A, bool ZP, bool FOLD, int SC, int PL, bool HV>
+/* Thirds (TH, 3-bit): a stage is a run, four x tiles (4 BT x 128 bytes) + three weight chunks (24 KB) + two scale planes'
+ * four slots (4 KB) + zeros (1 KB), rounded up to 1 KB: 37 KB (BT 16), 45 (32), 61 (64), 93 (128). Each takes the
+ * deepest ring that fits the 227 KB a block may opt in to, with the 2 KB of alignment slack and mbarriers (WgShape::SMEM):
+ * 6 x 37 = 222 KB, 5 x 45 = 225 (the limit exactly, as halves at BT 128), 3 x 61 = 183, 2 x 93 = 186 -- about the
+ * 4-bit bytes in flight, but in fewer, larger stages: at BT 128 one run (four x chunks) is copied while the other is
+ * computed. Design values, not run on a device. */
+template <class A, bool ZP, bool FOLD, int SC, int PL, bool HV, bool TH>
 static cudaError_t wg_dispatch_bt(const mpl_cuda_w4a16_args *a, const CUtensorMap *wmap, const void *xt, const WgPlan &p,
                                   int sk, cudaStream_t s) {
+    if constexpr (TH) {
+        if (sk) {
+            if constexpr (!FOLD) {
+                if (p.bt == 64) return wg_launch<A, ZP, false, SC, 64, 3, true, 1, false, true>(a, wmap, xt, p, s);
+                return wg_launch<A, ZP, false, SC, 128, 2, true, 1, false, true>(a, wmap, xt, p, s);
+            }
+            return cudaErrorInvalidValue; /* wg_dispatch_zp never asks for FOLD with sk */
+        }
+        switch (p.bt) {
+        case 16: return wg_launch<A, ZP, FOLD, SC, 16, 6, false, 1, false, true>(a, wmap, xt, p, s);
+        case 32: return wg_launch<A, ZP, FOLD, SC, 32, 5, false, 1, false, true>(a, wmap, xt, p, s);
+        }
+        if constexpr (FOLD) return cudaErrorInvalidValue; /* FOLD is m <= 32 (mpl_cuda_w4a16_wg_exact): BT 16 or 32 */
+        else if (p.bt == 64) return wg_launch<A, ZP, false, SC, 64, 3, false, 1, false, true>(a, wmap, xt, p, s);
+        else return wg_launch<A, ZP, false, SC, 128, 2, false, 1, false, true>(a, wmap, xt, p, s);
+    }
     if (sk) {
         if constexpr (!FOLD && PL == 1) {
-            if (p.bt == 64) return wg_launch<A, ZP, false, SC, 64, HV ? 7 : 8, true, 1, HV>(a, wmap, xt, p, s);
-            return wg_launch<A, ZP, false, SC, 128, 5, true, 1, HV>(a, wmap, xt, p, s);
+            if (p.bt == 64) return wg_launch<A, ZP, false, SC, 64, HV ? 7 : 8, true, 1, HV, false>(a, wmap, xt, p, s);
+            return wg_launch<A, ZP, false, SC, 128, 5, true, 1, HV, false>(a, wmap, xt, p, s);
         }
         if constexpr (!FOLD && PL == 2) { /* 8-bit: the split-K form's rings (two planes per stage) */
-            if (p.bt == 64) return wg_launch<A, ZP, false, SC, 64, 6, true, 2, false>(a, wmap, xt, p, s);
-            return wg_launch<A, ZP, false, SC, 128, 5, true, 2, false>(a, wmap, xt, p, s);
+            if (p.bt == 64) return wg_launch<A, ZP, false, SC, 64, 6, true, 2, false, false>(a, wmap, xt, p, s);
+            return wg_launch<A, ZP, false, SC, 128, 5, true, 2, false, false>(a, wmap, xt, p, s);
         }
         return cudaErrorInvalidValue; /* wg_dispatch_zp never asks for FOLD with sk */
     }
     if constexpr (PL == 2) {
         switch (p.bt) {
-        case 16: return wg_launch<A, ZP, FOLD, SC, 16, 8, false, 2, false>(a, wmap, xt, p, s);
-        case 32: return wg_launch<A, ZP, FOLD, SC, 32, 7, false, 2, false>(a, wmap, xt, p, s);
-        case 64: return wg_launch<A, ZP, false, SC, 64, 6, false, 2, false>(a, wmap, xt, p, s);
-        default: return wg_launch<A, ZP, false, SC, 128, 5, false, 2, false>(a, wmap, xt, p, s);
+        case 16: return wg_launch<A, ZP, FOLD, SC, 16, 8, false, 2, false, false>(a, wmap, xt, p, s);
+        case 32: return wg_launch<A, ZP, FOLD, SC, 32, 7, false, 2, false, false>(a, wmap, xt, p, s);
+        case 64: return wg_launch<A, ZP, false, SC, 64, 6, false, 2, false, false>(a, wmap, xt, p, s);
+        default: return wg_launch<A, ZP, false, SC, 128, 5, false, 2, false, false>(a, wmap, xt, p, s);
         }
     }
     switch (p.bt) {
-    case 16: return wg_launch<A, ZP, FOLD, SC, 16, 12, false, 1, HV>(a, wmap, xt, p, s);
-    case 32: return wg_launch<A, ZP, FOLD, SC, 32, 10, false, 1, HV>(a, wmap, xt, p, s);
-    case 64: return wg_launch<A, ZP, false, SC, 64, HV ? 7 : 8, false, 1, HV>(a, wmap, xt, p, s);
-    default: return wg_launch<A, ZP, false, SC, 128, 5, false, 1, HV>(a, wmap, xt, p, s);
+    case 16: return wg_launch<A, ZP, FOLD, SC, 16, 12, false, 1, HV, false>(a, wmap, xt, p, s);
+    case 32: return wg_launch<A, ZP, FOLD, SC, 32, 10, false, 1, HV, false>(a, wmap, xt, p, s);
+    case 64: return wg_launch<A, ZP, false, SC, 64, HV ? 7 : 8, false, 1, HV, false>(a, wmap, xt, p, s);
+    default: return wg_launch<A, ZP, false, SC, 128, 5, false, 1, HV, false>(a, wmap, xt, p, s);
     }
 }
 
 /* The dequantization form: FOLD (exact group sums) where mpl_cuda_w4a16_wg_exact holds (split-K form only),
  * else rounded weights with the cheapest exact-product form for the scale format (S16, SPLIT, F32: file comment). */
-template <class A, bool ZP, int PL, bool HV>
+template <class A, bool ZP, int PL, bool HV, bool TH>
 static cudaError_t wg_dispatch_zp(const mpl_cuda_w4a16_args *a, const CUtensorMap *wmap, const void *xt, const WgPlan &p,
                                   int sk, cudaStream_t s) {
     const int own = A::id == MPL_CUDA_W4A16_ACT_F16 ? MPL_CUDA_W4A16_SCALE_F16 : MPL_CUDA_W4A16_SCALE_BF16;
-    if (!sk && mpl_cuda_w4a16_wg_exact(a->m, a->gs16)) return wg_dispatch_bt<A, ZP, true, SC_F32, PL, HV>(a, wmap, xt, p, sk, s);
+    if (!sk && mpl_cuda_w4a16_wg_exact(a->m, a->gs16)) return wg_dispatch_bt<A, ZP, true, SC_F32, PL, HV, TH>(a, wmap, xt, p, sk, s);
     /* S16, SPLIT and F32_ONE read a chunk's scales once (ONE_SLOT): groups of 64k channels (or one); other group sizes
      * take the F32 form, whose products round the same way (once, from the exact product) */
     const bool one_slot = a->gs16 % 4 == 0;
-    if (a->scale_fmt == own && one_slot) return wg_dispatch_bt<A, ZP, false, SC_S16, PL, HV>(a, wmap, xt, p, sk, s);
+    if (a->scale_fmt == own && one_slot) return wg_dispatch_bt<A, ZP, false, SC_S16, PL, HV, TH>(a, wmap, xt, p, sk, s);
     /* bf16 activations, f16 scales: the common GPTQ / AWQ case for bf16 models. Not for 8-bit: v lo (v = c - z up to
      * 8 bits, lo up to 3) is not exact in bf16, so 8-bit weights take the fp32 form (v s exact in fp32: 8 + 11 bits). */
     if constexpr (A::id == MPL_CUDA_W4A16_ACT_BF16 && PL == 1)
-        if (a->scale_fmt == MPL_CUDA_W4A16_SCALE_F16 && one_slot) return wg_dispatch_bt<A, ZP, false, SC_SPLIT, PL, HV>(a, wmap, xt, p, sk, s);
-    return one_slot ? wg_dispatch_bt<A, ZP, false, SC_F32_ONE, PL, HV>(a, wmap, xt, p, sk, s)
-                    : wg_dispatch_bt<A, ZP, false, SC_F32, PL, HV>(a, wmap, xt, p, sk, s);
+        if (a->scale_fmt == MPL_CUDA_W4A16_SCALE_F16 && one_slot) return wg_dispatch_bt<A, ZP, false, SC_SPLIT, PL, HV, TH>(a, wmap, xt, p, sk, s);
+    /* thirds: one_slot always (gs16 % 8 == 0: mpl_cuda_w4a16_launch_wg), so no F32 form is built for them */
+    if constexpr (TH) return wg_dispatch_bt<A, ZP, false, SC_F32_ONE, PL, HV, TH>(a, wmap, xt, p, sk, s);
+    else
+        return one_slot ? wg_dispatch_bt<A, ZP, false, SC_F32_ONE, PL, HV, TH>(a, wmap, xt, p, sk, s)
+                        : wg_dispatch_bt<A, ZP, false, SC_F32, PL, HV, TH>(a, wmap, xt, p, sk, s);
 }
 
 template <class A>
 static cudaError_t wg_dispatch(const mpl_cuda_w4a16_args *a, const CUtensorMap *wmap, const void *xt, const WgPlan &p, int sk,
                                cudaStream_t s) {
-    if (a->planes_k) return wg_dispatch_zp<A, true, 2, false>(a, wmap, xt, p, sk, s); /* checked by mpl_cuda_w4a16_launch_wg */
+    if (a->planes_k) return wg_dispatch_zp<A, true, 2, false, false>(a, wmap, xt, p, sk, s); /* checked by mpl_cuda_w4a16_launch_wg */
     if (a->halves)
-        return a->zeros ? wg_dispatch_zp<A, true, 1, true>(a, wmap, xt, p, sk, s) : wg_dispatch_zp<A, false, 1, true>(a, wmap, xt, p, sk, s);
-    return a->zeros ? wg_dispatch_zp<A, true, 1, false>(a, wmap, xt, p, sk, s) : wg_dispatch_zp<A, false, 1, false>(a, wmap, xt, p, sk, s);
+        return a->zeros ? wg_dispatch_zp<A, true, 1, true, false>(a, wmap, xt, p, sk, s)
+                        : wg_dispatch_zp<A, false, 1, true, false>(a, wmap, xt, p, sk, s);
+    if (a->thirds) /* checked by mpl_cuda_w4a16_launch_wg */
+        return a->zeros ? wg_dispatch_zp<A, true, 1, false, true>(a, wmap, xt, p, sk, s)
+                        : wg_dispatch_zp<A, false, 1, false, true>(a, wmap, xt, p, sk, s);
+    return a->zeros ? wg_dispatch_zp<A, true, 1, false, false>(a, wmap, xt, p, sk, s)
+                    : wg_dispatch_zp<A, false, 1, false, false>(a, wmap, xt, p, sk, s);
 }
 
 } // namespace cuda_w4a16
@@ -845,9 +978,15 @@ extern "C" int mpl_cuda_w4a16_launch_wg(const mpl_cuda_w4a16_args *a, int stream
     CUtensorMap wmap;
     memcpy(&wmap, a->wg_map, sizeof wmap);
     const cuda_w4a16::WgPlan p = cuda_w4a16::wg_plan(a, streamk);
-    const int xkc = p.kc * (a->halves ? 2 : 1); /* x tiles per token tile: halves read two per packed chunk */
+    /* x tiles per token tile: halves read two per packed chunk, thirds four per run (k / 64) */
+    const int xkc = p.kc * (a->thirds ? 4 : a->halves ? 2 : 1);
     /* halves: every packed chunk lies in one group (wg's nslot 1: gs16, in packed k16 steps, a multiple of 4) */
     if (a->halves && (a->planes_k || a->gs16 % 4 != 0)) return (int)cudaErrorInvalidValue;
+    /* thirds: whole runs (k % 256 == 0, k_pad = 3 k / 4), and x chunks 4u, 4u + 1 (and 4u + 2, 4u + 3) in one group, as
+     * the stage's two scale slots assume: gs16, in x's k16 steps, a multiple of 8 (groups of 128k, or one) */
+    if (a->thirds && (a->planes_k || a->halves || a->k % (4 * MPL_CUDA_W4A16_KC) != 0 || 4LL * a->k_pad != 3LL * a->k ||
+                      a->gs16 % 8 != 0))
+        return (int)cudaErrorInvalidValue;
     long long units = (long long)p.tiles_m * xkc * p.bt * 8;
     long long blocks = (units + 255) / 256;
     if (blocks > 4096) blocks = 4096; /* grid-stride beyond ~31 blocks per SM: a copy pass gains nothing more */
