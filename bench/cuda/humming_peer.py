@@ -63,10 +63,12 @@ G = 128
 REPS = 7
 SPIN_CYCLES = 20_000_000  # about 10 ms at 2 GHz
 ROTATE_BYTES = 512e6
-# mplinear's copy of ../shared/peers/humming_peer.py: HUMMING_PEER_BITS = 2, 4 (default) or 8 picks the weight
-# width (symmetric: value = code - 2^(bits-1), as uint2b2 / uint4b8 / uint8b128); everything else is unchanged.
+# mplinear's copy of ../shared/peers/humming_peer.py: HUMMING_PEER_BITS = 2, 3, 4 (default) or 8 picks the weight
+# width (symmetric: value = code - 2^(bits-1), as uint2b2 / uint3b4 / uint4b8 / uint8b128); everything else is
+# unchanged. 3-bit codes straddle int32 words: the packed tensor is (N, 3 K / 32) random words, read back into codes by
+# the package's own ops.unpack_weight (the dequantization check below compares the package's dequant with ours).
 BITS = int(os.environ.get("HUMMING_PEER_BITS", "4"))
-assert BITS in (2, 4, 8), "HUMMING_PEER_BITS: 2, 4 or 8 (values packed whole per int32)"
+assert BITS in (2, 3, 4, 8), "HUMMING_PEER_BITS: 2, 3, 4 or 8"
 PER_WORD = 32 // BITS
 BIAS = 1 << (BITS - 1)
 QUANT_CONFIG = {"quant_method": "humming", "dtype": f"int{BITS}", "group_size": 128, "has_zero_point": False}
@@ -379,9 +381,13 @@ def main():
             say("deadline: stopping before", name)
             break
         try:
-            packed = torch.randint(-2**31, 2**31 - 1, (N, K // PER_WORD), dtype=torch.int32, device=dev)
-            codes = unpack_u4(packed)
-            assert torch.equal(pack_u4(codes), packed)
+            packed = torch.randint(-2**31, 2**31 - 1, (N, K * BITS // 32), dtype=torch.int32, device=dev)
+            if 32 % BITS == 0:
+                codes = unpack_u4(packed)
+                assert torch.equal(pack_u4(codes), packed)
+            else:
+                from humming import ops
+                codes = ops.unpack_weight(packed, BITS).reshape(N, K)
             scale32 = torch.rand(N, K // G, device=dev) * 0.01 + 0.002
         except Exception:
             fail(f"weights {name}")

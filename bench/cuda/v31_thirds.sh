@@ -2,10 +2,9 @@
 # bench/cuda/v31_thirds.sh MODE -- on the device machine (bench/cuda/NOTES.md v31: 3-bit thirds).
 #   t1:    the thirds rounds of the device matrix (MPL_CUDA_W4A16_TEST_THIRDS); the defaults at M 1..1024 for uint3b4 (thirds)
 #          and uint4b8 (the time 3-bit layers had as 4-bit codes: the same kernels on the same bytes, v15) on the six layers,
-#          bf16; forced sweeps of uint3b4 (skinny at NW 2 / 4, wg, wg-streamk) at m 1..32 for the switch points; ncu of
-#          w4a16_gemv on 70B gate_up at M = 1, 3-bit.
-#   t2:    the whole device matrix (thirds rounds in it) and test_cuda_faults (TEST_S 560); then Humming 0.1.19 int3 beside
-#          (dev_humming 3, the wheel carried in .whl/).
+#          bf16; forced sweeps of uint3b4 (skinny at NW 2 / 4, wg, wg-streamk) at m 1..32 for the switch points; Humming
+#          0.1.19 int3 beside (dev_humming 3, the wheel carried in .whl/); ncu of w4a16_gemv on 70B gate_up at M = 1, 3-bit.
+#   t2:    the whole device matrix (thirds rounds in it) and test_cuda_faults (TEST_S, default 420).
 # Binaries packed as in bench/cuda/dev_unpack.sh. Logs come back as one tar ($OUT/v31_MODE.tgz).
 set -u
 . bench/cuda/dev_unpack.sh
@@ -25,13 +24,13 @@ t1)
   timeout 120 $B --sweep --sets "default,skinny nw2,skinny nw4,wg,wg-streamk" --shapes "$S" --m 1,8,9,16,17,32 \
       --wtype uint3b4 --reps 10 > "$R/sweep3.log" 2>&1
   grep -h "^sweep" "$R/sweep3.log" | head -80
+  stamp "humming 3"
+  HMS=1,16,64,256,1024 PEER_SECONDS=${PEER_SECONDS:-100} dev_humming 3 "$R/humming3" | tail -14
   stamp "ncu"
   dev_ncu "$R/ncu_thirds_m1.txt" $B w4a16_gemv --shapes 70B.gate_up --m 1 --wtype uint3b4 --reps 1
   ;;
 t2)
-  TEST_S=${TEST_S:-560} dev_tests "$R"
-  stamp "humming 3"
-  HMS=1,16,64,256,1024 PEER_SECONDS=${PEER_SECONDS:-110} dev_humming 3 "$R/humming3" | tail -14
+  TEST_S=${TEST_S:-420} dev_tests "$R"
   ;;
 esac
 dev_end v31 "${1:-t1}"
