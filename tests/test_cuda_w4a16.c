@@ -505,7 +505,7 @@ static int halves_case(int64_t k, int64_t gs, int cc, int zp) {
 }
 
 /* 3-bit layers on cc 9.0 with k % 256 == 0 and groups of 128k (or one) are packed in thirds (cuda_w4a16.c,
- * packs_thirds): no tc, no skinny-rounded; skinny (w4a16_gemv) to 16, then as halves */
+ * packs_thirds): no tc, no skinny-rounded; skinny (w4a16_gemv) to 16 (to 8 where n >= 16384 and n > k), then as halves */
 static int thirds_case(int64_t k, int64_t gs, int cc, int zp) {
     const mpl_wtype t = zp ? g_asym : g_sym;
     return !g_w8 && cc == 90 && (t == MPL_WTYPE_UINT3B4 || t == MPL_WTYPE_UINT3) && k % 256 == 0 && (gs == -1 || gs % 128 == 0);
@@ -513,7 +513,7 @@ static int thirds_case(int64_t k, int64_t gs, int cc, int zp) {
 
 static const char *expected_default(int64_t m, int64_t k, int64_t n, int64_t gs, int cc, mpl_act act, int zp) {
     if (thirds_case(k, gs, cc, zp)) {
-        if (m <= 16) return "cuda_w4a16:skinny";
+        if (m <= (n >= 16384 && n > k ? 8 : 16)) return "cuda_w4a16:skinny";
         if (!zp && expected_streamk(m >= 17 && m <= 32 ? 33 : m, k, n, 3)) return "cuda_w4a16:wg-streamk";
         return m <= 512 ? "cuda_w4a16:wg" : "cuda_w4a16:dq";
     }
@@ -847,6 +847,12 @@ static void path_refusals(void **state) {
             assert_int_equal(mpl_choose_path(&h, &o, tm[i].m, &got), MPL_OK);
             if (!got || strcmp(got, tm[i].want)) fail_msg("thirds m %lld: %s, want %s", (long long)tm[i].m, got ? got : "no path", tm[i].want);
         }
+        mpl_config hw = h; /* wide (n >= 16384, n > k): skinny to 8, wg from 9 */
+        hw.n = hw.full_n = 28672;
+        assert_int_equal(mpl_choose_path(&hw, &o, 8, &got), MPL_OK);
+        assert_string_equal(got, "cuda_w4a16:skinny");
+        assert_int_equal(mpl_choose_path(&hw, &o, 9, &got), MPL_OK);
+        assert_string_equal(got, "cuda_w4a16:wg");
         h.wtype = MPL_WTYPE_UINT3, h.zero_points = 1, h.act = MPL_ACT_F16; /* with zero points, f16: the same */
         assert_int_equal(mpl_check(&h, &o, "cuda_w4a16:tc", &v), MPL_OK);
         assert_int_equal(v.reason, MPL_REASON_WEIGHT_TYPE);

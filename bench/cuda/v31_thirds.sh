@@ -5,6 +5,8 @@
 #          bf16; forced sweeps of uint3b4 (skinny at NW 2 / 4, wg, wg-streamk) at m 1..32 for the switch points; Humming
 #          0.1.19 int3 beside (dev_humming 3, the wheel carried in .whl/); ncu of w4a16_gemv on 70B gate_up at M = 1, 3-bit.
 #   t2:    the whole device matrix (thirds rounds in it) and test_cuda_faults (TEST_S, default 420).
+#   t3:    after t1's switch point (thirds skinny to 8 on the wide layers): the thirds rounds again, the uint3b4 defaults at
+#          M 1..1024, and forced sweeps of uint3b4 at m 256..1024 (wg, wg-streamk, dq) for wg's upper end.
 # Binaries packed as in bench/cuda/dev_unpack.sh. Logs come back as one tar ($OUT/v31_MODE.tgz).
 set -u
 . bench/cuda/dev_unpack.sh
@@ -31,6 +33,18 @@ t1)
   ;;
 t2)
   TEST_S=${TEST_S:-420} dev_tests "$R"
+  ;;
+t3)
+  dev_card "$R"
+  stamp "thirds rounds"
+  dev_rounds "$R" thirds
+  stamp "defaults uint3b4"
+  timeout 90 stdbuf -oL $B --shapes "$S" --m 1,2,8,9,16,17,64,256,1024 --wtype uint3b4 --reps 10 > "$R/default_uint3b4.log" 2>&1
+  grep -E "cuda_w4a16" "$R/default_uint3b4.log" | awk '{print $1, $2, $4, $5}' | paste - - -
+  stamp "sweep large m"
+  timeout 150 $B --sweep --sets "default,wg,wg-streamk,dq" --shapes 70B.gate_up,70B.down,70B.qkv,8B.gate_up --m 256,512,1024 \
+      --wtype uint3b4 --reps 10 > "$R/sweep3_large.log" 2>&1
+  grep -h "^sweep" "$R/sweep3_large.log" | grep -v "cuBLAS bf16" | awk '{print $2, $3, $4, $5}' | paste - - - -
   ;;
 esac
 dev_end v31 "${1:-t1}"

@@ -15,7 +15,7 @@
  *   skinny-rounded  m 1..16 (1..8 when K < 8192), bf16 activations without zero points: the skinny kernel
  *           with weights rounded once to bf16 when the scales are bf16 (else exact sums, scaled by 2^-6)
  *   skinny  the same range: f16 activations and zero points; streaming GEMV-like, mma.sync, exact group sums
- *   wg-streamk  m 33..512 (8-bit, halves: ..256) where it pays (K, N), cc 9.0 only: wg's kernel on a persistent stream-K grid, rounded weights
+ *   wg-streamk  m 33..512 (8-bit, halves, thirds: ..256) where it pays (K, N), cc 9.0 only: wg's kernel on a persistent stream-K grid, rounded weights
  *   wg      m 33..512 (4-bit, >= 2^27 weights: ..1024; 8-bit: skinny's end..256), cc 9.0 only   wgmma tiles, exact group sums only for m <= 32 (else rounded weights)
  *   dq      m >= 161 (>= 513 on cc 9.0)   slabs dequantized to 16-bit weights + cuBLAS: rounded weights
  *   tc      any m (the fallback)           mma.sync tiles, exact group sums
@@ -131,8 +131,11 @@ static int64_t skinny_max_m(const mpl_config *c, const mpl_platform *p) {
      * 32.5; kept on skinny: 8B qkv m = 16 13.2 vs 14.3, 70B down 71.3 vs 100.1, 70B o 24.2 vs 33.7 */
     if (packs_halves(c, p))
         return c->act == MPL_ACT_F16 && c->n >= 16384 && c->n > c->k ? 8 : MPL_CUDA_W4A16_SKINNY_MAX_M;
-    /* thirds (no tc): skinny to 16 as bf16 halves (not yet measured against wg) */
-    if (packs_thirds(c, p)) return MPL_CUDA_W4A16_SKINNY_MAX_M;
+    /* thirds (no tc): skinny to 8 on the wide layers (n >= 16384, n > k: one block per SM from m = 9 against wg's flat
+     * time), else to 16. H100 v31 (bench/cuda/NOTES.md), uint3b4 bf16, forced, us, skinny vs wg: 70B gate_up m = 8 77.6
+     * vs 101.3, m = 9 118.6 vs 99.3; 8B gate_up m = 8 29.1 vs 30.0, m = 9 41.5 vs 30.0; kept to 16: 70B down m = 16 54.4
+     * vs wg-streamk 76.4, 70B o 21.0 vs 30.6, 70B qkv 29.4 vs 31.0, 8B qkv 13.7 vs 14.1 */
+    if (packs_thirds(c, p)) return c->n >= 16384 && c->n > c->k ? 8 : MPL_CUDA_W4A16_SKINNY_MAX_M;
     if (gemv && !is_w8(c)) return c->k < 8192 && c->n >= 16384 ? 8 : MPL_CUDA_W4A16_SKINNY_MAX_M;
     return (is_w8(c) ? 2 * c->k : c->k) < 8192 ? 8 : MPL_CUDA_W4A16_SKINNY_MAX_M;
 }
