@@ -6,7 +6,8 @@
 #          0.1.19 int3 beside (dev_humming 3, the wheel carried in .whl/); ncu of w4a16_gemv on 70B gate_up at M = 1, 3-bit.
 #   t2:    the whole device matrix (thirds rounds in it) and test_cuda_faults (TEST_S, default 420).
 #   t3:    after t1's switch point (thirds skinny to 8 on the wide layers): the thirds rounds again, the uint3b4 defaults at
-#          M 1..1024, and forced sweeps of uint3b4 at m 256..1024 (wg, wg-streamk, dq) for wg's upper end.
+#          M 1..1024, forced sweeps of uint3b4 at m 256..1024 (wg, wg-streamk, dq) for wg's upper end, and at m = 1, 2 of
+#          skinny's split-K (1, 2) and row tiles (2, 4) for uint3b4 and uint4b8 on the 70B layers.
 # Binaries packed as in bench/cuda/dev_unpack.sh. Logs come back as one tar ($OUT/v31_MODE.tgz).
 set -u
 . bench/cuda/dev_unpack.sh
@@ -45,6 +46,12 @@ t3)
   timeout 150 $B --sweep --sets "default,wg,wg-streamk,dq" --shapes 70B.gate_up,70B.down,70B.qkv,8B.gate_up --m 256,512,1024 \
       --wtype uint3b4 --reps 10 > "$R/sweep3_large.log" 2>&1
   grep -h "^sweep" "$R/sweep3_large.log" | grep -v "cuBLAS bf16" | awk '{print $2, $3, $4, $5}' | paste - - - -
+  stamp "sweep m = 1, 2: split-K and row tiles"
+  for w in uint3b4 uint4b8; do
+    timeout 60 $B --sweep --sets "default,skinny ksplit1,skinny ksplit2,skinny nw2,skinny nw4,skinny nw2 ksplit1" \
+        --shapes 70B.gate_up,70B.down,70B.o,70B.qkv --m 1,2 --wtype $w --reps 10 > "$R/sweep_m1_$w.log" 2>&1
+  done
+  grep -h "^sweep" "$R"/sweep_m1_*.log | grep -v "cuBLAS bf16" | awk '{print $2, $3, $4, $5, $6}' | paste - - - - - -
   ;;
 esac
 dev_end v31 "${1:-t1}"
