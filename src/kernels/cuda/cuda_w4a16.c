@@ -309,7 +309,9 @@ static const mpl_path_desc paths[NPATHS] = {
                "16384 and n > k (H100 v23, bf16 with f16's form, m = 16 vs wg: 70B gate_up 142.9 vs 114.4 us, 70B down "
                "71.3 vs 100.1); M = 1, H100 v25 (the m = 1 form, FORM_HALVES_M1, against v24's in turns): 70B gate_up "
                "52.7 vs 54.2 us (76% of read BW; 62.7 in v23; Humming int2 69.8 in v24), 70B down 28.4 vs 30.2, 70B qkv "
-               "16.8 vs 17.8; f16 70B qkv 16.3 vs 17.7",
+               "16.8 vs 17.8; f16 70B qkv 16.3 vs 17.7; 3-bit thirds (cc 9.0, w4a16_gemv only): to 16, to 8 where n >= 16384 and "
+               "n > k (H100 v31, uint3b4, forced, us: 70B gate_up m = 9 118.6 vs wg 99.3, 8B gate_up 41.5 vs 30.0; 70B down "
+               "m = 16 54.4 vs wg-streamk 76.4); M = 1 70B gate_up 69.2 us (87% of read16) vs 86.3 as 4-bit codes",
         .m_range = skinny_m_range,
     },
     [PATH_WG_SK] = {
@@ -343,7 +345,9 @@ static const mpl_path_desc paths[NPATHS] = {
                "328.9); 2-bit halves (no tc): from skinny's end to 512, H100 v23: 8B gate_up m = 9 32.5 vs skinny 36.2 us, "
                "m = 256 2-bit 111.9 vs 4-bit 115.9, 70B gate_up 435.2 vs 409.8; 4-bit layers of >= 2^27 weights without zero "
                "points to m = 1024 (dq copies the whole layer): 70B gate_up m = 1024 1645.9 vs dq 1800.6 us (H100 v27), "
-               "1681.3 vs 1957.2 (H200 v26); 70B down 844.9 vs 885.0 (H200), 877.0 vs 877.5 (H100)",
+               "1681.3 vs 1957.2 (H200 v26); 70B down 844.9 vs 885.0 (H200), 877.0 vs 877.5 (H100); 3-bit thirds (no tc): as "
+               "halves (H100 v31, uint3b4 defaults: 8B gate_up m = 17 32.7 us vs 40.5 for 4-bit codes on tc, m = 256 109.1 "
+               "vs 109.9; 1024 not measured against dq)",
         .can_implement = wg_can_implement,
         .m_range = wg_m_range,
     },
