@@ -8,6 +8,8 @@
 #   t3:    after t1's switch point (thirds skinny to 8 on the wide layers): the thirds rounds again, the uint3b4 defaults at
 #          M 1..1024, forced sweeps of uint3b4 at m 256..1024 (wg, wg-streamk, dq) for wg's upper end, and at m = 1, 2 of
 #          skinny's split-K (1, 2) and row tiles (2, 4) for uint3b4 and uint4b8 on the 70B layers.
+#   t4:    t3 without the thirds rounds (call 1 ran them on the same kernels).
+#   t5:    only the m = 1024 sweep of uint3b4 (wg against dq), for the device time left.
 # Binaries packed as in bench/cuda/dev_unpack.sh. Logs come back as one tar ($OUT/v31_MODE.tgz).
 set -u
 . bench/cuda/dev_unpack.sh
@@ -35,10 +37,9 @@ t1)
 t2)
   TEST_S=${TEST_S:-420} dev_tests "$R"
   ;;
-t3)
+t3 | t4)
   dev_card "$R"
-  stamp "thirds rounds"
-  dev_rounds "$R" thirds
+  if [ "$1" = t3 ]; then stamp "thirds rounds"; dev_rounds "$R" thirds; fi
   stamp "defaults uint3b4"
   timeout 90 stdbuf -oL $B --shapes "$S" --m 1,2,8,9,16,17,64,256,1024 --wtype uint3b4 --reps 10 > "$R/default_uint3b4.log" 2>&1
   grep -E "cuda_w4a16" "$R/default_uint3b4.log" | awk '{print $1, $2, $4, $5}' | paste - - -
@@ -52,6 +53,12 @@ t3)
         --shapes 70B.gate_up,70B.down,70B.o,70B.qkv --m 1,2 --wtype $w --reps 10 > "$R/sweep_m1_$w.log" 2>&1
   done
   grep -h "^sweep" "$R"/sweep_m1_*.log | grep -v "cuBLAS bf16" | awk '{print $2, $3, $4, $5, $6}' | paste - - - - - -
+  ;;
+t5)
+  stamp "sweep m = 1024"
+  timeout 100 $B --sweep --sets "default,wg,dq" --shapes 70B.gate_up,70B.down,8B.gate_up,70B.qkv --m 1024 --wtype uint3b4 \
+      --reps 10 > "$R/sweep3_1024.log" 2>&1
+  grep -h "^sweep" "$R/sweep3_1024.log" | grep -v "cuBLAS bf16" | awk '{print $2, $3, $4, $5}' | paste - - -
   ;;
 esac
 dev_end v31 "${1:-t1}"
