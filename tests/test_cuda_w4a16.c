@@ -150,6 +150,34 @@ static void layout_round_trip(void **state) {
     }
 }
 
+/* A shape a native narrow packing (halves, thirds) refuses, and what its message must name */
+typedef struct {
+    int64_t k, gs;
+    mpl_wtype t;
+    const char *says;
+} narrow_bad;
+/* Each shape: fits says no, and pack refuses with MPL_ERR_INVALID_ARGUMENT and a message naming the rule it broke */
+static void narrow_refusals(const narrow_bad *bad, size_t n, bool (*fits)(const mpl_config *),
+                            mpl_status (*pack)(const mpl_config *, const mpl_canonical *, mpl_cuda_w4a16_layout *),
+                            const char *form) {
+    for (size_t i = 0; i < n; i++) {
+        mpl_config c;
+        mpl_canonical w;
+        mpl_config_init(&c, bad[i].k, 16);
+        c.group_size = bad[i].gs;
+        c.wtype = bad[i].t;
+        c.zero_points = mpl_wtype_zero_points(bad[i].t);
+        assert_false(fits(&c));
+        assert_int_equal(mpl_canonical_alloc(&w, &c), MPL_OK);
+        for (int64_t j = 0; j < w.n * w.groups; j++) w.scales[j] = 1.0f;
+        mpl_cuda_w4a16_layout l;
+        assert_int_equal(pack(&c, &w, &l), MPL_ERR_INVALID_ARGUMENT);
+        if (!strstr(mpl_last_error(), bad[i].says))
+            fail_msg("%s refusal '%s' should say '%s'", form, mpl_last_error(), bad[i].says);
+        mpl_canonical_free(&w);
+    }
+}
+
 /*
  * 2-bit halves (mpl_cuda_w4a16_pack_halves; its round trips are layout_round_trip's form-2 rows): hand-placed codes at
  * their bits (channel 128 v + j in bits 0-1, 128 v + 64 + j in bits 2-3 of the nibble a 4-bit layer gives packed
@@ -186,25 +214,9 @@ static void layout_halves(void **state) {
     }
     mpl_canonical_free(&w);
     /* refused shapes: k not a multiple of 128, groups of 64, a 3-bit type */
-    static const struct {
-        int64_t k, gs;
-        mpl_wtype t;
-        const char *says;
-    } bad[] = {{960, -1, MPL_WTYPE_UINT2B2, "k = 960"}, {1024, 64, MPL_WTYPE_UINT2, "group size 64"},
-               {1024, 128, MPL_WTYPE_UINT3B4, "uint3b4"}};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        mpl_config_init(&c, bad[i].k, 16);
-        c.group_size = bad[i].gs;
-        c.wtype = bad[i].t;
-        c.zero_points = mpl_wtype_zero_points(bad[i].t);
-        assert_false(mpl_cuda_w4a16_halves_fits(&c));
-        assert_int_equal(mpl_canonical_alloc(&w, &c), MPL_OK);
-        for (int64_t j = 0; j < w.n * w.groups; j++) w.scales[j] = 1.0f;
-        mpl_cuda_w4a16_layout l;
-        assert_int_equal(mpl_cuda_w4a16_pack_halves(&c, &w, &l), MPL_ERR_INVALID_ARGUMENT);
-        if (!strstr(mpl_last_error(), bad[i].says)) fail_msg("halves refusal '%s' should say '%s'", mpl_last_error(), bad[i].says);
-        mpl_canonical_free(&w);
-    }
+    static const narrow_bad bad[] = {{960, -1, MPL_WTYPE_UINT2B2, "k = 960"}, {1024, 64, MPL_WTYPE_UINT2, "group size 64"},
+                                     {1024, 128, MPL_WTYPE_UINT3B4, "uint3b4"}};
+    narrow_refusals(bad, sizeof bad / sizeof bad[0], mpl_cuda_w4a16_halves_fits, mpl_cuda_w4a16_pack_halves, "halves");
 }
 
 /*
@@ -252,25 +264,9 @@ static void layout_thirds(void **state) {
     }
     mpl_canonical_free(&w);
     /* refused shapes: k not a multiple of 256, groups of 64, a 2-bit type */
-    static const struct {
-        int64_t k, gs;
-        mpl_wtype t;
-        const char *says;
-    } bad[] = {{1152, -1, MPL_WTYPE_UINT3B4, "k = 1152"}, {1024, 64, MPL_WTYPE_UINT3, "group size 64"},
-               {1024, 128, MPL_WTYPE_UINT2B2, "uint2b2"}};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        mpl_config_init(&c, bad[i].k, 16);
-        c.group_size = bad[i].gs;
-        c.wtype = bad[i].t;
-        c.zero_points = mpl_wtype_zero_points(bad[i].t);
-        assert_false(mpl_cuda_w4a16_thirds_fits(&c));
-        assert_int_equal(mpl_canonical_alloc(&w, &c), MPL_OK);
-        for (int64_t j = 0; j < w.n * w.groups; j++) w.scales[j] = 1.0f;
-        mpl_cuda_w4a16_layout l;
-        assert_int_equal(mpl_cuda_w4a16_pack_thirds(&c, &w, &l), MPL_ERR_INVALID_ARGUMENT);
-        if (!strstr(mpl_last_error(), bad[i].says)) fail_msg("thirds refusal '%s' should say '%s'", mpl_last_error(), bad[i].says);
-        mpl_canonical_free(&w);
-    }
+    static const narrow_bad bad[] = {{1152, -1, MPL_WTYPE_UINT3B4, "k = 1152"}, {1024, 64, MPL_WTYPE_UINT3, "group size 64"},
+                                     {1024, 128, MPL_WTYPE_UINT2B2, "uint2b2"}};
+    narrow_refusals(bad, sizeof bad / sizeof bad[0], mpl_cuda_w4a16_thirds_fits, mpl_cuda_w4a16_pack_thirds, "thirds");
 }
 
 /*
@@ -712,6 +708,29 @@ static void default_paths(void **state) {
 }
 
 /* Path refusals, forcing and disabling by name, each with the value and the rule in the message. */
+/* A layer packed below 4 bits per weight (form: "halves" or "thirds"; h bf16, k 4096, n 1024 on cc 9.0): tc and
+ * skinny-rounded refuse it, naming the path, the type and the form; the default goes skinny to 16, wg to 512, dq after */
+static void narrow_no_tc(const mpl_config *h, const mpl_options *o, const char *form) {
+    mpl_verdict v;
+    const char *got = NULL;
+    static const char *no[] = {"cuda_w4a16:tc", "cuda_w4a16:skinny-rounded"};
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(mpl_check(h, o, no[i], &v), MPL_OK);
+        assert_int_equal(v.reason, MPL_REASON_WEIGHT_TYPE);
+        if (!strstr(v.message, no[i]) || !strstr(v.message, form) || !strstr(v.message, mpl_wtype_name(h->wtype)))
+            fail_msg("%s: %s refusal '%s' should name the path, the type and the %s", form, no[i], v.message, form);
+    }
+    static const struct {
+        int64_t m;
+        const char *want;
+    } dm[] = {{1, "cuda_w4a16:skinny"}, {16, "cuda_w4a16:skinny"}, {17, "cuda_w4a16:wg"}, {32, "cuda_w4a16:wg"},
+              {512, "cuda_w4a16:wg"}, {513, "cuda_w4a16:dq"}};
+    for (size_t i = 0; i < sizeof dm / sizeof dm[0]; i++) {
+        assert_int_equal(mpl_choose_path(h, o, dm[i].m, &got), MPL_OK);
+        if (!got || strcmp(got, dm[i].want)) fail_msg("%s m %lld: %s, want %s", form, (long long)dm[i].m, got ? got : "no path", dm[i].want);
+    }
+}
+
 static void path_refusals(void **state) {
     (void)state;
     mpl_config c;
@@ -776,22 +795,7 @@ static void path_refusals(void **state) {
         h.wtype = MPL_WTYPE_UINT2B2;
         h.act = MPL_ACT_BF16;
         fake_gpus(1, 90);
-        static const char *no[] = {"cuda_w4a16:tc", "cuda_w4a16:skinny-rounded"};
-        for (int i = 0; i < 2; i++) {
-            assert_int_equal(mpl_check(&h, &o, no[i], &v), MPL_OK);
-            assert_int_equal(v.reason, MPL_REASON_WEIGHT_TYPE);
-            if (!strstr(v.message, no[i]) || !strstr(v.message, "halves") || !strstr(v.message, "uint2b2"))
-                fail_msg("halves: %s refusal '%s' should name the path, the type and the halves", no[i], v.message);
-        }
-        static const struct {
-            int64_t m;
-            const char *want;
-        } hm[] = {{1, "cuda_w4a16:skinny"}, {16, "cuda_w4a16:skinny"}, {17, "cuda_w4a16:wg"}, {32, "cuda_w4a16:wg"},
-                  {512, "cuda_w4a16:wg"}, {513, "cuda_w4a16:dq"}};
-        for (size_t i = 0; i < sizeof hm / sizeof hm[0]; i++) {
-            assert_int_equal(mpl_choose_path(&h, &o, hm[i].m, &got), MPL_OK);
-            if (!got || strcmp(got, hm[i].want)) fail_msg("halves m %lld: %s, want %s", (long long)hm[i].m, got ? got : "no path", hm[i].want);
-        }
+        narrow_no_tc(&h, &o, "halves");
         /* stream-K's first bucket from m = 17 where it pays (70B down), not where it does not (8B gate_up) */
         mpl_config hd = h, hg = h;
         hd.k = hd.full_k = 28672, hd.n = hd.full_n = 8192;
@@ -831,22 +835,7 @@ static void path_refusals(void **state) {
         h.wtype = MPL_WTYPE_UINT3B4;
         h.act = MPL_ACT_BF16;
         fake_gpus(1, 90);
-        static const char *no[] = {"cuda_w4a16:tc", "cuda_w4a16:skinny-rounded"};
-        for (int i = 0; i < 2; i++) {
-            assert_int_equal(mpl_check(&h, &o, no[i], &v), MPL_OK);
-            assert_int_equal(v.reason, MPL_REASON_WEIGHT_TYPE);
-            if (!strstr(v.message, no[i]) || !strstr(v.message, "thirds") || !strstr(v.message, "uint3b4"))
-                fail_msg("thirds: %s refusal '%s' should name the path, the type and the thirds", no[i], v.message);
-        }
-        static const struct {
-            int64_t m;
-            const char *want;
-        } tm[] = {{1, "cuda_w4a16:skinny"}, {16, "cuda_w4a16:skinny"}, {17, "cuda_w4a16:wg"}, {32, "cuda_w4a16:wg"},
-                  {512, "cuda_w4a16:wg"}, {513, "cuda_w4a16:dq"}};
-        for (size_t i = 0; i < sizeof tm / sizeof tm[0]; i++) {
-            assert_int_equal(mpl_choose_path(&h, &o, tm[i].m, &got), MPL_OK);
-            if (!got || strcmp(got, tm[i].want)) fail_msg("thirds m %lld: %s, want %s", (long long)tm[i].m, got ? got : "no path", tm[i].want);
-        }
+        narrow_no_tc(&h, &o, "thirds");
         mpl_config hw = h; /* wide (n >= 16384, n > k): skinny to 8, wg from 9 */
         hw.n = hw.full_n = 28672;
         assert_int_equal(mpl_choose_path(&hw, &o, 8, &got), MPL_OK);

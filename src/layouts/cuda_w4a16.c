@@ -277,15 +277,20 @@ static mpl_status unpack8(const mpl_cuda_w4a16_layout *l, int act_order, mpl_can
 
 static mpl_status unpack_common(const mpl_cuda_w4a16_layout *l, int act_order, mpl_canonical *out);
 
-/* Halves back to 2-bit codes: channel ch (sorted) is bits 2 ((ch / 64) & 1) of packed position 64 (ch / 128) + ch % 64. */
-static mpl_status unpack_halves(const mpl_cuda_w4a16_layout *l, int act_order, mpl_canonical *out) {
+/* The canonical form a one-plane layout (4-bit codes, halves or thirds) unpacks into, allocated: k = x's row length. */
+static mpl_status alloc_one_plane(const mpl_cuda_w4a16_layout *l, int act_order, mpl_canonical *out) {
     mpl_config c;
     mpl_config_init(&c, l->k, l->n);
     c.wtype = l->wtype;
     c.group_size = l->cfg_group_size;
     c.zero_points = l->zeros != NULL;
     c.act_order = act_order;
-    mpl_status st = mpl_canonical_alloc(out, &c);
+    return mpl_canonical_alloc(out, &c);
+}
+
+/* Halves back to 2-bit codes: channel ch (sorted) is bits 2 ((ch / 64) & 1) of packed position 64 (ch / 128) + ch % 64. */
+static mpl_status unpack_halves(const mpl_cuda_w4a16_layout *l, int act_order, mpl_canonical *out) {
+    mpl_status st = alloc_one_plane(l, act_order, out);
     if (st != MPL_OK) return st;
     for (int64_t n = 0; n < l->n; n++)
         for (int64_t ch = 0; ch < l->k; ch++) {
@@ -299,13 +304,7 @@ static mpl_status unpack_halves(const mpl_cuda_w4a16_layout *l, int act_order, m
 /* Thirds back to 3-bit codes: channel ch (sorted) of run u = ch / 256, chunk i = (ch / 64) % 4, slot j = ch % 64 is bits 0-2
  * of packed position 64 (3u + i) + j for i < 3; for i = 3 its bit 2 - s is bit 3 of packed position 64 (3u + s) + j. */
 static mpl_status unpack_thirds(const mpl_cuda_w4a16_layout *l, int act_order, mpl_canonical *out) {
-    mpl_config c;
-    mpl_config_init(&c, l->k, l->n);
-    c.wtype = l->wtype;
-    c.group_size = l->cfg_group_size;
-    c.zero_points = l->zeros != NULL;
-    c.act_order = act_order;
-    mpl_status st = mpl_canonical_alloc(out, &c);
+    mpl_status st = alloc_one_plane(l, act_order, out);
     if (st != MPL_OK) return st;
     for (int64_t n = 0; n < l->n; n++)
         for (int64_t ch = 0; ch < l->k; ch++) {
@@ -325,13 +324,7 @@ mpl_status mpl_cuda_w4a16_unpack(const mpl_cuda_w4a16_layout *l, int act_order, 
     if (l->planes == 2) return unpack8(l, act_order, out);
     if (l->halves) return unpack_halves(l, act_order, out);
     if (l->thirds) return unpack_thirds(l, act_order, out);
-    mpl_config c;
-    mpl_config_init(&c, l->k, l->n);
-    c.wtype = l->wtype;
-    c.group_size = l->cfg_group_size;
-    c.zero_points = l->zeros != NULL;
-    c.act_order = act_order;
-    mpl_status st = mpl_canonical_alloc(out, &c);
+    mpl_status st = alloc_one_plane(l, act_order, out);
     if (st != MPL_OK) return st;
     int64_t KC = l->k_pad / MPL_CUDA_W4A16_KC;
     for (int64_t nt = 0; nt < l->n_pad / MPL_CUDA_W4A16_NT; nt++)
