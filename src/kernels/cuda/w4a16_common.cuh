@@ -71,13 +71,15 @@ struct ActF16 {
     static constexpr uint32_t ONES = 0x3C003C00u;
     static constexpr float OFF = 1024.0f; /* the offset of every register (0x6400) */
     static constexpr int G8_MUL = 16;     /* rows g+8's multiplier of the code */
+    /* M: a nibble's code bits (15; 7 for thirds, whose bit 3 belongs to another chunk) */
+    template <uint32_t M = 15u>
     __device__ static __forceinline__ void dequant_off(uint32_t w, uint32_t a[4]) {
         const uint32_t MAGIC = 0x64006400u;
         uint32_t w8 = w >> 8;
-        a[0] = and_or(w, 0x000f000fu, MAGIC);
-        a[1] = and_or(w, 0x00f000f0u, MAGIC);
-        a[2] = and_or(w8, 0x000f000fu, MAGIC);
-        a[3] = and_or(w8, 0x00f000f0u, MAGIC);
+        a[0] = and_or(w, M * 0x00010001u, MAGIC);
+        a[1] = and_or(w, M * 0x00100010u, MAGIC);
+        a[2] = and_or(w8, M * 0x00010001u, MAGIC);
+        a[3] = and_or(w8, M * 0x00100010u, MAGIC);
     }
     __device__ static __forceinline__ void mma(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
         asm volatile(
@@ -132,12 +134,14 @@ struct ActBF16 {
     static constexpr uint32_t MUL_Q = 0x7F007F00u;   /* 2^127: (q - 8) 2^-6 with ADD = -8 2^-6 */
     static constexpr uint32_t MUL_16Q = 0x7D007D00u; /* 2^123 */
     static constexpr float SUB_SCALE = 64.0f;        /* the exact sums come out times 2^-6 */
+    /* M: a nibble's code bits (15; 7 for thirds) */
+    template <uint32_t M = 15u>
     __device__ static __forceinline__ void nib_sub(uint32_t w, uint32_t q[4]) {
         const uint32_t w8 = w >> 8;
-        q[0] = w & 0x000f000fu;
-        q[1] = w & 0x00f000f0u;
-        q[2] = w8 & 0x000f000fu;
-        q[3] = w8 & 0x00f000f0u;
+        q[0] = w & (M * 0x00010001u);
+        q[1] = w & (M * 0x00100010u);
+        q[2] = w8 & (M * 0x00010001u);
+        q[3] = w8 & (M * 0x00100010u);
     }
     __device__ static __forceinline__ uint32_t fma2(uint32_t a, uint32_t b, uint32_t c) {
         uint32_t d;
@@ -147,8 +151,9 @@ struct ActBF16 {
     /* a * b rounded once (fma with -0: mul.bf16x2 needs sm_90, fma.bf16x2 runs on sm_80) */
     __device__ static __forceinline__ uint32_t mul2(uint32_t a, uint32_t b) { return fma2(a, b, 0x80008000u); }
     /* nib_sub's pairs brought to (c - z) 2^-6 by one fma each: add_g / add_g8 = -z 2^-6 of rows g / g + 8 (w8_add) */
+    template <uint32_t M = 15u>
     __device__ static __forceinline__ void dequant_sub(uint32_t w, uint32_t add_g, uint32_t add_g8, uint32_t q[4]) {
-        nib_sub(w, q);
+        nib_sub<M>(w, q);
         q[0] = fma2(q[0], MUL_Q, add_g);
         q[1] = fma2(q[1], MUL_16Q, add_g8);
         q[2] = fma2(q[2], MUL_Q, add_g);
@@ -437,6 +442,15 @@ static cudaError_t launch_ksplit(Kern kern, unsigned gx, int ksplit, int threads
     cfg.attrs = attr;
     cfg.numAttrs = ksplit > 1 ? 1 : 0;
     return cudaLaunchKernelEx(&cfg, kern, args...);
+}
+
+/* 3-bit thirds (docs/layouts/cuda_w4a16.md "3-bit: thirds"): the word of x chunk 4u + 3's codes from the same lane's
+ * words a, b, c of a run's three blocks (its bits 2, 1, 0 in their bit 3s) into bits 0-2 of each nibble, bit 3 left as
+ * junk (every reader masks the code with 7): 3 shifts + 2 lop3 per 8 weights */
+__device__ __forceinline__ uint32_t thirds_fourth(uint32_t a, uint32_t b, uint32_t c) {
+    const uint32_t K2 = 0x44444444u, K0 = 0x11111111u;
+    const uint32_t u = ((a >> 1) & K2) | ((b >> 2) & ~K2); /* bit 2 from a, bit 1 from b (bits 0, 3 junk) */
+    return (u & ~K0) | ((c >> 3) & K0);                   /* bit 0 from c */
 }
 
 } // namespace cuda_w4a16

@@ -75,7 +75,7 @@ __global__ void __launch_bounds__(256) w4a16_dq_slab(const mpl_cuda_w4a16_args a
             const uint32_t wb = j == 0 ? qb.x : j == 1 ? qb.y : j == 2 ? qb.z : qb.w;
             const uint32_t wc = j == 0 ? qc.x : j == 1 ? qc.y : j == 2 ? qc.z : qc.w;
             /* TH: chunk 4u + 3's codes gathered from the bit 3s of A, B, C (its bits 2, 1, 0) into bits 0-2 */
-            const uint32_t w3 = TH ? ((wd >> 1) & 0x44444444u) | ((wb >> 2) & 0x22222222u) | ((wc >> 3) & 0x11111111u) : 0u;
+            const uint32_t w3 = TH ? thirds_fourth(wd, wb, wc) : 0u;
             uint32_t wh = 0;
             if (PL) {
                 /* the high plane's zeros (its own groups); the code is low + 16 high, the zero zl + 16 zh,

@@ -716,14 +716,6 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
  */
 /* The layer kinds w4a16_gemv reads: 4-bit codes, halves (bf16 2-bit), two 8-bit planes, thirds (3-bit) */
 enum { GV_NIB = 0, GV_HALVES = 1, GV_W8 = 2, GV_THIRDS = 3 };
-/* thirds: the word of x chunk 4u + 3's codes from the same lane's words a, b, c of a run's three blocks (its bits 2, 1, 0
- * in their bit 3s: docs/layouts/cuda_w4a16.md "3-bit: thirds") into bits 0-2 of each nibble, bit 3 left as junk (the
- * dequantization masks with 7): 3 shifts + 2 lop3 per 8 weights */
-__device__ __forceinline__ uint32_t thirds_fourth(uint32_t a, uint32_t b, uint32_t c) {
-    const uint32_t K2 = 0x44444444u, K0 = 0x11111111u;
-    const uint32_t u = ((a >> 1) & K2) | ((b >> 2) & ~K2); /* bit 2 from a, bit 1 from b (bits 0, 3 junk) */
-    return (u & ~K0) | ((c >> 3) & K0);                   /* bit 0 from c */
-}
 /* 8-bit: the low-plane word wl and the high-plane word wh of the same eight weights rebuilt into their byte codes c
  * (dequant8's selects and prmt, without its fma), placed under the high byte HI: bf16 HI = 0, c 2^-133 exactly
  * (exponent field 0 or 1); f16 HI = 0x64, 1024 + c. Rows g and g + 8 both at 1 c: 2 shifts + 2 lop3 + 4 prmt per 8. */
@@ -746,15 +738,9 @@ struct Gv<ActBF16> {
     static constexpr float OFF = 0.0f;
     static constexpr float OUT = 590295810358705651712.0f; /* 2^69 = 2^133 / 2^64 */
     static constexpr bool SCALE_X = true;
-    __device__ static __forceinline__ void dequant(uint32_t w, uint32_t a[4]) { ActBF16::nib_sub(w, a); }
-    /* thirds: nib_sub on bits 0-2 of each nibble (bit 3 is the fourth chunk's) */
-    __device__ static __forceinline__ void dequant3(uint32_t w, uint32_t a[4]) {
-        const uint32_t w8 = w >> 8;
-        a[0] = w & 0x00070007u;
-        a[1] = w & 0x00700070u;
-        a[2] = w8 & 0x00070007u;
-        a[3] = w8 & 0x00700070u;
-    }
+    /* M: a nibble's code bits (7 for thirds: bit 3 is the fourth chunk's) */
+    template <uint32_t M = 15u>
+    __device__ static __forceinline__ void dequant(uint32_t w, uint32_t a[4]) { ActBF16::nib_sub<M>(w, a); }
     /* halves: half H's 2-bit codes as subnormals, rows g at 4^H c 2^-133 and rows g + 8 at 16 4^H c 2^-133 (the f16
      * halves_off masks, no constant OR'd): 1 shift + 8 lop3 per 16 weights */
     template <int H>
@@ -774,15 +760,8 @@ struct Gv<ActF16> {
     static constexpr float OFF = 1024.0f;
     static constexpr float OUT = 1.0f;
     static constexpr bool SCALE_X = false;
-    __device__ static __forceinline__ void dequant(uint32_t w, uint32_t a[4]) { ActF16::dequant_off(w, a); }
-    /* thirds: dequant_off on bits 0-2 of each nibble (1024 + q, 1024 + 16 q) */
-    __device__ static __forceinline__ void dequant3(uint32_t w, uint32_t a[4]) {
-        const uint32_t MAGIC = 0x64006400u, w8 = w >> 8;
-        a[0] = and_or(w, 0x00070007u, MAGIC);
-        a[1] = and_or(w, 0x00700070u, MAGIC);
-        a[2] = and_or(w8, 0x00070007u, MAGIC);
-        a[3] = and_or(w8, 0x00700070u, MAGIC);
-    }
+    template <uint32_t M = 15u>
+    __device__ static __forceinline__ void dequant(uint32_t w, uint32_t a[4]) { ActF16::dequant_off<M>(w, a); }
 };
 static_assert(ActF16::G8_MUL == 16, "w4a16_gemv: rows g + 8 read at 16 times the code in both types");
 
@@ -1020,10 +999,10 @@ __global__ void __launch_bounds__(SK_THREADS, GvShape<NW, SF, ZP, V, MX>::BPS) w
                         const uint32_t b0 = j == 0 ? wb.x : j == 1 ? wb.y : j == 2 ? wb.z : wb.w;
                         const uint32_t c0 = j == 0 ? wc.x : j == 1 ? wc.y : j == 2 ? wc.z : wc.w;
                         uint32_t af[4];
-                        G::dequant3(hh == 0 ? a0 : c0, af);
+                        G::template dequant<7u>(hh == 0 ? a0 : c0, af);
 #pragma unroll
                         for (int mt = 0; mt < MT; mt++) A::mma(cg[i][mt], af, b[0][j][mt][0], b[0][j][mt][1]);
-                        G::dequant3(hh == 0 ? b0 : thirds_fourth(a0, b0, c0), af);
+                        G::template dequant<7u>(hh == 0 ? b0 : thirds_fourth(a0, b0, c0), af);
 #pragma unroll
                         for (int mt = 0; mt < MT; mt++) A::mma(cg[i][mt], af, b[1][j][mt][0], b[1][j][mt][1]);
                     }

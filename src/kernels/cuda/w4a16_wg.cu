@@ -162,14 +162,7 @@ __device__ __forceinline__ void split_f16_scale(uint32_t h, uint32_t &hi2, uint3
     lo2 = lb * 0x10001u;
 }
 
-/* ---- thirds (3-bit: docs/layouts/cuda_w4a16.md "3-bit: thirds") ---- */
-/* The fourth chunk's codes from the same lane's words a, b, c of a run's three blocks: bit 2 from a's bit 3, bit 1
- * from b's, bit 0 from c's. Two bit selects (lop3) after the shifts instead of three masks and two ORs; bit 3 is left
- * as c's bit 6, junk that the dequantization's 3-bit masks drop. */
-__device__ __forceinline__ uint32_t thirds_fourth(uint32_t a, uint32_t b, uint32_t c) {
-    const uint32_t ab = ((a >> 1) & 0x44444444u) | ((b >> 2) & ~0x44444444u);
-    return (ab & 0x66666666u) | ((c >> 3) & ~0x66666666u);
-}
+/* ---- thirds (3-bit: docs/layouts/cuda_w4a16.md "3-bit: thirds"; the fourth chunk's codes: thirds_fourth) ---- */
 /* Lane's four words (k16 steps) of x chunk 4u + h of the run at p (this lane's 16 bytes of block 0; block s R / 16
  * blocks further): block h's as they lie (bits 0-2 the code, bit 3 the fourth chunk's), or for h = 3 thirds_fourth of
  * all three. Either way only bits 0-2 of each nibble are code bits. */
@@ -180,15 +173,6 @@ __device__ __forceinline__ uint4 thirds_words(const unsigned char *p, int h) {
     const uint4 b = *reinterpret_cast<const uint4 *>(p + R * 32), c = *reinterpret_cast<const uint4 *>(p + 2 * R * 32);
     return make_uint4(thirds_fourth(a.x, b.x, c.x), thirds_fourth(a.y, b.y, c.y), thirds_fourth(a.z, b.z, c.z),
                       thirds_fourth(a.w, b.w, c.w));
-}
-/* ActBF16::dequant_sub on 3-bit codes: nib_sub's masks with 7 instead of 15 (dropping bit 3, which is not a code bit
- * in a thirds word), the rest as there: (c - z) 2^-6, exact (c, z <= 7) */
-__device__ __forceinline__ void dequant_sub3(uint32_t w, uint32_t add_g, uint32_t add_g8, uint32_t q[4]) {
-    const uint32_t w8 = w >> 8;
-    q[0] = ActBF16::fma2(w & 0x00070007u, ActBF16::MUL_Q, add_g);
-    q[1] = ActBF16::fma2(w & 0x00700070u, ActBF16::MUL_16Q, add_g8);
-    q[2] = ActBF16::fma2(w8 & 0x00070007u, ActBF16::MUL_Q, add_g);
-    q[3] = ActBF16::fma2(w8 & 0x00700070u, ActBF16::MUL_16Q, add_g8);
 }
 
 /* The persistent schedule of the stream-K form (file comment; the host's plan, wg_plan, as the kernel reads it). */
@@ -233,7 +217,7 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
      * 8 weights instead of 3 shifts (the skinny path's nib_sub) -- against the split of 2^6 s (exact for every f16
      * scale: tests/test_cuda_w4a16.c wg_split_scale_exact). Static SASS per chunk (split-K form, BT 128): 238 -> 225
      * instructions. The bf16- and f32-scale forms keep the 128-offset form: their 2^6 s would overflow from
-     * |s| >= 2^122. Thirds take it too, with 3-bit masks (dequant_sub3). */
+     * |s| >= 2^122. Thirds take it too, with 3-bit masks (dequant_sub<7>). */
     constexpr bool SUB = A::id == MPL_CUDA_W4A16_ACT_BF16 && PL == 1 && !HV && SC == SC_SPLIT;
     /* bf16 8-bit weights (dequant8) and SUB's come out as (c - z) 2^-6: their scale is 2^6 s (exact: a power of two) */
     constexpr float W8_MUL = (PL == 2 || SUB) && A::id == MPL_CUDA_W4A16_ACT_BF16 ? 64.0f : 1.0f;
@@ -439,8 +423,7 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
                     } else {
                         uint32_t q[4];
                         if constexpr (PL == 2) dequant8<A>(w, wh, add_g, add_g8, q);
-                        else if constexpr (SUB && TH) dequant_sub3(w, add_g, add_g8, q);
-                        else if constexpr (SUB) ActBF16::dequant_sub(w, add_g, add_g8, q);
+                        else if constexpr (SUB) ActBF16::dequant_sub<CODE>(w, add_g, add_g8, q); /* thirds: 3-bit masks */
                         else A::template dequant<CODE>(w, add_g, add_g8, q);
                         if constexpr (SC == SC_S16) {
                             cur[s][j][0] = fma16x2(A::id, q[0], k0, 0x80008000u);
