@@ -3,7 +3,8 @@
 # wg's upper end for thirds; the 2-bit halves' grid at m = 1, 2).
 #   a:  the thirds rounds of the device matrix (MPL_CUDA_W4A16_TEST_THIRDS: the wg and dq thirds kernels changed in the
 #       review mend a284449 and had not run); forced sweeps at m = 1, 2 of skinny's split-K (1..4) and row tiles (2, 4)
-#       for uint3b4 and uint2b2 on the four 70B layers; forced sweeps of uint3b4 at m 256..1024 (wg, wg-streamk, dq).
+#       for uint3b4 and uint2b2 on the four 70B layers; forced sweeps of uint3b4 at m 256..1024 (wg, wg-streamk, dq); ncu of the dq
+#       slab kernel at m = 1024 on 70B qkv, thirds and 4-bit codes (thirds' dq ran 1.20x the codes' in v31).
 #   b:  the whole device matrix and test_cuda_faults (TEST_S, default 400), after a change of the defaults.
 # Binaries packed as in bench/cuda/dev_unpack.sh. Logs come back as one tar ($OUT/v32_MODE.tgz).
 set -u
@@ -26,6 +27,9 @@ a)
   timeout 170 $B --sweep --sets "default,wg,wg-streamk,dq" --shapes 70B.gate_up,70B.down,70B.qkv,8B.gate_up --m 256,512,1024 \
       --wtype uint3b4 --reps 10 > "$R/sweep3_large.log" 2>&1
   grep -h "^sweep" "$R/sweep3_large.log" | grep -v "cuBLAS bf16" | sed 's/ us .*//; s/^sweep //' | awk '{$1=$1; print}' | paste -d'|' - - - -
+  stamp "ncu dq slab, 70B qkv m = 1024: thirds, then 4-bit codes"
+  dev_ncu "$R/ncu_dq_thirds.txt" $B w4a16_dq_slab --shapes 70B.qkv --m 1024 --wtype uint3b4 --reps 1
+  dev_ncu "$R/ncu_dq_codes.txt" $B w4a16_dq_slab --shapes 70B.qkv --m 1024 --wtype uint4b8 --reps 1
   ;;
 b)
   TEST_S=${TEST_S:-400} dev_tests "$R"
