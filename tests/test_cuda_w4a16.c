@@ -836,12 +836,23 @@ static void path_refusals(void **state) {
         h.act = MPL_ACT_BF16;
         fake_gpus(1, 90);
         narrow_no_tc(&h, &o, "thirds");
-        mpl_config hw = h; /* wide (n >= 16384, n > k): skinny to 8, wg from 9 */
+        mpl_config hw = h; /* wide (n >= 16384, n > k): skinny to 8, wg from 9; > 2^26 weights: wg to 1024, dq after */
         hw.n = hw.full_n = 28672;
         assert_int_equal(mpl_choose_path(&hw, &o, 8, &got), MPL_OK);
         assert_string_equal(got, "cuda_w4a16:skinny");
         assert_int_equal(mpl_choose_path(&hw, &o, 9, &got), MPL_OK);
         assert_string_equal(got, "cuda_w4a16:wg");
+        assert_int_equal(mpl_choose_path(&hw, &o, 1024, &got), MPL_OK);
+        assert_string_equal(got, "cuda_w4a16:wg");
+        assert_int_equal(mpl_choose_path(&hw, &o, 1025, &got), MPL_OK);
+        assert_string_equal(got, "cuda_w4a16:dq");
+        mpl_config ho = h; /* 2^26 weights (70B o): dq from 513; with zero points too (wg to 1024 not measured) */
+        ho.k = ho.full_k = 8192, ho.n = ho.full_n = 8192;
+        assert_int_equal(mpl_choose_path(&ho, &o, 513, &got), MPL_OK);
+        assert_string_equal(got, "cuda_w4a16:dq");
+        hw.wtype = MPL_WTYPE_UINT3, hw.zero_points = 1;
+        assert_int_equal(mpl_choose_path(&hw, &o, 513, &got), MPL_OK);
+        assert_string_equal(got, "cuda_w4a16:dq");
         h.wtype = MPL_WTYPE_UINT3, h.zero_points = 1, h.act = MPL_ACT_F16; /* with zero points, f16: the same */
         assert_int_equal(mpl_check(&h, &o, "cuda_w4a16:tc", &v), MPL_OK);
         assert_int_equal(v.reason, MPL_REASON_WEIGHT_TYPE);

@@ -16,7 +16,7 @@
  *           with weights rounded once to bf16 when the scales are bf16 (else exact sums, scaled by 2^-6)
  *   skinny  the same range: f16 activations and zero points; streaming GEMV-like, mma.sync, exact group sums
  *   wg-streamk  m 33..512 (8-bit, halves, thirds: ..256) where it pays (K, N), cc 9.0 only: wg's kernel on a persistent stream-K grid, rounded weights
- *   wg      m 33..512 (4-bit, >= 2^27 weights: ..1024; 8-bit: skinny's end..256), cc 9.0 only   wgmma tiles, exact group sums only for m <= 32 (else rounded weights)
+ *   wg      m 33..512 (4-bit, >= 2^27 weights, thirds > 2^26: ..1024; 8-bit: skinny's end..256), cc 9.0 only   wgmma tiles, exact group sums only for m <= 32 (else rounded weights)
  *   dq      m >= 161 (>= 513 on cc 9.0)   slabs dequantized to 16-bit weights + cuBLAS: rounded weights
  *   tc      any m (the fallback)           mma.sync tiles, exact group sums
  * Launchers: w4a16_launch.h. The numbers behind each range are the rows' `why` (bench/cuda/NOTES.md has
@@ -177,11 +177,19 @@ static mpl_reason wg_sk_can_implement(const mpl_config *c, const mpl_platform *p
  *   below 2^27 dq is level or ahead (8B gate_up, 1.2e8 weights: H100 442.2 vs 429.8, H200 450.3 vs 428.7; 70B qkv
  *   H100 356.1 vs 305.9), and at m = 2048 on every layer (H200 v26: 70B gate_up 3322.1 vs 3218.7, 70B down 1659.9
  *   vs 1609.1). 8-bit layers: dq ahead at 1024 (H100 v27 70B gate_up 2133.6 vs 1851.1); halves and zero points not
- *   measured. */
+ *   measured.
+ * - thirds (3-bit): to m = 1024 on layers of more than 2^26 weights, where wg reads three bits per weight and dq's pass
+ *   (a thread per run, 46 registers: five blocks per SM, one iteration each) is latency-bound (ncu, 70B qkv: 52.3 us at
+ *   38% of DRAM against the 4-bit pass's 34.7 us at 58%). H100 v32, uint3b4 bf16, forced, us, wg vs dq (the 4-bit
+ *   default of the same call): 70B gate_up 1472.7 vs 2015.2 (wg 1658.6), 70B down 726.9 vs 1021.3 (wg 794.5), 8B
+ *   gate_up 381.7 vs 464.6 (dq 460.4), 70B qkv (8.4e7 weights, the smallest measured) 307.4 vs 338.9 (dq 298.3);
+ *   smaller layers and zero points are not measured and keep dq. */
 #define MPL_CUDA_W4A16_WG_BIG_LAYER ((int64_t)1 << 27)
+#define MPL_CUDA_W4A16_WG_BIG_THIRDS ((int64_t)1 << 26)
 static void wg_m_range(const mpl_config *c, const mpl_platform *p, int64_t *m_min, int64_t *m_max) {
     const int64_t big = MPL_CUDA_W4A16_WG_BIG_LAYER;
     if (!is_w8(c) && !packs_narrow(c, p) && !c->zero_points && c->k > 0 && c->n >= (big + c->k - 1) / c->k) *m_max = 1024;
+    if (packs_thirds(c, p) && !c->zero_points && c->k > 0 && c->n > MPL_CUDA_W4A16_WG_BIG_THIRDS / c->k) *m_max = 1024;
     if (is_w8(c)) *m_min = skinny_max_m(c, p) + 1, *m_max = 256;
     if (packs_narrow(c, p)) *m_min = skinny_max_m(c, p) + 1;
 }
@@ -347,7 +355,9 @@ static const mpl_path_desc paths[NPATHS] = {
                "points to m = 1024 (dq copies the whole layer): 70B gate_up m = 1024 1645.9 vs dq 1800.6 us (H100 v27), "
                "1681.3 vs 1957.2 (H200 v26); 70B down 844.9 vs 885.0 (H200), 877.0 vs 877.5 (H100); 3-bit thirds (no tc): as "
                "halves (H100 v31, uint3b4 defaults: 8B gate_up m = 17 32.7 us vs 40.5 for 4-bit codes on tc, m = 256 109.1 "
-               "vs 109.9; 1024 not measured against dq)",
+               "vs 109.9), and on layers of > 2^26 weights without zero points to m = 1024, where dq's thirds pass is "
+               "latency-bound (H100 v32, forced, wg vs dq: 70B gate_up 1472.7 vs 2015.2 us, 70B down 726.9 vs 1021.3, "
+               "8B gate_up 381.7 vs 464.6, 70B qkv 307.4 vs 338.9)",
         .can_implement = wg_can_implement,
         .m_range = wg_m_range,
     },

@@ -1273,7 +1273,8 @@ static cudaError_t launch_act(const mpl_cuda_w4a16_args *a, cudaStream_t stream,
  * uint8b128, 4 vs 2 blocks: 8B qkv (N 6144, where the 4-bit rule picks 2) 14.8 vs 16.2 us, 70B qkv 36.5 vs 42.6,
  * 70B down 88.8 vs 120.9, 8B gate_up 51.8 vs 54.0, 70B gate_up 175.4 vs 178.5.
  * Split-K: one wave holds sms * 2 blocks (two per SM: launch bounds and the rings' shared
- * memory; sms with w4a16_gemv's two token tiles, one block per SM). A memory-bound kernel wants every SM busy but no second, partial wave, so K is split
+ * memory; sms with w4a16_gemv's two token tiles, one block per SM, and for halves and thirds layers, where
+ * w4a16_gemv splits only to one block per SM: below). A memory-bound kernel wants every SM busy but no second, partial wave, so K is split
  * by the largest factor that keeps blocks * split within one wave (at most 8, the portable
  * cluster size, and at least 8 chunks -- one per warp -- per split). Clusters need sm_90.
  */
@@ -1295,7 +1296,13 @@ static int launch_skinny(const mpl_cuda_w4a16_args *a, void *stream, bool rounde
     int blocks = (ntiles + tiles - 1) / tiles;
     int ksplit = a->ksplit;
     if (ksplit <= 0) {
-        int slots = a->sms * bps;
+        /* w4a16_gemv on a layer below 4 bits (halves, thirds): split K only while blocks fill fewer than one per SM. At
+         * 3/8 or 1/4 byte per weight a block's share is short, and the second block per SM (split-K 2 through clusters)
+         * cost more than it hid. H100 v32, bf16, forced, us, split-K 1 vs the rule below (2): 70B down M = 1 3-bit 35.25
+         * vs 37.01, 2-bit 26.01 vs 28.86; 70B o 3-bit 13.05 vs 14.88, 2-bit 10.38 vs 12.20; 2-bit m = 2 70B down 25.19
+         * vs 26.56, 70B o 9.93 vs 11.31 (128 blocks of four row tiles on 132 SMs) */
+        const bool narrow = (a->halves || a->thirds) && cuda_w4a16::gemv_takes(a);
+        int slots = a->sms * (narrow ? 1 : bps);
         ksplit = blocks >= slots ? 1 : slots / blocks;
         if (ksplit > KC / 8) ksplit = KC / 8;
     }
