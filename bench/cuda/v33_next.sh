@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# bench/cuda/v33_next.sh MODE -- on the device machine; prepared in session 39 (bench/cuda/NOTES.md v32), not yet run.
+#   dq:   the thread-per-(lane, step) thirds dq pass (bench/results/v32/dq_thirds.patch, 32 registers, coalesced stores).
+#         Build here with the patch applied (git apply bench/results/v32/dq_thirds.patch), pack those binaries as usual and
+#         the unpatched tree's bench_cuda_w4a16 beside them as .h200/bench_cuda_w4a16_old (bench/cuda/dev_unpack.sh
+#         bench_of). Runs: the thirds rounds of the device matrix (the new kernel's correctness: dq slabs, zero points,
+#         both activation types), ncu of the dq slab kernel on 70B qkv m = 1024 (52.3 us at 37.7% of DRAM before), then
+#         old / new in turns at m = 513, 1024, 2048 on the layers that keep dq (70B o, 8B qkv; and 70B qkv at 2048).
+#   peers: Humming 0.1.19 int2 / int3 / int8 beside the current 2-bit halves, 3-bit thirds and 8-bit planes (v21's int2 /
+#         int8 figures predate the w4a16_gemv forms), M 1, 16, 64, 256, 1024, with our defaults at the same M, and ncu of
+#         w4a16_gemv on 70B gate_up M = 1 at 2 bits (82% of the 243 MB window, not profiled).
+# Logs come back as one tar ($OUT/v33_MODE.tgz).
+set -u
+. bench/cuda/dev_unpack.sh
+dev_begin v33 "${1:-dq}"
+B=.h200/bench_cuda_w4a16
+case "${1:-dq}" in
+dq)
+  dev_card "$R"
+  stamp "thirds rounds"
+  dev_rounds "$R" thirds
+  stamp "ncu dq slab (thirds), 70B qkv m = 1024"
+  dev_ncu "$R/ncu_dq_thirds.txt" $B w4a16_dq --shapes 70B.qkv --m 1024 --wtype uint3b4 --reps 1
+  stamp "old / new, dq layers"
+  S=70B.o,8B.qkv,70B.qkv
+  for r in 1 2 3; do
+    for v in old new; do
+      timeout 60 stdbuf -oL "$(bench_of $v)" --shapes "$S" --m 513,1024,2048 --wtype uint3b4 --reps 10 > "$R/ab_${v}_$r.log" 2>&1
+    done
+  done
+  grep -h "cuda_w4a16" "$R"/ab_*_1.log | awk '{print $1, $2, $4, $5}'
+  ;;
+peers)
+  dev_card "$R"
+  for w in uint2b2 uint3b4 uint8b128; do
+    stamp "defaults $w"
+    timeout 60 stdbuf -oL $B --shapes 70B.gate_up,70B.down,8B.qkv,8B.gate_up --m 1,16,64,256,1024 --wtype $w --reps 10 > "$R/default_$w.log" 2>&1
+    grep -E "cuda_w4a16" "$R/default_$w.log" | awk '{print $1, $2, $4, $5}' | paste - - - - -
+  done
+  for b in 2 3 8; do
+    stamp "humming $b"
+    HMS=1,16,64,256,1024 PEER_SECONDS=${PEER_SECONDS:-100} dev_humming $b "$R/humming$b" | tail -14
+  done
+  stamp "ncu 2-bit 70B gate_up M = 1"
+  dev_ncu "$R/ncu_halves_m1.txt" $B w4a16_gemv --shapes 70B.gate_up --m 1 --wtype uint2b2 --reps 1
+  ;;
+esac
+dev_end v33 "${1:-dq}"
