@@ -1285,6 +1285,10 @@ static int launch_skinny(const mpl_cuda_w4a16_args *a, void *stream, bool rounde
      * vs 26.98, 70B o (512) 17.09 vs 19.11) */
     const int bps = (a->m > 8 || (a->thirds && a->m > 1)) && cuda_w4a16::gemv_takes(a) ? 1 : 2; /* GvShape::BPS */
     int nw = 4 * ((ntiles + 3) / 4) < 3 * a->sms * bps / 2 ? 2 : 4;
+    /* thirds at m = 1 with at least 2048 row tiles (N >= 32768): NW 2, twice the blocks (~6.8 waves against 3.4) for a
+     * shorter last wave. H100, bf16 uint3b4, forced NW 2 vs 4, us: 70B gate_up (3584 tiles) 67.97 vs 69.54 (v31), 65.72
+     * vs 67.45 (v32); 8B gate_up (1792 tiles) 22.31 vs 22.23, 70B qkv (640) 19.66 vs 18.48 (v32) stay at the rule's */
+    if (a->thirds && a->m == 1 && ntiles >= 2048) nw = 2;
     if (a->skinny_nw == 2 || a->skinny_nw == 4) nw = a->skinny_nw; /* tuning (mpl_cuda_w4a16_tuning) */
     const bool w8 = cuda_w4a16::skinny_w8(a);
     if (w8 && a->skinny_nw != 2) nw = 4;
