@@ -185,11 +185,13 @@ static mpl_reason wg_sk_can_implement(const mpl_config *c, const mpl_platform *p
  *   gate_up 381.7 vs 464.6 (dq 460.4), 70B qkv (8.4e7 weights, the smallest measured) 307.4 vs 338.9 (dq 298.3);
  *   smaller layers and zero points are not measured and keep dq. */
 #define MPL_CUDA_W4A16_WG_BIG_LAYER ((int64_t)1 << 27)
-#define MPL_CUDA_W4A16_WG_BIG_THIRDS ((int64_t)1 << 26)
+#define MPL_CUDA_W4A16_WG_BIG_THIRDS (((int64_t)1 << 26) + 1)
 static void wg_m_range(const mpl_config *c, const mpl_platform *p, int64_t *m_min, int64_t *m_max) {
-    const int64_t big = MPL_CUDA_W4A16_WG_BIG_LAYER;
-    if (!is_w8(c) && !packs_narrow(c, p) && !c->zero_points && c->k > 0 && c->n >= (big + c->k - 1) / c->k) *m_max = 1024;
-    if (packs_thirds(c, p) && !c->zero_points && c->k > 0 && c->n > MPL_CUDA_W4A16_WG_BIG_THIRDS / c->k) *m_max = 1024;
+    /* the fewest weights from which wg runs to m = 1024 without zero points: 4-bit codes, thirds; not 8-bit or halves */
+    const int64_t big = packs_thirds(c, p)                      ? MPL_CUDA_W4A16_WG_BIG_THIRDS
+                        : !is_w8(c) && !packs_narrow(c, p) ? MPL_CUDA_W4A16_WG_BIG_LAYER
+                                                            : 0;
+    if (big && !c->zero_points && c->k > 0 && c->n >= (big + c->k - 1) / c->k) *m_max = 1024;
     if (is_w8(c)) *m_min = skinny_max_m(c, p) + 1, *m_max = 256;
     if (packs_narrow(c, p)) *m_min = skinny_max_m(c, p) + 1;
 }

@@ -1283,7 +1283,8 @@ static int launch_skinny(const mpl_cuda_w4a16_args *a, void *stream, bool rounde
     /* w4a16_gemv with two token tiles (m 9..16) holds one block per SM (its rings), the other forms two: the threshold
      * scales with it (H100 v30, uint4b8 m = 9, us, NW 4 vs 2: 8B qkv (384 tiles) 9.59 vs 11.77, 70B qkv (640) 28.37
      * vs 26.98, 70B o (512) 17.09 vs 19.11) */
-    const int bps = (a->m > 8 || (a->thirds && a->m > 1)) && cuda_w4a16::gemv_takes(a) ? 1 : 2; /* GvShape::BPS */
+    const bool gemv = cuda_w4a16::gemv_takes(a);
+    const int bps = (a->m > 8 || (a->thirds && a->m > 1)) && gemv ? 1 : 2; /* GvShape::BPS */
     int nw = 4 * ((ntiles + 3) / 4) < 3 * a->sms * bps / 2 ? 2 : 4;
     /* thirds at m = 1 with at least 2048 row tiles (N >= 32768): NW 2, twice the blocks (~6.8 waves against 3.4) for a
      * shorter last wave. H100, bf16 uint3b4, forced NW 2 vs 4, us: 70B gate_up (3584 tiles) 67.97 vs 69.54 (v31), 65.72
@@ -1305,8 +1306,7 @@ static int launch_skinny(const mpl_cuda_w4a16_args *a, void *stream, bool rounde
          * cost more than it hid. H100 v32, bf16, forced, us, split-K 1 vs the rule below (2): 70B down M = 1 3-bit 35.25
          * vs 37.01, 2-bit 26.01 vs 28.86; 70B o 3-bit 13.05 vs 14.88, 2-bit 10.38 vs 12.20; 2-bit m = 2 70B down 25.19
          * vs 26.56, 70B o 9.93 vs 11.31 (128 blocks of four row tiles on 132 SMs) */
-        const bool narrow = (a->halves || a->thirds) && cuda_w4a16::gemv_takes(a);
-        int slots = a->sms * (narrow ? 1 : bps);
+        int slots = a->sms * ((a->halves || a->thirds) && gemv ? 1 : bps);
         ksplit = blocks >= slots ? 1 : slots / blocks;
         if (ksplit > KC / 8) ksplit = KC / 8;
     }
