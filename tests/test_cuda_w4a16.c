@@ -1023,12 +1023,14 @@ typedef struct dcase {
 } dcase;
 
 static const char *fmt_case(const dcase *d, int64_t m, const char *path, int ksplit, char *buf, size_t cap) {
-    snprintf(buf, cap, "k=%lld n=%lld gs=%lld %s%s %s %s scales %s%s m=%lld path=%s ksplit=%d dq_slab=%zu overlap=%d wg_blocks=%d",
+    snprintf(buf, cap,
+             "k=%lld n=%lld gs=%lld %s%s %s %s scales %s%s m=%lld path=%s ksplit=%d dq_slab=%zu overlap=%d wg_blocks=%d nw=%d "
+             "shared_x=%d",
              (long long)d->k, (long long)d->n, (long long)d->gs,
              g_w8 ? (d->zp ? "uint8 zp" : "uint8b128") : mpl_wtype_name(d->zp ? g_asym : g_sym),
              d->act_order ? " act-order" : "", mpl_act_name(d->act), d->data == TU_DATA_EXACT ? "exact" : "random",
              mpl_dtype_name(d->scale_dtype), d->bias ? " bias" : "", (long long)m, path ? path : "default", ksplit,
-             g_tune.dq_slab_bytes, g_tune.dq_overlap, g_tune.wg_blocks);
+             g_tune.dq_slab_bytes, g_tune.dq_overlap, g_tune.wg_blocks, g_tune.skinny_nw, g_tune.skinny_shared_x);
     return buf;
 }
 
@@ -1330,17 +1332,23 @@ static int thirds_matrix(uint64_t seed, int *pcases) {
     const int64_t th_m[] = {1, 2, 8, 9, 16, 17, 33, 65, 129, 513};
     for (size_t i = 0; i < sizeof th / sizeof th[0]; i++)
         bad += run_ms(&th[i], th_m, (int)(sizeof th_m / sizeof th_m[0]), seed, &cases);
-    for (int nw = 2; nw <= 4; nw += 2) {
-        g_tune.skinny_nw = nw;
-        for (size_t i = 0; i < sizeof th / sizeof th[0]; i++)
-            for (int m = 1; m <= 16; m = m == 1 ? 5 : m == 5 ? 12 : 17)
-                bad += !run_forced(&th[i], m, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:skinny", 0), cases++;
-    }
+    /* two and four row tiles per warp, each warp its own x and (m 2..16) the block-shared x (NW 4 runs it at 2) */
+    for (int sx = -1; sx <= 1; sx += 2)
+        for (int nw = 2; nw <= 4; nw += 2) {
+            g_tune.skinny_nw = nw, g_tune.skinny_shared_x = sx;
+            for (size_t i = 0; i < sizeof th / sizeof th[0]; i++)
+                for (int m = sx > 0 ? 2 : 1; m <= 16; m = m == 1 ? 5 : m == 2 ? 5 : m == 5 ? 12 : m == 12 ? 16 : 17)
+                    bad += !run_forced(&th[i], m, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:skinny", 0), cases++;
+        }
     g_tune = mpl_cuda_w4a16_tuning_default;
     const dcase tw = {8192, 6656, 128, 0, 0, MPL_ACT_BF16, RN, BF16, G, 1};
-    for (int ks = 1; ks <= 4; ks *= 2)
-        for (int m = 1; m <= 16; m = m == 1 ? 8 : 2 * m)
-            bad += !run_forced(&tw, m, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:skinny", ks), cases++;
+    for (int sx = -1; sx <= 1; sx += 2) {
+        g_tune.skinny_shared_x = sx;
+        for (int ks = 1; ks <= 4; ks *= 2)
+            for (int m = sx > 0 ? 2 : 1; m <= 16; m = m == 1 ? 8 : 2 * m)
+                bad += !run_forced(&tw, m, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:skinny", ks), cases++;
+    }
+    g_tune = mpl_cuda_w4a16_tuning_default;
     for (int b = 1; b <= 7; b += 3) {
         g_tune.wg_blocks = b;
         bad += !run_forced(&th[3], 65, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
@@ -1373,19 +1381,25 @@ static int gemv_matrix(uint64_t seed, int *pcases) {
     for (int w = 0; w < 3; w++) { /* 4-bit codes, 8-bit planes, 2-bit halves (bf16; f16 keeps the skinny loop) */
         g_w8 = w == 1;
         if (w == 2) g_sym = MPL_WTYPE_UINT2B2, g_asym = MPL_WTYPE_UINT2;
-        for (int nw = 2; nw <= 4; nw += 2) {
-            g_tune.skinny_nw = nw;
-            for (size_t i = 0; i < sizeof gv / sizeof gv[0]; i++)
-                for (size_t j = 0; j < sizeof gv_m / sizeof gv_m[0]; j++)
-                    for (int p = 0; p < 2; p++)
-                        if (!refused(&gv[i], sk[p]))
-                            bad += !run_forced(&gv[i], gv_m[j], tu_case_seed(seed, (uint64_t)cases), sk[p], 0), cases++;
-        }
+        /* each warp its own x, and (m 2..16) the block-shared x: 8 warps x 2 row tiles (8-bit with skinny_nw 2: 1) */
+        for (int sx = -1; sx <= 1; sx += 2)
+            for (int nw = 2; nw <= 4; nw += 2) {
+                g_tune.skinny_nw = nw, g_tune.skinny_shared_x = sx;
+                for (size_t i = 0; i < sizeof gv / sizeof gv[0]; i++)
+                    for (size_t j = sx > 0; j < sizeof gv_m / sizeof gv_m[0]; j++)
+                        for (int p = 0; p < 2; p++)
+                            if (!refused(&gv[i], sk[p]))
+                                bad += !run_forced(&gv[i], gv_m[j], tu_case_seed(seed, (uint64_t)cases), sk[p], 0), cases++;
+            }
         g_tune = mpl_cuda_w4a16_tuning_default;
         const dcase wide = {8192, 6656, 128, w == 1, 0, MPL_ACT_BF16, RN, BF16, G, 1};
-        for (int ks = 1; ks <= 4; ks *= 2)
-            for (int m = 1; m <= 16; m = m == 1 ? 8 : 2 * m)
-                bad += !run_forced(&wide, m, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:skinny", ks), cases++;
+        for (int sx = -1; sx <= 1; sx += 2) {
+            g_tune.skinny_shared_x = sx;
+            for (int ks = 1; ks <= 4; ks *= 2)
+                for (int m = sx > 0 ? 2 : 1; m <= 16; m = m == 1 ? 8 : 2 * m)
+                    bad += !run_forced(&wide, m, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:skinny", ks), cases++;
+        }
+        g_tune = mpl_cuda_w4a16_tuning_default;
     }
     g_w8 = 0, g_sym = MPL_WTYPE_UINT4B8, g_asym = MPL_WTYPE_UINT4;
     *pcases = cases;

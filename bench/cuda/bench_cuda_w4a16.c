@@ -236,32 +236,39 @@ typedef struct {
     int ksplit;
     int64_t m_lo, m_hi;
     int skinny_nw; /* 0: the launcher's rule */
+    int shared_x;  /* w4a16_gemv's block-shared x at m 2..16: 0 the launcher's rule, 1 forced, -1 each warp its own x */
 } sweep_set;
 static const sweep_set sweep_sets[] = {
-    {"default", NULL, 0, 1, 1 << 30, 0},
-    {"wg", "cuda_w4a16:wg", 0, 1, 1 << 30, 0},
-    {"wg-streamk", "cuda_w4a16:wg-streamk", 0, 1, 1 << 30, 0},
-    {"wg ksplit1", "cuda_w4a16:wg", 1, 33, 512, 0},
-    {"wg ksplit2", "cuda_w4a16:wg", 2, 1, 512, 0},
-    {"wg ksplit4", "cuda_w4a16:wg", 4, 1, 512, 0},
-    {"wg ksplit8", "cuda_w4a16:wg", 8, 1, 512, 0},
-    {"skinny", "cuda_w4a16:skinny", 0, 1, 16, 0},
-    {"skinny nw2", "cuda_w4a16:skinny", 0, 1, 16, 2},
-    {"skinny nw4", "cuda_w4a16:skinny", 0, 1, 16, 4},
-    {"skinny ksplit1", "cuda_w4a16:skinny", 1, 1, 16, 0},
-    {"skinny ksplit2", "cuda_w4a16:skinny", 2, 1, 16, 0},
-    {"skinny ksplit3", "cuda_w4a16:skinny", 3, 1, 16, 0},
-    {"skinny ksplit4", "cuda_w4a16:skinny", 4, 1, 16, 0},
-    {"skinny nw2 ksplit1", "cuda_w4a16:skinny", 1, 1, 16, 2},
-    {"skinny nw2 ksplit2", "cuda_w4a16:skinny", 2, 1, 16, 2},
-    {"skinny nw2 ksplit4", "cuda_w4a16:skinny", 4, 1, 16, 2},
-    {"skinny-rounded", "cuda_w4a16:skinny-rounded", 0, 1, 16, 0},
-    {"skinny-rounded ksplit2", "cuda_w4a16:skinny-rounded", 2, 1, 16, 0},
-    {"skinny-rounded ksplit4", "cuda_w4a16:skinny-rounded", 4, 1, 16, 0},
-    {"skinny-rounded nw2", "cuda_w4a16:skinny-rounded", 0, 1, 16, 2},
-    {"skinny-rounded nw2 ksplit2", "cuda_w4a16:skinny-rounded", 2, 1, 16, 2},
-    {"tc", "cuda_w4a16:tc", 0, 9, 1 << 30, 0},
-    {"dq", "cuda_w4a16:dq", 0, 64, 1 << 30, 0},
+    {"default", NULL, 0, 1, 1 << 30, 0, 0},
+    {"wg", "cuda_w4a16:wg", 0, 1, 1 << 30, 0, 0},
+    {"wg-streamk", "cuda_w4a16:wg-streamk", 0, 1, 1 << 30, 0, 0},
+    {"wg ksplit1", "cuda_w4a16:wg", 1, 33, 512, 0, 0},
+    {"wg ksplit2", "cuda_w4a16:wg", 2, 1, 512, 0, 0},
+    {"wg ksplit4", "cuda_w4a16:wg", 4, 1, 512, 0, 0},
+    {"wg ksplit8", "cuda_w4a16:wg", 8, 1, 512, 0, 0},
+    {"skinny", "cuda_w4a16:skinny", 0, 1, 16, 0, 0},
+    {"skinny nw2", "cuda_w4a16:skinny", 0, 1, 16, 2, 0},
+    {"skinny nw4", "cuda_w4a16:skinny", 0, 1, 16, 4, 0},
+    {"skinny ksplit1", "cuda_w4a16:skinny", 1, 1, 16, 0, 0},
+    {"skinny ksplit2", "cuda_w4a16:skinny", 2, 1, 16, 0, 0},
+    {"skinny ksplit3", "cuda_w4a16:skinny", 3, 1, 16, 0, 0},
+    {"skinny ksplit4", "cuda_w4a16:skinny", 4, 1, 16, 0, 0},
+    {"skinny nw2 ksplit1", "cuda_w4a16:skinny", 1, 1, 16, 2, 0},
+    {"skinny nw2 ksplit2", "cuda_w4a16:skinny", 2, 1, 16, 2, 0},
+    {"skinny nw2 ksplit4", "cuda_w4a16:skinny", 4, 1, 16, 2, 0},
+    {"skinny sx", "cuda_w4a16:skinny", 0, 2, 16, 0, 1},
+    {"skinny ox", "cuda_w4a16:skinny", 0, 2, 16, 0, -1},
+    {"skinny sx ksplit1", "cuda_w4a16:skinny", 1, 2, 16, 0, 1},
+    {"skinny sx ksplit2", "cuda_w4a16:skinny", 2, 2, 16, 0, 1},
+    {"skinny sx ksplit4", "cuda_w4a16:skinny", 4, 2, 16, 0, 1},
+    {"skinny sx ksplit8", "cuda_w4a16:skinny", 8, 2, 16, 0, 1},
+    {"skinny-rounded", "cuda_w4a16:skinny-rounded", 0, 1, 16, 0, 0},
+    {"skinny-rounded ksplit2", "cuda_w4a16:skinny-rounded", 2, 1, 16, 0, 0},
+    {"skinny-rounded ksplit4", "cuda_w4a16:skinny-rounded", 4, 1, 16, 0, 0},
+    {"skinny-rounded nw2", "cuda_w4a16:skinny-rounded", 0, 1, 16, 2, 0},
+    {"skinny-rounded nw2 ksplit2", "cuda_w4a16:skinny-rounded", 2, 1, 16, 2, 0},
+    {"tc", "cuda_w4a16:tc", 0, 9, 1 << 30, 0, 0},
+    {"dq", "cuda_w4a16:dq", 0, 64, 1 << 30, 0, 0},
 };
 #define NSWEEP ((int)(sizeof sweep_sets / sizeof sweep_sets[0]))
 /* the paths the sets force, one set of layers each (index 0: the default choice) */
@@ -478,6 +485,7 @@ int main(int argc, char **argv) {
                     g_tuning = mpl_cuda_w4a16_tuning_default;
                     g_tuning.ksplit = sweep_sets[v].ksplit;
                     g_tuning.skinny_nw = sweep_sets[v].skinny_nw;
+                    g_tuning.skinny_shared_x = sweep_sets[v].shared_x;
                     ours_ctx oc = {lsets[pi], rsets[pi], dx, dy, m};
                     issue_ours(&oc, 0);
                     CK(cudaStreamSynchronize(g_stream));

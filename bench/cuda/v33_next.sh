@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# bench/cuda/v33_next.sh MODE -- on the device machine; prepared in session 39 (bench/cuda/NOTES.md v32), not yet run.
-#   dq:   the thread-per-(lane, step) thirds dq pass (bench/results/v32/dq_thirds.patch, 32 registers, coalesced stores).
+# bench/cuda/v33_next.sh MODE -- on the device machine; prepared in session 39 (bench/cuda/NOTES.md v32), extended in 40.
+#   dq:   the thread-per-(lane, step) thirds dq pass (bench/results/v32/dq_thirds.patch, 32 registers, coalesced stores),
+#         and (session 40) w4a16_gemv's block-shared x at m 2..16: the thirds and gemv rounds (forced on and off), and a
+#         sweep of it (forced, split-K 1 / 2 / 4 and the rule's) against each warp's own x at m 2, 8, 9, 16 at every width.
 #         Build here with the patch applied (git apply bench/results/v32/dq_thirds.patch), pack those binaries as usual and
 #         the unpatched tree's bench_cuda_w4a16 beside them as .h200/bench_cuda_w4a16_old (bench/cuda/dev_unpack.sh
 #         bench_of). Runs: the thirds rounds of the device matrix (the new kernel's correctness: dq slabs, zero points,
@@ -16,11 +18,18 @@ dev_begin v33 "${1:-dq}"
 B=.h200/bench_cuda_w4a16
 case "${1:-dq}" in
 dq)
+  # the dq thirds patch and the block-shared x of w4a16_gemv (m 2..16), both verified and timed; priorities first
   dev_card "$R"
-  stamp "thirds rounds"
+  stamp "thirds rounds (dq thirds pass, shared x)"
   dev_rounds "$R" thirds
-  stamp "ncu dq slab (thirds), 70B qkv m = 1024"
-  dev_ncu "$R/ncu_dq_thirds.txt" $B w4a16_dq --shapes 70B.qkv --m 1024 --wtype uint3b4 --reps 1
+  stamp "shared x sweep, 3-bit"
+  X="skinny ox,skinny sx,skinny sx ksplit1,skinny sx ksplit2,skinny sx ksplit4"
+  L=70B.down,70B.o,70B.qkv,8B.qkv,8B.gate_up
+  sx_sweep() {
+    timeout 90 stdbuf -oL $B --sweep --sets "$X" --shapes $L --m 2,8,9,16 --wtype $1 --reps 10 > "$R/sx_$1.log" 2>&1
+    grep -E "^sweep" "$R/sx_$1.log" | grep -v cuBLAS | sed -e 's/  */ /g' -e 's/ us .*//' > "$R/sx_$1.short"
+  }
+  sx_sweep uint3b4
   stamp "old / new, dq layers"
   S=70B.o,8B.qkv,70B.qkv
   for r in 1 2 3; do
@@ -29,6 +38,11 @@ dq)
     done
   done
   grep -h "cuda_w4a16" "$R"/ab_*_1.log | awk '{print $1, $2, $4, $5}'
+  stamp "gemv rounds (4-bit, 8-bit, halves; shared x)"
+  dev_rounds "$R" gemv
+  for w in uint4b8 uint2b2 uint8b128; do stamp "shared x sweep $w"; sx_sweep $w; done
+  stamp "ncu dq slab (thirds), 70B qkv m = 1024"
+  dev_ncu "$R/ncu_dq_thirds.txt" $B w4a16_dq --shapes 70B.qkv --m 1024 --wtype uint3b4 --reps 1
   ;;
 peers)
   dev_card "$R"

@@ -402,6 +402,7 @@ static const path_weights path_rounding[NPATHS] = {
 const mpl_cuda_w4a16_tuning mpl_cuda_w4a16_tuning_default = {
     .ksplit = 0,
     .skinny_nw = 0,
+    .skinny_shared_x = 0,
     .dq_slab_bytes = 0,
     .dq_overlap = 1, /* measured v5: the overlap buys 2-10% on the dq path */
     .wg_blocks = 0,
@@ -880,7 +881,9 @@ static mpl_status run_path(const packed_layer *p, int path, int m, const void *x
         .sms = p->sms,
         .cc = p->cc,
         .ksplit = t->ksplit,
-        .skinny_nw = t->skinny_nw,
+        .skinny_nw = t->skinny_nw | (t->skinny_shared_x > 0   ? MPL_CUDA_W4A16_NW_SHARED_X
+                                     : t->skinny_shared_x < 0 ? MPL_CUDA_W4A16_NW_OWN_X
+                                                              : 0),
         .wg_map = p->wg_state == 0 ? p->wg_map : NULL,
         .planes_k = p->meta.planes == 2 ? (int)p->meta.k_in : 0,
         .halves = p->meta.halves,

@@ -51,7 +51,8 @@ typedef struct mpl_cuda_w4a16_args {
     /* tuning (mpl_cuda_w4a16_tuning, cuda_w4a16.h) */
     int ksplit;                /* blocks along K reducing through a cluster: 0 = the launcher's rule, 1..8 forced */
     int skinny_nw;             /* skinny blocks per warp and chunk (row tiles; FORM_W8: x 2 planes): 0 = by rule, 2 or 4
-                                  (halves at m > 8: 2 unless 4 is asked) */
+                                  (halves at m > 8: 2 unless 4 is asked), in MPL_CUDA_W4A16_NW_TILES; with the flags
+                                  MPL_CUDA_W4A16_NW_SHARED_X / _OWN_X (w4a16_gemv's x at m 2..16, forced) */
     /* 2-bit layers in halves (docs/layouts/cuda_w4a16.md "2-bit: halves"): 1 when each nibble holds the codes of two
      * chunks (packed chunk v: x chunks 2v and 2v + 1; k_pad counts packed positions, k is x's row length, gs16 is
      * counted in packed k16 steps: group size / 32); skinny, wg and dq read it, tc and skinny-rounded refuse such
@@ -66,6 +67,11 @@ typedef struct mpl_cuda_w4a16_args {
     int planes_k;
     int wg_blocks;             /* wg-streamk: persistent blocks, 0 = the launcher's rule (w4a16_wg.cu, wg_plan) */
 } mpl_cuda_w4a16_args;
+/* mpl_cuda_w4a16_args.skinny_nw: the row tiles (bits 0-7), and w4a16_gemv's block-shared x at m 2..16 forced on or off
+ * (mpl_cuda_w4a16_tuning.skinny_shared_x; neither: the launcher's rule) */
+#define MPL_CUDA_W4A16_NW_TILES 0xff
+#define MPL_CUDA_W4A16_NW_SHARED_X 0x100
+#define MPL_CUDA_W4A16_NW_OWN_X 0x200
 #ifdef __cplusplus
 static_assert(sizeof(mpl_cuda_w4a16_args) == 136, "the kernels' by-value parameter keeps its measured size");
 #else

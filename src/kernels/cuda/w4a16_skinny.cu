@@ -411,6 +411,30 @@ __device__ __forceinline__ void sk_reduce_store(const mpl_cuda_w4a16_args &a, co
 }
 
 /*
+ * The end of a w4a16_gemv block with a block-shared x (BX): each warp holds the sums of its own NW row tiles over the
+ * block's whole K range, so nothing is reduced across warps: the accumulators go into the block's token-major tile in
+ * the drained rings (LD floats per token row, 8 NW row tiles from row tile n0 / 16), then tile_store (split-K over the
+ * cluster in rank order, bias, 16-byte stores).
+ */
+template <class A, int NW, int MT, int LD>
+__device__ __forceinline__ void sk_bx_store(const mpl_cuda_w4a16_args &a, const float (&acc)[NW][MT][4], unsigned char *smem,
+                                            int n0, int S, int split) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+    cp_async_wait<0>();
+    __syncthreads(); /* every ring drained: the tile reuses them */
+    float *tile = reinterpret_cast<float *>(smem);
+#pragma unroll
+    for (int i = 0; i < NW; i++)
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                tile[(mt * 8 + 2 * t + (e & 1)) * LD + (warp * NW + i) * 16 + g + 8 * (e >> 1)] = acc[i][mt][e];
+    __syncthreads();
+    tile_store<A, SK_WARPS * NW * 16, LD, SK_THREADS>(a, tile, MT * 8, 0, n0 * MPL_CUDA_W4A16_NT, S, split, threadIdx.x);
+}
+
+/*
  * CHUNK_GROUP: every 64-channel chunk lies in one group (group size a multiple of 64, or one
  * group), so scales and zeros ride in the ring with the weights; otherwise they are fetched per
  * k16 step from global memory, at the cost of exposed latency (uncommon group sizes).
@@ -771,7 +795,7 @@ static_assert(ActF16::G8_MUL == 16, "w4a16_gemv: rows g + 8 read at 16 times the
  * 4.4-4.7 KB per warp at NW 4 (two in flight: 8 KB), 5 of 2.4-2.5 KB at NW 2: at most 112 KB per block, two blocks per
  * SM; MX = 8 keeps two blocks with 2 stages of 6.5-6.8 KB at NW 4; MX = 16 (9 KB stages) one block with 3. x rides in the ring because from registers loaded a stage ahead its L2 latency showed (ncu, H100, 70B gate_up:
  * long-scoreboard stalls 6.45 per issue, bench/cuda/NOTES.md v29) and the second register set cost 16 registers. */
-template <int NW_, int SF, bool ZP, int V = GV_NIB, int MX = 1>
+template <int NW_, int SF, bool ZP, int V = GV_NIB, int MX = 1, bool BX = false>
 struct GvShape {
     static constexpr int NW = NW_;
     /* chunks per stage: a halves chunk holds 128 channels, as two 4-bit chunks do; thirds: a run, 3 packed chunks = 256 */
@@ -782,31 +806,37 @@ struct GvShape {
     /* x: MX token rows of 128 channels (thirds: 256); 8 rows 288 (544) bytes apart, so that the 8 rows' 32-byte pieces a
      * k16 step reads fall in different bank quarters (two wavefronts per 8-byte load, as for one row) */
     static constexpr int XR = (V == GV_THIRDS ? 2 : 1) * 256 + (MX == 1 ? 0 : 32);
-    static constexpr int OFF_X = CPS * PL * NW * MPL_CUDA_W4A16_BLOCK_BYTES, OFF_S = OFF_X + MX * XR;
+    /* x of a stage: MX rows in each warp's stage, or (BX: a block-shared x) once per block, after the warps' rings */
+    static constexpr int XS = MX * XR;
+    static constexpr int OFF_X = CPS * PL * NW * MPL_CUDA_W4A16_BLOCK_BYTES, OFF_S = OFF_X + (BX ? 0 : XS);
     static constexpr int OFF_L = OFF_S + NW * 32, OFF_Z = OFF_L + (SF == MPL_CUDA_W4A16_SCALE_F32 ? NW * 32 : 0);
     static constexpr int GSLOT = OFF_Z + (ZP ? PL * NW * 16 : 0) - OFF_S; /* one group's constants; slot 1 GSLOT on */
     static constexpr int STAGE = OFF_S + GS * GSLOT;
     /* the measured depth at m = 1 (3 stages of 4 KB of weights, 5 of 2 KB, 5 / 8 halves stages of 2 / 1 KB), fewer where
      * 8 token rows of x would leave no room for two blocks per SM; thirds: as many as fit (not measured) */
-    static constexpr int DEPTH = V == GV_THIRDS ? 5 : V == GV_HALVES ? (NW_ == 4 ? 5 : 8) : (PL * NW_ == 4 ? 3 : 5);
+    static constexpr int DEPTH = BX ? 8 : V == GV_THIRDS ? 5 : V == GV_HALVES ? (NW_ == 4 ? 5 : 8) : (PL * NW_ == 4 ? 3 : 5);
     /* blocks per SM: two, or one with 16 token rows (their 4.5 KB of x per stage would leave one stage per warp); thirds
      * one from m = 2 (512 bytes of x per token row and stage: at 2 blocks 8 rows leave one stage) */
-    static constexpr int BPS = MX == 16 || (V == GV_THIRDS && MX > 1) ? 1 : 2;
-    static constexpr int FIT = (228 * 1024 / BPS - 2080 - 1024) / (SK_WARPS * STAGE);
+    static constexpr int BPS = BX || MX == 16 || (V == GV_THIRDS && MX > 1) ? 1 : 2;
+    static constexpr int BSTAGE = SK_WARPS * STAGE + (BX ? XS : 0); /* a block's bytes per stage */
+    static constexpr int FIT = (228 * 1024 / BPS - 2080 - 1024) / BSTAGE;
     static constexpr int STAGES = DEPTH < FIT ? DEPTH : FIT;
     /* thirds at NW = 4 with 16 token rows, or with f32 scales and zero points at m = 1, leave one stage per warp: the
      * launcher runs those at NW = 2 (launch_gv_mx) */
     static constexpr bool FITS = STAGES >= 2;
-    static constexpr int SMEM = SK_WARPS * STAGES * STAGE;
-    static_assert(STAGE % 16 == 0, "stage alignment");
+    static constexpr int SMEM = STAGES * BSTAGE;
+    /* BX: the block's output tile (sk_bx_store: MX token rows of 8 NW row tiles, LD floats apart) reuses the rings */
+    static constexpr int BX_LD = SK_WARPS * NW * 16 + 4;
+    static_assert(STAGE % 16 == 0 && XS % 16 == 0, "stage alignment");
+    static_assert(!BX || (MX > 1 && NW <= 2 && MX * BX_LD * 4 <= SMEM), "BX: token tiles, 8 NW row tiles within n_pad");
     /* BPS blocks per SM (__launch_bounds__(SK_THREADS, BPS)): the rings, sk_reduce_store's 2080-byte tile and the 1 KB
      * the hardware reserves per block, BPS times, within sm_90's 228 KB */
     static_assert(!FITS || BPS * (SMEM + 2080 + 1024) <= 228 * 1024, "BPS w4a16_gemv blocks per SM");
 };
 
-template <class A, bool ZP, int NW, int SF, int V, int MX>
-__global__ void __launch_bounds__(SK_THREADS, GvShape<NW, SF, ZP, V, MX>::BPS) w4a16_gemv(const mpl_cuda_w4a16_args a) {
-    using Sh = GvShape<NW, SF, ZP, V, MX>;
+template <class A, bool ZP, int NW, int SF, int V, int MX, bool BX>
+__global__ void __launch_bounds__(SK_THREADS, GvShape<NW, SF, ZP, V, MX, BX>::BPS) w4a16_gemv(const mpl_cuda_w4a16_args a) {
+    using Sh = GvShape<NW, SF, ZP, V, MX, BX>;
     static_assert(Sh::FITS, "two ring stages per warp");
     static_assert(MX == 1 || MX == 8 || MX == 16, "one token, up to 8 (every column of the MMA) or 16 (two token tiles)");
     constexpr int MT = MX == 16 ? 2 : 1; /* token tiles */
@@ -823,10 +853,14 @@ __global__ void __launch_bounds__(SK_THREADS, GvShape<NW, SF, ZP, V, MX>::BPS) w
     const int KC = a.k_pad >> MPL_CUDA_W4A16_KC_SHIFT, KL = KC / PL, KP = KL / CPS;
     const int S = gridDim.y, split = blockIdx.y;
     const int p_begin = (int)((long long)KP * split / S), p_end = (int)((long long)KP * (split + 1) / S);
-    const int nt0 = blockIdx.x * NW;
-    const int first = p_begin + (p_end - p_begin) * warp / SK_WARPS;
-    const int count = p_begin + (p_end - p_begin) * (warp + 1) / SK_WARPS - first;
+    /* this warp's first row tile and stages: the block's NW tiles and a K share (warps along K), or (BX) its own NW of
+     * the block's 8 NW tiles over the block's whole K range, every warp the same stages */
+    const int nt0 = (BX ? blockIdx.x * SK_WARPS + warp : blockIdx.x) * NW;
+    const int first = BX ? p_begin : p_begin + (p_end - p_begin) * warp / SK_WARPS;
+    const int count = BX ? p_end - p_begin : p_begin + (p_end - p_begin) * (warp + 1) / SK_WARPS - first;
     unsigned char *const ring = smem + warp * (Sh::STAGES * Sh::STAGE), *const ring_end = ring + Sh::STAGES * Sh::STAGE;
+    /* BX: the block's x ring after the 8 warps' rings, a stage of MX token rows each */
+    unsigned char *const xring = smem + SK_WARPS * Sh::STAGES * Sh::STAGE, *const xring_end = xring + (BX ? Sh::STAGES * Sh::XS : 0);
     /*
      * The copies, from pointers that advance (the loop's address arithmetic was ~95 of ~430 SASS instructions per pair
      * when recomputed from the pair index): this lane's 16 bytes of tile 0's block of the next pair to issue (tile i
@@ -854,13 +888,35 @@ __global__ void __launch_bounds__(SK_THREADS, GvShape<NW, SF, ZP, V, MX>::BPS) w
         }
     }
     /* x: MX = 1: lanes 0..15 16 bytes each of the stage's 128 elements; MX = 8 / 16: each lane 16 bytes of rows
-     * lane / 16 + 2 q (q < MX / 2), rows past m zero-filled (their MMA columns are never stored) */
+     * lane / 16 + 2 q (q < MX / 2), rows past m zero-filled (their MMA columns are never stored); BX: the stage's
+     * first element of token row 0 (the lanes' offsets below) */
     const size_t xrow = (size_t)a.k * 2;
     const unsigned char *xsrc = reinterpret_cast<const unsigned char *>(a.x) +
-                                ((size_t)first * (TH ? 256 : 128) + (TH && MX == 1 ? lane : lane & 15) * 8) * 2 +
-                                (MX == 1 ? 0 : (size_t)(lane >> 4) * xrow);
+                                (BX ? (size_t)first * (TH ? 512 : 256)
+                                    : ((size_t)first * (TH ? 256 : 128) + (TH && MX == 1 ? lane : lane & 15) * 8) * 2 +
+                                          (MX == 1 ? 0 : (size_t)(lane >> 4) * xrow));
+    /* BX: the warp copies token rows warp MX / 8 .. + MX / 8 - 1 of each stage's x (RB bytes each): XPL 16-byte copies per
+     * lane at most, lane + 32 j of the warp's XPW; xd the destination in the x stage (-1: none), xo the offset from xsrc
+     * (rows past m zero-filled: their MMA columns are never stored) */
+    constexpr int RB = TH ? 512 : 256, XPW = BX ? MX / 8 * RB / 16 : 1, XPL = (XPW + 31) / 32;
+    int xd[XPL];
+    size_t xo[XPL];
+    bool xin[XPL];
+#pragma unroll
+    for (int j = 0; j < XPL; j++) {
+        const int c = lane + 32 * j, r = warp * (MX / 8) + c / (RB / 16), col = (c % (RB / 16)) * 16;
+        xd[j] = c < XPW ? r * Sh::XR + col : -1;
+        xin[j] = r < a.m;
+        xo[j] = (size_t)r * xrow + col;
+    }
     int irem = a.gs16 - (first * STEPS) % a.gs16; /* k16 steps until the next stage to issue ends its group */
-    unsigned char *wst = ring;
+    unsigned char *wst = ring, *wxs = xring;
+    auto issue_bx = [&]() {
+#pragma unroll
+        for (int j = 0; j < XPL; j++)
+            if (xd[j] >= 0) cp_async16(wxs + xd[j], xin[j] ? xsrc + xo[j] : xsrc, xin[j] ? 16 : 0);
+        wxs = wxs + Sh::XS == xring_end ? xring : wxs + Sh::XS;
+    };
     auto issue = [&]() {
         const unsigned char *src = wsrc;
 #pragma unroll
@@ -879,7 +935,9 @@ __global__ void __launch_bounds__(SK_THREADS, GvShape<NW, SF, ZP, V, MX>::BPS) w
                 if (gdst >= 0) cp_async16(wst + gdst + hh * Sh::GSLOT, gsrc, 16);
                 if ((irem -= STEPS / 2) == 0) irem = a.gs16, gsrc += gstride;
             }
-            if constexpr (MX == 1) {
+            if constexpr (BX) {
+                issue_bx();
+            } else if constexpr (MX == 1) {
                 cp_async16(wst + Sh::OFF_X + lane * 16, xsrc, 16);
             } else {
 #pragma unroll
@@ -895,7 +953,9 @@ __global__ void __launch_bounds__(SK_THREADS, GvShape<NW, SF, ZP, V, MX>::BPS) w
             wsrc += CPS * MPL_CUDA_W4A16_BLOCK_BYTES;
         } else {
         if (gdst >= 0) cp_async16(wst + gdst, gsrc, 16);
-        if constexpr (MX == 1) {
+        if constexpr (BX) {
+            issue_bx();
+        } else if constexpr (MX == 1) {
             if (lane < 16) cp_async16(wst + Sh::OFF_X + lane * 16, xsrc, 16);
         } else {
 #pragma unroll
@@ -957,15 +1017,19 @@ __global__ void __launch_bounds__(SK_THREADS, GvShape<NW, SF, ZP, V, MX>::BPS) w
                 for (int e = 0; e < 4; e++) c1[mt][e] = 0.0f;
     };
     int rem = a.gs16 - (first * STEPS) % a.gs16; /* k16 steps until the current group ends (gs16 % STEPS == 0) */
-    const unsigned char *rst = ring;          /* the stage computed next */
+    const unsigned char *rst = ring, *rxs = xring; /* the stage computed next (and its x with BX) */
     const int XG = MX == 1 ? 0 : g * Sh::XR;  /* this lane's token row of x (MX > 1: token g, token tile 1: g + 8) */
     for (int it = 0; it < count; it++) {
         cp_async_wait<Sh::STAGES - 2>();
-        __syncwarp();
+        /* BX: every warp's copies of stage it landed (x is the block's), and every warp done with stage it - 1, whose
+         * slots the issue below refills */
+        if constexpr (BX) __syncthreads();
+        else __syncwarp();
         if (it + Sh::STAGES - 1 < count) issue();
         cp_async_commit();
-        const unsigned char *st = rst;
+        const unsigned char *st = rst, *const xs = BX ? rxs : st + Sh::OFF_X;
         rst = rst + Sh::STAGE == ring_end ? ring : rst + Sh::STAGE;
+        if constexpr (BX) rxs = rxs + Sh::XS == xring_end ? xring : rxs + Sh::XS;
         const uint32_t sum[4] = {G::SUM, G::SUM, G::SUM, G::SUM};
         if constexpr (TH) {
             /* thirds: the run's blocks are packed chunks 3u, 3u + 1, 3u + 2 (words a, b, c of each tile); half hh is x
@@ -981,7 +1045,7 @@ __global__ void __launch_bounds__(SK_THREADS, GvShape<NW, SF, ZP, V, MX>::BPS) w
                     for (int j = 0; j < 4; j++)
 #pragma unroll
                         for (int mt = 0; mt < MT; mt++) {
-                            const uint2 xv = *reinterpret_cast<const uint2 *>(st + Sh::OFF_X + XG + mt * 8 * Sh::XR +
+                            const uint2 xv = *reinterpret_cast<const uint2 *>(xs + XG + mt * 8 * Sh::XR +
                                                                               (16 * (4 * (2 * hh + c) + j) + 4 * t) * 2);
                             b[c][j][mt][0] = xv.x, b[c][j][mt][1] = xv.y;
                             if (G::SCALE_X)
@@ -1029,7 +1093,7 @@ __global__ void __launch_bounds__(SK_THREADS, GvShape<NW, SF, ZP, V, MX>::BPS) w
                 uint32_t b[MT][4];
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++) {
-                    const unsigned char *xr = st + Sh::OFF_X + XG + mt * 8 * Sh::XR;
+                    const unsigned char *xr = xs + XG + mt * 8 * Sh::XR;
                     const uint2 x0 = *reinterpret_cast<const uint2 *>(xr + (16 * j + 4 * t) * 2);
                     const uint2 x1 = *reinterpret_cast<const uint2 *>(xr + (64 + 16 * j + 4 * t) * 2);
                     b[mt][0] = ActBF16::mul2(x0.x, 0x5F805F80u), b[mt][1] = ActBF16::mul2(x0.y, 0x5F805F80u); /* 2^64 */
@@ -1070,7 +1134,7 @@ __global__ void __launch_bounds__(SK_THREADS, GvShape<NW, SF, ZP, V, MX>::BPS) w
                     uint32_t b[MT][2];
 #pragma unroll
                     for (int mt = 0; mt < MT; mt++) {
-                        const uint2 xv = *reinterpret_cast<const uint2 *>(st + Sh::OFF_X + XG + mt * 8 * Sh::XR + (16 * (4 * h + j) + 4 * t) * 2);
+                        const uint2 xv = *reinterpret_cast<const uint2 *>(xs + XG + mt * 8 * Sh::XR + (16 * (4 * h + j) + 4 * t) * 2);
                         b[mt][0] = xv.x, b[mt][1] = xv.y;
                         if (G::SCALE_X) b[mt][0] = ActBF16::mul2(b[mt][0], G::XMUL), b[mt][1] = ActBF16::mul2(b[mt][1], G::XMUL);
                     }
@@ -1110,7 +1174,8 @@ __global__ void __launch_bounds__(SK_THREADS, GvShape<NW, SF, ZP, V, MX>::BPS) w
                 acc[i][mt][3] *= G::OUT * (W8 ? 1.0f : 1.0f / 16.0f);
             }
         }
-    sk_reduce_store<A, NW, MT, Sh::SMEM>(a, acc, smem, nt0, S, split);
+    if constexpr (BX) sk_bx_store<A, NW, MT, Sh::BX_LD>(a, acc, smem, blockIdx.x * SK_WARPS * NW, S, split);
+    else sk_reduce_store<A, NW, MT, Sh::SMEM>(a, acc, smem, nt0, S, split);
 }
 
 /* Whether w4a16_gemv takes the layer (m = 1, 4-bit codes, groups of 128-channel multiples or one, k a multiple of 128),
@@ -1139,32 +1204,38 @@ static bool gemv_fits_w8(const mpl_cuda_w4a16_args *a) {
            a->k >= a->planes_k && a->gs16 % 8 == 0;
 }
 
-template <class A, bool ZP, int NW, int SF, int V, int MX>
+template <class A, bool ZP, int NW, int SF, int V, int MX, bool BX = false>
 static cudaError_t launch_gv_mx(const mpl_cuda_w4a16_args *a, cudaStream_t stream, int ksplit) {
-    if constexpr (!GvShape<NW, SF, ZP, V, MX>::FITS) { /* thirds whose NW = 4 stages leave one per warp: NW = 2 */
-        if constexpr (NW == 4) return launch_gv_mx<A, ZP, 2, SF, V, MX>(a, stream, ksplit);
+    if constexpr (!GvShape<NW, SF, ZP, V, MX, BX>::FITS) { /* thirds whose NW = 4 stages leave one per warp: NW = 2 */
+        if constexpr (NW == 4) return launch_gv_mx<A, ZP, 2, SF, V, MX, BX>(a, stream, ksplit);
         else return cudaErrorInvalidValue;
     } else {
         const int ntiles = (a->n + MPL_CUDA_W4A16_NT - 1) / MPL_CUDA_W4A16_NT;
-        constexpr int SMEM = GvShape<NW, SF, ZP, V, MX>::SMEM;
+        constexpr int SMEM = GvShape<NW, SF, ZP, V, MX, BX>::SMEM;
         static KernelSetup setup;
-        cudaError_t e = setup_kernel(w4a16_gemv<A, ZP, NW, SF, V, MX>, a->device, SK_THREADS, SMEM, setup, nullptr);
+        cudaError_t e = setup_kernel(w4a16_gemv<A, ZP, NW, SF, V, MX, BX>, a->device, SK_THREADS, SMEM, setup, nullptr);
         if (e != cudaSuccess) return e;
-        return launch_ksplit(w4a16_gemv<A, ZP, NW, SF, V, MX>, (unsigned)((ntiles + NW - 1) / NW), ksplit, SK_THREADS, SMEM,
-                             stream, *a);
+        /* BX: 8 NW row tiles per block (n_pad is a multiple of 16 tiles: within it at NW <= 2) */
+        const int tiles = BX ? SK_WARPS * NW : NW;
+        return launch_ksplit(w4a16_gemv<A, ZP, NW, SF, V, MX, BX>, (unsigned)((ntiles + tiles - 1) / tiles), ksplit, SK_THREADS,
+                             SMEM, stream, *a);
     }
 }
 template <class A, bool ZP, int NW, int SF, int V>
-static cudaError_t launch_gv_sf(const mpl_cuda_w4a16_args *a, cudaStream_t stream, int ksplit) {
+static cudaError_t launch_gv_sf(const mpl_cuda_w4a16_args *a, cudaStream_t stream, int ksplit, bool bx) {
     if (a->m == 1) return launch_gv_mx<A, ZP, NW, SF, V, 1>(a, stream, ksplit);
+    /* a block-shared x: two row tiles per warp (or one where the launcher asked for one: 8-bit's NW 1) */
+    constexpr int NB = NW > 2 ? 2 : NW;
+    if (bx)
+        return a->m <= 8 ? launch_gv_mx<A, ZP, NB, SF, V, 8, true>(a, stream, ksplit) : launch_gv_mx<A, ZP, NB, SF, V, 16, true>(a, stream, ksplit);
     return a->m <= 8 ? launch_gv_mx<A, ZP, NW, SF, V, 8>(a, stream, ksplit) : launch_gv_mx<A, ZP, NW, SF, V, 16>(a, stream, ksplit);
 }
 template <class A, bool ZP, int NW, int V = GV_NIB>
-static cudaError_t launch_gv(const mpl_cuda_w4a16_args *a, cudaStream_t stream, int ksplit) {
+static cudaError_t launch_gv(const mpl_cuda_w4a16_args *a, cudaStream_t stream, int ksplit, bool bx) {
     switch (a->scale_fmt) {
-    case MPL_CUDA_W4A16_SCALE_F16: return launch_gv_sf<A, ZP, NW, MPL_CUDA_W4A16_SCALE_F16, V>(a, stream, ksplit);
-    case MPL_CUDA_W4A16_SCALE_BF16: return launch_gv_sf<A, ZP, NW, MPL_CUDA_W4A16_SCALE_BF16, V>(a, stream, ksplit);
-    case MPL_CUDA_W4A16_SCALE_F32: return launch_gv_sf<A, ZP, NW, MPL_CUDA_W4A16_SCALE_F32, V>(a, stream, ksplit);
+    case MPL_CUDA_W4A16_SCALE_F16: return launch_gv_sf<A, ZP, NW, MPL_CUDA_W4A16_SCALE_F16, V>(a, stream, ksplit, bx);
+    case MPL_CUDA_W4A16_SCALE_BF16: return launch_gv_sf<A, ZP, NW, MPL_CUDA_W4A16_SCALE_BF16, V>(a, stream, ksplit, bx);
+    case MPL_CUDA_W4A16_SCALE_F32: return launch_gv_sf<A, ZP, NW, MPL_CUDA_W4A16_SCALE_F32, V>(a, stream, ksplit, bx);
     default: return cudaErrorInvalidValue;
     }
 }
@@ -1198,23 +1269,23 @@ static cudaError_t launch_one(const mpl_cuda_w4a16_args *a, cudaStream_t stream,
 }
 
 template <class A, bool ZP, int NW, int FORM>
-static cudaError_t launch_zp(const mpl_cuda_w4a16_args *a, cudaStream_t stream, int ksplit) {
+static cudaError_t launch_zp(const mpl_cuda_w4a16_args *a, cudaStream_t stream, int ksplit, bool bx) {
     bool cg = a->gs16 % 4 == 0; /* one group per chunk (also with one group: MPL_CUDA_W4A16_ONE_GROUP) */
     if constexpr (FORM == FORM_HALVES) { /* always one group per packed chunk (mpl_cuda_w4a16_halves_fits) */
         if (!cg) return cudaErrorInvalidValue;
         /* bf16: w4a16_gemv (halves are packed on cc 9.0 only, k % 128 == 0, k_pad = k / 2, and skinny stops at m = 16:
          * it always fits) */
         if constexpr (A::id == MPL_CUDA_W4A16_ACT_BF16) {
-            return gemv_fits_halves(a) ? launch_gv<A, ZP, NW, GV_HALVES>(a, stream, ksplit) : cudaErrorInvalidValue;
+            return gemv_fits_halves(a) ? launch_gv<A, ZP, NW, GV_HALVES>(a, stream, ksplit, bx) : cudaErrorInvalidValue;
         } else {
             if (a->m == 1) return launch_one<A, ZP, 1, true, NW, FORM_HALVES_M1>(a, stream, ksplit);
             return a->m > 8 ? launch_one<A, ZP, 2, true, NW, FORM>(a, stream, ksplit) : launch_one<A, ZP, 1, true, NW, FORM>(a, stream, ksplit);
         }
     } else {
         if constexpr (FORM == FORM_W8) {
-            if (gemv_fits_w8(a)) return launch_gv<A, true, NW, GV_W8>(a, stream, ksplit);
+            if (gemv_fits_w8(a)) return launch_gv<A, true, NW, GV_W8>(a, stream, ksplit, bx);
         } else if (gemv_fits(a)) {
-            return launch_gv<A, ZP, NW>(a, stream, ksplit);
+            return launch_gv<A, ZP, NW>(a, stream, ksplit, bx);
         }
         if (a->m > 8) return cg ? launch_one<A, ZP, 2, true, NW, FORM>(a, stream, ksplit) : launch_one<A, ZP, 2, false, NW, FORM>(a, stream, ksplit);
         if constexpr (FORM == FORM_OFFSET)
@@ -1240,28 +1311,28 @@ static bool gemv_takes(const mpl_cuda_w4a16_args *a) {
  * NW / 2 row tiles of two planes). skinny-rounded (bf16, uint4b8; the path refuses the rest): the rounded subnormal
  * form on bf16 scales, the exact subnormal form on other scale formats. */
 template <int NW>
-static cudaError_t launch_act(const mpl_cuda_w4a16_args *a, cudaStream_t stream, int ksplit, bool rounded) {
+static cudaError_t launch_act(const mpl_cuda_w4a16_args *a, cudaStream_t stream, int ksplit, bool rounded, bool bx) {
     const bool zp = a->zeros != nullptr;
     if (a->thirds) { /* w4a16_gemv only (the descriptor packs thirds where it fits: cc 9.0, m <= 16) */
         if (!gemv_fits_thirds(a)) return cudaErrorInvalidValue;
         if (a->act == MPL_CUDA_W4A16_ACT_F16)
-            return zp ? launch_gv<ActF16, true, NW, GV_THIRDS>(a, stream, ksplit) : launch_gv<ActF16, false, NW, GV_THIRDS>(a, stream, ksplit);
-        return zp ? launch_gv<ActBF16, true, NW, GV_THIRDS>(a, stream, ksplit) : launch_gv<ActBF16, false, NW, GV_THIRDS>(a, stream, ksplit);
+            return zp ? launch_gv<ActF16, true, NW, GV_THIRDS>(a, stream, ksplit, bx) : launch_gv<ActF16, false, NW, GV_THIRDS>(a, stream, ksplit, bx);
+        return zp ? launch_gv<ActBF16, true, NW, GV_THIRDS>(a, stream, ksplit, bx) : launch_gv<ActBF16, false, NW, GV_THIRDS>(a, stream, ksplit, bx);
     }
     if (a->halves) {
         if (a->act == MPL_CUDA_W4A16_ACT_F16)
-            return zp ? launch_zp<ActF16, true, NW, FORM_HALVES>(a, stream, ksplit) : launch_zp<ActF16, false, NW, FORM_HALVES>(a, stream, ksplit);
-        return zp ? launch_zp<ActBF16, true, NW, FORM_HALVES>(a, stream, ksplit) : launch_zp<ActBF16, false, NW, FORM_HALVES>(a, stream, ksplit);
+            return zp ? launch_zp<ActF16, true, NW, FORM_HALVES>(a, stream, ksplit, bx) : launch_zp<ActF16, false, NW, FORM_HALVES>(a, stream, ksplit, bx);
+        return zp ? launch_zp<ActBF16, true, NW, FORM_HALVES>(a, stream, ksplit, bx) : launch_zp<ActBF16, false, NW, FORM_HALVES>(a, stream, ksplit, bx);
     }
     if (skinny_w8(a))
-        return a->act == MPL_CUDA_W4A16_ACT_F16 ? launch_zp<ActF16, true, NW / 2, FORM_W8>(a, stream, ksplit)
-                                                : launch_zp<ActBF16, true, NW / 2, FORM_W8>(a, stream, ksplit);
+        return a->act == MPL_CUDA_W4A16_ACT_F16 ? launch_zp<ActF16, true, NW / 2, FORM_W8>(a, stream, ksplit, bx)
+                                                : launch_zp<ActBF16, true, NW / 2, FORM_W8>(a, stream, ksplit, bx);
     if (a->act == MPL_CUDA_W4A16_ACT_F16)
-        return zp ? launch_zp<ActF16, true, NW, FORM_OFFSET>(a, stream, ksplit) : launch_zp<ActF16, false, NW, FORM_OFFSET>(a, stream, ksplit);
+        return zp ? launch_zp<ActF16, true, NW, FORM_OFFSET>(a, stream, ksplit, bx) : launch_zp<ActF16, false, NW, FORM_OFFSET>(a, stream, ksplit, bx);
     if (rounded && !zp)
-        return a->scale_fmt == MPL_CUDA_W4A16_SCALE_BF16 ? launch_zp<ActBF16, false, NW, FORM_ROUNDED>(a, stream, ksplit)
-                                                         : launch_zp<ActBF16, false, NW, FORM_EXACT>(a, stream, ksplit);
-    return zp ? launch_zp<ActBF16, true, NW, FORM_OFFSET>(a, stream, ksplit) : launch_zp<ActBF16, false, NW, FORM_OFFSET>(a, stream, ksplit);
+        return a->scale_fmt == MPL_CUDA_W4A16_SCALE_BF16 ? launch_zp<ActBF16, false, NW, FORM_ROUNDED>(a, stream, ksplit, bx)
+                                                         : launch_zp<ActBF16, false, NW, FORM_EXACT>(a, stream, ksplit, bx);
+    return zp ? launch_zp<ActBF16, true, NW, FORM_OFFSET>(a, stream, ksplit, bx) : launch_zp<ActBF16, false, NW, FORM_OFFSET>(a, stream, ksplit, bx);
 }
 
 } // namespace cuda_w4a16
@@ -1290,15 +1361,23 @@ static int launch_skinny(const mpl_cuda_w4a16_args *a, void *stream, bool rounde
      * shorter last wave. H100, bf16 uint3b4, forced NW 2 vs 4, us: 70B gate_up (3584 tiles) 67.97 vs 69.54 (v31), 65.72
      * vs 67.45 (v32); 8B gate_up (1792 tiles) 22.31 vs 22.23, 70B qkv (640) 19.66 vs 18.48 (v32) stay at the rule's */
     if (a->thirds && a->m == 1 && ntiles >= 2048) nw = 2;
-    if (a->skinny_nw == 2 || a->skinny_nw == 4) nw = a->skinny_nw; /* tuning (mpl_cuda_w4a16_tuning) */
+    const int tuned_nw = a->skinny_nw & MPL_CUDA_W4A16_NW_TILES;
+    if (tuned_nw == 2 || tuned_nw == 4) nw = tuned_nw; /* tuning (mpl_cuda_w4a16_tuning) */
     const bool w8 = cuda_w4a16::skinny_w8(a);
-    if (w8 && a->skinny_nw != 2) nw = 4;
+    if (w8 && tuned_nw != 2) nw = 4;
     /* f16 halves with two token tiles: two row tiles per warp unless tuned to four (which spill ~200 bytes); bf16 halves
      * run w4a16_gemv with the rule above */
-    if (a->halves && a->m > 8 && a->act == MPL_CUDA_W4A16_ACT_F16 && a->skinny_nw != 4) nw = 2;
+    if (a->halves && a->m > 8 && a->act == MPL_CUDA_W4A16_ACT_F16 && tuned_nw != 4) nw = 2;
     if (w8) KC = a->planes_k / MPL_CUDA_W4A16_KC; /* the loop's chunks: one plane's */
     const int tiles = w8 ? nw / 2 : nw;          /* row tiles per warp (FORM_W8: nw blocks = nw / 2 tiles x 2 planes) */
-    int blocks = (ntiles + tiles - 1) / tiles;
+    /* w4a16_gemv at m 2..16 with a block-shared x (8 warps, 8 x min(tiles, 2) row tiles at the same k, one block per SM):
+     * not by default (not yet measured); forced by the tuning */
+    bool bx = false;
+    if (a->skinny_nw & MPL_CUDA_W4A16_NW_SHARED_X) bx = true;
+    if (a->skinny_nw & MPL_CUDA_W4A16_NW_OWN_X) bx = false;
+    bx = bx && gemv && a->m > 1;
+    const int per_block = bx ? cuda_w4a16::SK_WARPS * (tiles > 2 ? 2 : tiles) : tiles; /* row tiles per block */
+    int blocks = (ntiles + per_block - 1) / per_block;
     int ksplit = a->ksplit;
     if (ksplit <= 0) {
         /* w4a16_gemv on a layer below 4 bits (halves, thirds): split K only while blocks fill fewer than one per SM. At
@@ -1306,7 +1385,7 @@ static int launch_skinny(const mpl_cuda_w4a16_args *a, void *stream, bool rounde
          * cost more than it hid. H100 v32, bf16, forced, us, split-K 1 vs the rule below (2): 70B down M = 1 3-bit 35.25
          * vs 37.01, 2-bit 26.01 vs 28.86; 70B o 3-bit 13.05 vs 14.88, 2-bit 10.38 vs 12.20; 2-bit m = 2 70B down 25.19
          * vs 26.56, 70B o 9.93 vs 11.31 (128 blocks of four row tiles on 132 SMs) */
-        int slots = a->sms * ((a->halves || a->thirds) && gemv ? 1 : bps);
+        int slots = a->sms * (((a->halves || a->thirds) && gemv) || bx ? 1 : bps);
         ksplit = blocks >= slots ? 1 : slots / blocks;
         if (ksplit > KC / 8) ksplit = KC / 8;
     }
@@ -1315,7 +1394,7 @@ static int launch_skinny(const mpl_cuda_w4a16_args *a, void *stream, bool rounde
     if (ksplit < 1 || a->cc < 90) ksplit = 1;
     cudaStream_t s = (cudaStream_t)stream;
     using namespace cuda_w4a16;
-    return (int)(nw == 2 ? launch_act<2>(a, s, ksplit, rounded) : launch_act<4>(a, s, ksplit, rounded));
+    return (int)(nw == 2 ? launch_act<2>(a, s, ksplit, rounded, bx) : launch_act<4>(a, s, ksplit, rounded, bx));
 }
 
 extern "C" int mpl_cuda_w4a16_launch_skinny(const mpl_cuda_w4a16_args *a, void *stream) { return launch_skinny(a, stream, false); }
