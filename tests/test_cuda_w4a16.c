@@ -1313,6 +1313,21 @@ static int halves_matrix(uint64_t seed, int *pcases) {
     return bad;
 }
 
+/* skinny forced on a wide layer: split-K 1, 2, 4 at m 1, 8, 16, each warp its own x; and m 2, 4, 8, 16 with the
+ * block-shared x (w4a16_gemv's two forms) */
+static int wide_skinny_rounds(const dcase *d, uint64_t seed, int *pcases) {
+    int bad = 0, cases = *pcases;
+    for (int sx = -1; sx <= 1; sx += 2) {
+        g_tune.skinny_shared_x = sx;
+        for (int ks = 1; ks <= 4; ks *= 2)
+            for (int m = sx > 0 ? 2 : 1; m <= 16; m = m == 1 ? 8 : 2 * m)
+                bad += !run_forced(d, m, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:skinny", ks), cases++;
+    }
+    g_tune = mpl_cuda_w4a16_tuning_default;
+    *pcases = cases;
+    return bad;
+}
+
 /* 3-bit thirds rounds of the device matrix (MPL_CUDA_W4A16_TEST_THIRDS: these alone). */
 static int thirds_matrix(uint64_t seed, int *pcases) {
     int bad = 0, cases = *pcases;
@@ -1342,13 +1357,7 @@ static int thirds_matrix(uint64_t seed, int *pcases) {
         }
     g_tune = mpl_cuda_w4a16_tuning_default;
     const dcase tw = {8192, 6656, 128, 0, 0, MPL_ACT_BF16, RN, BF16, G, 1};
-    for (int sx = -1; sx <= 1; sx += 2) {
-        g_tune.skinny_shared_x = sx;
-        for (int ks = 1; ks <= 4; ks *= 2)
-            for (int m = sx > 0 ? 2 : 1; m <= 16; m = m == 1 ? 8 : 2 * m)
-                bad += !run_forced(&tw, m, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:skinny", ks), cases++;
-    }
-    g_tune = mpl_cuda_w4a16_tuning_default;
+    bad += wide_skinny_rounds(&tw, seed, &cases);
     for (int b = 1; b <= 7; b += 3) {
         g_tune.wg_blocks = b;
         bad += !run_forced(&th[3], 65, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
@@ -1393,13 +1402,7 @@ static int gemv_matrix(uint64_t seed, int *pcases) {
             }
         g_tune = mpl_cuda_w4a16_tuning_default;
         const dcase wide = {8192, 6656, 128, w == 1, 0, MPL_ACT_BF16, RN, BF16, G, 1};
-        for (int sx = -1; sx <= 1; sx += 2) {
-            g_tune.skinny_shared_x = sx;
-            for (int ks = 1; ks <= 4; ks *= 2)
-                for (int m = sx > 0 ? 2 : 1; m <= 16; m = m == 1 ? 8 : 2 * m)
-                    bad += !run_forced(&wide, m, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:skinny", ks), cases++;
-        }
-        g_tune = mpl_cuda_w4a16_tuning_default;
+        bad += wide_skinny_rounds(&wide, seed, &cases);
     }
     g_w8 = 0, g_sym = MPL_WTYPE_UINT4B8, g_asym = MPL_WTYPE_UINT4;
     *pcases = cases;

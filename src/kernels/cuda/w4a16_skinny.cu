@@ -737,6 +737,12 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
  * and 1 MMA per 8 weights), both rows at 1 c, z = zl + 16 zh from the two planes' zero points.
  * H100 v30 (bench/cuda/NOTES.md), M = 1 against the loop before: 8-bit 70B gate_up 168.3 -> 158.0 us (98% of read16),
  * 2-bit 52.3 -> 49.2 (82% of read16 counted at 2 bits).
+ * Block-shared x (BX, m 2..16): with the warps along K every warp stages the x of its own k range, M / (bits x NW)
+ * bytes of x per byte of weights (thirds at M = 16, NW 2: 2.7), and 16 token rows leave a thirds warp two stages. With
+ * BX the block's 8 warps take 8 x NW row tiles (NW <= 2: n_pad, a multiple of 16 tiles, holds them) over the same k
+ * range: x is staged once per block (each warp copies MX / 8 of its token rows), a __syncthreads per stage replaces the
+ * __syncwarp (the slot the issue refills was read at the iteration before), and sk_bx_store writes each warp's sums
+ * with no reduction across warps; split-K through clusters fills the SMs.
  */
 /* The layer kinds w4a16_gemv reads: 4-bit codes, halves (bf16 2-bit), two 8-bit planes, thirds (3-bit) */
 enum { GV_NIB = 0, GV_HALVES = 1, GV_W8 = 2, GV_THIRDS = 3 };
