@@ -507,9 +507,15 @@ static int thirds_case(int64_t k, int64_t gs, int cc, int zp) {
     return !g_w8 && cc == 90 && (t == MPL_WTYPE_UINT3B4 || t == MPL_WTYPE_UINT3) && k % 256 == 0 && (gs == -1 || gs % 128 == 0);
 }
 
+/* w4a16_gemv's block-shared x fills one wave: n_pad / 256 blocks within 70-100% of the chooser's 132 SMs (skinny to 16) */
+static int shared_x_band(int64_t n) {
+    const int64_t blocks = (n + 255) / 256;
+    return blocks * 10 >= 7 * 132 && blocks <= 132;
+}
+
 static const char *expected_default(int64_t m, int64_t k, int64_t n, int64_t gs, int cc, mpl_act act, int zp) {
     if (thirds_case(k, gs, cc, zp)) {
-        if (m <= (n >= 16384 && n > k ? 8 : 16)) return "cuda_w4a16:skinny";
+        if (m <= (n >= 16384 && n > k && !shared_x_band(n) ? 8 : 16)) return "cuda_w4a16:skinny";
         if (!zp && expected_streamk(m >= 17 && m <= 32 ? 33 : m, k, n, 3)) return "cuda_w4a16:wg-streamk";
         return m <= 512 ? "cuda_w4a16:wg" : "cuda_w4a16:dq";
     }
@@ -523,7 +529,8 @@ static const char *expected_default(int64_t m, int64_t k, int64_t n, int64_t gs,
     const int w8wg = g_w8 && cc == 90 && k % 64 == 0;
     /* w4a16_gemv's layers (cc 9.0, k % 128 == 0, groups of 128k or one) */
     const int gemv = cc == 90 && k % 128 == 0 && (gs == -1 || gs % 128 == 0);
-    const int64_t skinny_top = w8wg && n > k             ? (n >= 16384 ? (gemv ? 8 : 3) : (gemv ? 16 : 8))
+    const int64_t skinny_top = gemv && shared_x_band(n)  ? 16
+                               : w8wg && n > k           ? (n >= 16384 ? (gemv ? 8 : 3) : (gemv ? 16 : 8))
                                : gemv && !g_w8           ? (k < 8192 && n >= 16384 ? 8 : 16)
                                : (g_w8 ? 2 * k : k) >= 8192 ? 16
                                                             : 8;
@@ -836,12 +843,37 @@ static void path_refusals(void **state) {
         h.act = MPL_ACT_BF16;
         fake_gpus(1, 90);
         narrow_no_tc(&h, &o, "thirds");
-        mpl_config hw = h; /* wide (n >= 16384, n > k): skinny to 8, wg from 9; > 2^26 weights: wg to 1024, dq after */
-        hw.n = hw.full_n = 28672;
+        /* wide (n >= 16384, n > k): skinny to 8, wg from 9, unless w4a16_gemv's block-shared x fills one wave (n_pad /
+         * 256 blocks between 70% and 100% of 132 SMs: 8B gate_up, n 28672): skinny to 16 there; > 2^26 weights: wg to
+         * 1024, dq after */
+        mpl_config hw = h;
+        hw.n = hw.full_n = 57344;
         assert_int_equal(mpl_choose_path(&hw, &o, 8, &got), MPL_OK);
         assert_string_equal(got, "cuda_w4a16:skinny");
         assert_int_equal(mpl_choose_path(&hw, &o, 9, &got), MPL_OK);
         assert_string_equal(got, "cuda_w4a16:wg");
+        hw.n = hw.full_n = 28672;
+        assert_int_equal(mpl_choose_path(&hw, &o, 16, &got), MPL_OK);
+        assert_string_equal(got, "cuda_w4a16:skinny");
+        assert_int_equal(mpl_choose_path(&hw, &o, 17, &got), MPL_OK);
+        assert_string_equal(got, "cuda_w4a16:wg");
+        {
+            /* the same at 4 bits (tc from 9 elsewhere) and 8 bits (wg from 9) */
+            mpl_config h4 = hw;
+            h4.wtype = MPL_WTYPE_UINT4B8;
+            assert_int_equal(mpl_choose_path(&h4, &o, 16, &got), MPL_OK);
+            assert_string_equal(got, "cuda_w4a16:skinny-rounded");
+            h4.n = h4.full_n = 57344;
+            assert_int_equal(mpl_choose_path(&h4, &o, 9, &got), MPL_OK);
+            assert_string_equal(got, "cuda_w4a16:tc");
+            mpl_config h8 = hw;
+            h8.wtype = MPL_WTYPE_UINT8B128;
+            assert_int_equal(mpl_choose_path(&h8, &o, 16, &got), MPL_OK);
+            assert_string_equal(got, "cuda_w4a16:skinny");
+            h8.n = h8.full_n = 57344;
+            assert_int_equal(mpl_choose_path(&h8, &o, 9, &got), MPL_OK);
+            assert_string_equal(got, "cuda_w4a16:wg");
+        }
         assert_int_equal(mpl_choose_path(&hw, &o, 1024, &got), MPL_OK);
         assert_string_equal(got, "cuda_w4a16:wg");
         assert_int_equal(mpl_choose_path(&hw, &o, 1025, &got), MPL_OK);

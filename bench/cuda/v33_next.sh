@@ -41,8 +41,8 @@ dq)
   stamp "gemv rounds (4-bit, 8-bit, halves; shared x)"
   dev_rounds "$R" gemv
   for w in uint4b8 uint2b2 uint8b128; do stamp "shared x sweep $w"; sx_sweep $w; done
-  stamp "ncu dq slab (thirds), 70B qkv m = 1024"
-  dev_ncu "$R/ncu_dq_thirds.txt" $B w4a16_dq --shapes 70B.qkv --m 1024 --wtype uint3b4 --reps 1
+  stamp "humming int3 at M 2, 8, 16 (beside the sweep)"
+  HMS=2,8,16 PEER_SECONDS=${PEER_SECONDS:-90} dev_humming 3 "$R/humming3" | tail -14
   ;;
 peers)
   dev_card "$R"

@@ -1377,8 +1377,9 @@ static int launch_skinny(const mpl_cuda_w4a16_args *a, void *stream, bool rounde
     if (w8) KC = a->planes_k / MPL_CUDA_W4A16_KC; /* the loop's chunks: one plane's */
     const int tiles = w8 ? nw / 2 : nw;          /* row tiles per warp (FORM_W8: nw blocks = nw / 2 tiles x 2 planes) */
     /* w4a16_gemv at m 2..16 with a block-shared x (8 warps, 8 x min(tiles, 2) row tiles at the same k, one block per SM):
-     * not by default (not yet measured); forced by the tuning */
-    bool bx = false;
+     * where its blocks fill one wave without split-K (mpl_cuda_w4a16_shared_x_fills, with the measurements), thirds from
+     * m = 2 and the other forms from m = 9; or as the tuning forces */
+    bool bx = (a->thirds || a->m > 8) && mpl_cuda_w4a16_shared_x_fills(a->n_pad, a->sms);
     if (a->skinny_nw & MPL_CUDA_W4A16_NW_SHARED_X) bx = true;
     if (a->skinny_nw & MPL_CUDA_W4A16_NW_OWN_X) bx = false;
     bx = bx && gemv && a->m > 1;
