@@ -1345,15 +1345,17 @@ static int halves_matrix(uint64_t seed, int *pcases) {
     return bad;
 }
 
-/* skinny forced on a wide layer: split-K 1, 2, 4 at m 1, 8, 16, each warp its own x; and m 2, 4, 8, 16 with the
- * block-shared x (w4a16_gemv's two forms) */
-static int wide_skinny_rounds(const dcase *d, uint64_t seed, int *pcases) {
+/* skinny forced on a wide layer: split-K 1, 2, 4 at m 1, 8, 16, each warp its own x; and with the block-shared x
+ * (w4a16_gemv's two forms) at m 2, 4, 8, 16 (thirds) or 9, 16 (the others: it has no m <= 8 form for them) */
+static int wide_skinny_rounds(const dcase *d, int thirds, uint64_t seed, int *pcases) {
     int bad = 0, cases = *pcases;
+    static const int64_t own[] = {1, 8, 16, 0}, sx_thirds[] = {2, 4, 8, 16, 0}, sx_others[] = {9, 16, 0};
     for (int sx = -1; sx <= 1; sx += 2) {
         g_tune.skinny_shared_x = sx;
+        const int64_t *ms = sx < 0 ? own : thirds ? sx_thirds : sx_others;
         for (int ks = 1; ks <= 4; ks *= 2)
-            for (int m = sx > 0 ? 2 : 1; m <= 16; m = m == 1 ? 8 : 2 * m)
-                bad += !run_forced(d, m, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:skinny", ks), cases++;
+            for (int i = 0; ms[i]; i++)
+                bad += !run_forced(d, ms[i], tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:skinny", ks), cases++;
     }
     g_tune = mpl_cuda_w4a16_tuning_default;
     *pcases = cases;
@@ -1389,7 +1391,7 @@ static int thirds_matrix(uint64_t seed, int *pcases) {
         }
     g_tune = mpl_cuda_w4a16_tuning_default;
     const dcase tw = {8192, 6656, 128, 0, 0, MPL_ACT_BF16, RN, BF16, G, 1};
-    bad += wide_skinny_rounds(&tw, seed, &cases);
+    bad += wide_skinny_rounds(&tw, 1, seed, &cases);
     for (int b = 1; b <= 7; b += 3) {
         g_tune.wg_blocks = b;
         bad += !run_forced(&th[3], 65, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
@@ -1422,19 +1424,19 @@ static int gemv_matrix(uint64_t seed, int *pcases) {
     for (int w = 0; w < 3; w++) { /* 4-bit codes, 8-bit planes, 2-bit halves (bf16; f16 keeps the skinny loop) */
         g_w8 = w == 1;
         if (w == 2) g_sym = MPL_WTYPE_UINT2B2, g_asym = MPL_WTYPE_UINT2;
-        /* each warp its own x, and (m 2..16) the block-shared x: 8 warps x 2 row tiles (8-bit with skinny_nw 2: 1) */
+        /* each warp its own x, and (m 9..16) the block-shared x: 8 warps x 2 row tiles (8-bit with skinny_nw 2: 1) */
         for (int sx = -1; sx <= 1; sx += 2)
             for (int nw = 2; nw <= 4; nw += 2) {
                 g_tune.skinny_nw = nw, g_tune.skinny_shared_x = sx;
                 for (size_t i = 0; i < sizeof gv / sizeof gv[0]; i++)
-                    for (size_t j = sx > 0; j < sizeof gv_m / sizeof gv_m[0]; j++)
+                    for (size_t j = sx > 0 ? 5 : 0; j < sizeof gv_m / sizeof gv_m[0]; j++) /* sx: from m = 9 */
                         for (int p = 0; p < 2; p++)
                             if (!refused(&gv[i], sk[p]))
                                 bad += !run_forced(&gv[i], gv_m[j], tu_case_seed(seed, (uint64_t)cases), sk[p], 0), cases++;
             }
         g_tune = mpl_cuda_w4a16_tuning_default;
         const dcase wide = {8192, 6656, 128, w == 1, 0, MPL_ACT_BF16, RN, BF16, G, 1};
-        bad += wide_skinny_rounds(&wide, seed, &cases);
+        bad += wide_skinny_rounds(&wide, 0, seed, &cases);
     }
     g_w8 = 0, g_sym = MPL_WTYPE_UINT4B8, g_asym = MPL_WTYPE_UINT4;
     *pcases = cases;

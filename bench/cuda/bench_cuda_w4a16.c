@@ -236,7 +236,7 @@ typedef struct {
     int ksplit;
     int64_t m_lo, m_hi;
     int skinny_nw; /* 0: the launcher's rule */
-    int shared_x;  /* w4a16_gemv's block-shared x at m 2..16: 0 the launcher's rule, 1 forced, -1 each warp its own x */
+    int shared_x;  /* w4a16_gemv's block-shared x (m 9..16, thirds 2..16): 0 the rule, 1 forced, -1 each warp its own x */
 } sweep_set;
 static const sweep_set sweep_sets[] = {
     {"default", NULL, 0, 1, 1 << 30, 0, 0},

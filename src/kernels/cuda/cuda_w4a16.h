@@ -18,9 +18,9 @@ typedef struct mpl_cuda_w4a16_tuning {
     /* Skinny blocks per warp and chunk: 0 = the launcher's rule (w4a16_skinny.cu), 2 or 4 forced (row tiles; 8-bit
      * layers' FORM_W8: half as many row tiles, each with its two planes). */
     int skinny_nw;
-    /* w4a16_gemv (the skinny path's kernel at m <= 16 on sm_90) at m 2..16: 0 = the launcher's rule, 1 = a block-shared
-     * x (the block's 8 warps take 8 x 2 row tiles at the same k and stage x once), -1 = each warp its own x (warps along
-     * K). */
+    /* w4a16_gemv (the skinny path's kernel at m <= 16 on sm_90) at m 9..16, and m 2..16 on 3-bit thirds: 0 = the
+     * launcher's rule, 1 = a block-shared x (the block's 8 warps take 8 x 2 row tiles at the same k and stage x once),
+     * -1 = each warp its own x (warps along K). */
     int skinny_shared_x;
     /* dq: bytes of 16-bit weights per slab buffer; 0 = by m (dq_slab_rows in cuda_w4a16.c). */
     size_t dq_slab_bytes;

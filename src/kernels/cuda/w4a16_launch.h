@@ -52,7 +52,8 @@ typedef struct mpl_cuda_w4a16_args {
     int ksplit;                /* blocks along K reducing through a cluster: 0 = the launcher's rule, 1..8 forced */
     int skinny_nw;             /* skinny blocks per warp and chunk (row tiles; FORM_W8: x 2 planes): 0 = by rule, 2 or 4
                                   (halves at m > 8: 2 unless 4 is asked), in MPL_CUDA_W4A16_NW_TILES; with the flags
-                                  MPL_CUDA_W4A16_NW_SHARED_X / _OWN_X (w4a16_gemv's x at m 2..16, forced) */
+                                  MPL_CUDA_W4A16_NW_SHARED_X / _OWN_X (w4a16_gemv's x at m 9..16, thirds
+                                  2..16, forced) */
     /* 2-bit layers in halves (docs/layouts/cuda_w4a16.md "2-bit: halves"): 1 when each nibble holds the codes of two
      * chunks (packed chunk v: x chunks 2v and 2v + 1; k_pad counts packed positions, k is x's row length, gs16 is
      * counted in packed k16 steps: group size / 32); skinny, wg and dq read it, tc and skinny-rounded refuse such
@@ -67,13 +68,13 @@ typedef struct mpl_cuda_w4a16_args {
     int planes_k;
     int wg_blocks;             /* wg-streamk: persistent blocks, 0 = the launcher's rule (w4a16_wg.cu, wg_plan) */
 } mpl_cuda_w4a16_args;
-/* mpl_cuda_w4a16_args.skinny_nw: the row tiles (bits 0-7), and w4a16_gemv's block-shared x at m 2..16 forced on or off
- * (mpl_cuda_w4a16_tuning.skinny_shared_x; neither: the launcher's rule) */
+/* mpl_cuda_w4a16_args.skinny_nw: the row tiles (bits 0-7), and w4a16_gemv's block-shared x (m 9..16; thirds 2..16)
+ * forced on or off (mpl_cuda_w4a16_tuning.skinny_shared_x; neither: the launcher's rule) */
 #define MPL_CUDA_W4A16_NW_TILES 0xff
 #define MPL_CUDA_W4A16_NW_SHARED_X 0x100
 #define MPL_CUDA_W4A16_NW_OWN_X 0x200
 
-/* w4a16_gemv's block-shared x by default (m 2..16; 3-bit thirds from m = 2, the other forms from m = 9; the launcher
+/* w4a16_gemv's block-shared x by default (3-bit thirds at m 2..16, the other forms at m 9..16: the forms it has; the launcher
  * and, with 132 SMs, the chooser's skinny range): where its blocks (8 warps x 2 row tiles: n_pad / 256 of them) fill
  * 70% or more of one wave of one block per SM without split-K. Its split-K runs clusters of blocks of ~215 KB, one per
  * SM, and clusters of 4 / 3 / 5 did not all fit at once (a second wave: H100 v33, 70B down / 70B qkv / 8B qkv ran

@@ -737,7 +737,7 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
  * and 1 MMA per 8 weights), both rows at 1 c, z = zl + 16 zh from the two planes' zero points.
  * H100 v30 (bench/cuda/NOTES.md), M = 1 against the loop before: 8-bit 70B gate_up 168.3 -> 158.0 us (98% of read16),
  * 2-bit 52.3 -> 49.2 (82% of read16 counted at 2 bits).
- * Block-shared x (BX, m 2..16): with the warps along K every warp stages the x of its own k range, M / (bits x NW)
+ * Block-shared x (BX; thirds at m 2..16, the other forms at m 9..16): with the warps along K every warp stages the x of its own k range, M / (bits x NW)
  * bytes of x per byte of weights (thirds at M = 16, NW 2: 2.7), and 16 token rows leave a thirds warp two stages. With
  * BX the block's 8 warps take 8 x NW row tiles (NW <= 2: n_pad, a multiple of 16 tiles, holds them) over the same k
  * range: x is staged once per block (each warp copies MX / 8 of its token rows), a __syncthreads per stage replaces the
@@ -1230,10 +1230,13 @@ static cudaError_t launch_gv_mx(const mpl_cuda_w4a16_args *a, cudaStream_t strea
 template <class A, bool ZP, int NW, int SF, int V>
 static cudaError_t launch_gv_sf(const mpl_cuda_w4a16_args *a, cudaStream_t stream, int ksplit, bool bx) {
     if (a->m == 1) return launch_gv_mx<A, ZP, NW, SF, V, 1>(a, stream, ksplit);
-    /* a block-shared x: two row tiles per warp (or one where the launcher asked for one: 8-bit's NW 1) */
+    /* a block-shared x: two row tiles per warp (or one where the launcher asked for one: 8-bit's NW 1); at m <= 8 for
+     * thirds only (the other forms lost there on every layer measured, H100 v33: 8B gate_up m = 8 4-bit 26.88 vs 26.03,
+     * 2-bit 18.80 vs 18.60, 8-bit 46.70 vs 46.18 us; launch_skinny) */
     constexpr int NB = NW > 2 ? 2 : NW;
-    if (bx)
-        return a->m <= 8 ? launch_gv_mx<A, ZP, NB, SF, V, 8, true>(a, stream, ksplit) : launch_gv_mx<A, ZP, NB, SF, V, 16, true>(a, stream, ksplit);
+    if (bx && a->m > 8) return launch_gv_mx<A, ZP, NB, SF, V, 16, true>(a, stream, ksplit);
+    if constexpr (V == GV_THIRDS)
+        if (bx) return launch_gv_mx<A, ZP, NB, SF, V, 8, true>(a, stream, ksplit);
     return a->m <= 8 ? launch_gv_mx<A, ZP, NW, SF, V, 8>(a, stream, ksplit) : launch_gv_mx<A, ZP, NW, SF, V, 16>(a, stream, ksplit);
 }
 template <class A, bool ZP, int NW, int V = GV_NIB>
@@ -1376,13 +1379,13 @@ static int launch_skinny(const mpl_cuda_w4a16_args *a, void *stream, bool rounde
     if (a->halves && a->m > 8 && a->act == MPL_CUDA_W4A16_ACT_F16 && tuned_nw != 4) nw = 2;
     if (w8) KC = a->planes_k / MPL_CUDA_W4A16_KC; /* the loop's chunks: one plane's */
     const int tiles = w8 ? nw / 2 : nw;          /* row tiles per warp (FORM_W8: nw blocks = nw / 2 tiles x 2 planes) */
-    /* w4a16_gemv at m 2..16 with a block-shared x (8 warps, 8 x min(tiles, 2) row tiles at the same k, one block per SM):
-     * where its blocks fill one wave without split-K (mpl_cuda_w4a16_shared_x_fills, with the measurements), thirds from
-     * m = 2 and the other forms from m = 9; or as the tuning forces */
-    bool bx = (a->thirds || a->m > 8) && mpl_cuda_w4a16_shared_x_fills(a->n_pad, a->sms);
+    /* w4a16_gemv with a block-shared x (8 warps, 8 x min(tiles, 2) row tiles at the same k, one block per SM): where its
+     * blocks fill one wave without split-K (mpl_cuda_w4a16_shared_x_fills, with the measurements), or as the tuning
+     * forces; thirds from m = 2, the other forms from m = 9 */
+    bool bx = mpl_cuda_w4a16_shared_x_fills(a->n_pad, a->sms);
     if (a->skinny_nw & MPL_CUDA_W4A16_NW_SHARED_X) bx = true;
     if (a->skinny_nw & MPL_CUDA_W4A16_NW_OWN_X) bx = false;
-    bx = bx && gemv && a->m > 1;
+    bx = bx && gemv && (a->thirds ? a->m > 1 : a->m > 8); /* the forms it has (launch_gv_sf) */
     const int per_block = bx ? cuda_w4a16::SK_WARPS * (tiles > 2 ? 2 : tiles) : tiles; /* row tiles per block */
     int blocks = (ntiles + per_block - 1) / per_block;
     int ksplit = a->ksplit;
