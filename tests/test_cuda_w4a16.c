@@ -847,32 +847,27 @@ static void path_refusals(void **state) {
          * 256 blocks between 70% and 100% of 132 SMs: 8B gate_up, n 28672): skinny to 16 there; > 2^26 weights: wg to
          * 1024, dq after */
         mpl_config hw = h;
-        hw.n = hw.full_n = 57344;
-        assert_int_equal(mpl_choose_path(&hw, &o, 8, &got), MPL_OK);
-        assert_string_equal(got, "cuda_w4a16:skinny");
-        assert_int_equal(mpl_choose_path(&hw, &o, 9, &got), MPL_OK);
-        assert_string_equal(got, "cuda_w4a16:wg");
         hw.n = hw.full_n = 28672;
-        assert_int_equal(mpl_choose_path(&hw, &o, 16, &got), MPL_OK);
-        assert_string_equal(got, "cuda_w4a16:skinny");
-        assert_int_equal(mpl_choose_path(&hw, &o, 17, &got), MPL_OK);
-        assert_string_equal(got, "cuda_w4a16:wg");
         {
-            /* the same at 4 bits (tc from 9 elsewhere) and 8 bits (wg from 9) */
-            mpl_config h4 = hw;
-            h4.wtype = MPL_WTYPE_UINT4B8;
-            assert_int_equal(mpl_choose_path(&h4, &o, 16, &got), MPL_OK);
-            assert_string_equal(got, "cuda_w4a16:skinny-rounded");
-            h4.n = h4.full_n = 57344;
-            assert_int_equal(mpl_choose_path(&h4, &o, 9, &got), MPL_OK);
-            assert_string_equal(got, "cuda_w4a16:tc");
-            mpl_config h8 = hw;
-            h8.wtype = MPL_WTYPE_UINT8B128;
-            assert_int_equal(mpl_choose_path(&h8, &o, 16, &got), MPL_OK);
-            assert_string_equal(got, "cuda_w4a16:skinny");
-            h8.n = h8.full_n = 57344;
-            assert_int_equal(mpl_choose_path(&h8, &o, 9, &got), MPL_OK);
-            assert_string_equal(got, "cuda_w4a16:wg");
+            /* (type, n, m, the default): thirds, and the same at 4 bits (tc from 9 elsewhere) and 8 bits (wg from 9) */
+            static const struct {
+                mpl_wtype w;
+                int64_t n, m;
+                const char *want;
+            } sx[] = {
+                {MPL_WTYPE_UINT3B4, 57344, 8, "cuda_w4a16:skinny"},          {MPL_WTYPE_UINT3B4, 57344, 9, "cuda_w4a16:wg"},
+                {MPL_WTYPE_UINT3B4, 28672, 16, "cuda_w4a16:skinny"},         {MPL_WTYPE_UINT3B4, 28672, 17, "cuda_w4a16:wg"},
+                {MPL_WTYPE_UINT4B8, 28672, 16, "cuda_w4a16:skinny-rounded"}, {MPL_WTYPE_UINT4B8, 57344, 9, "cuda_w4a16:tc"},
+                {MPL_WTYPE_UINT8B128, 28672, 16, "cuda_w4a16:skinny"},       {MPL_WTYPE_UINT8B128, 57344, 9, "cuda_w4a16:wg"},
+            };
+            for (size_t i = 0; i < sizeof sx / sizeof sx[0]; i++) {
+                mpl_config hx = hw;
+                hx.wtype = sx[i].w, hx.n = hx.full_n = sx[i].n;
+                assert_int_equal(mpl_choose_path(&hx, &o, sx[i].m, &got), MPL_OK);
+                if (!got || strcmp(got, sx[i].want))
+                    fail_msg("%s n %lld m %lld: %s, want %s", mpl_wtype_name(sx[i].w), (long long)sx[i].n, (long long)sx[i].m,
+                             got ? got : "no path", sx[i].want);
+            }
         }
         assert_int_equal(mpl_choose_path(&hw, &o, 1024, &got), MPL_OK);
         assert_string_equal(got, "cuda_w4a16:wg");
