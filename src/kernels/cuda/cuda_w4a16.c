@@ -124,8 +124,7 @@ static int64_t skinny_max_m(const mpl_config *c, const mpl_platform *p) {
     const bool gemv = gemv_layer(c, p);
     /* w4a16_gemv's block-shared x to 16 where its blocks fill one wave (w4a16_launch.h, with the measurements: 8B
      * gate_up m = 16 ahead of wg / tc at every width); the platform carries no SM count: the H200's / H100's 132 */
-    const int64_t n_pad = (c->n + MPL_CUDA_W4A16_N_ALIGN - 1) / MPL_CUDA_W4A16_N_ALIGN * MPL_CUDA_W4A16_N_ALIGN;
-    if (gemv && mpl_cuda_w4a16_shared_x_fills(n_pad, 132)) return MPL_CUDA_W4A16_SKINNY_MAX_M;
+    if (gemv && mpl_cuda_w4a16_shared_x_fills(c->n, 132)) return MPL_CUDA_W4A16_SKINNY_MAX_M;
     if (is_w8(c) && p->cuda_cc == 90 && wg_takes_w8(c) && c->n > c->k) return c->n >= 16384 ? (gemv ? 8 : 3) : (gemv ? 16 : 8);
     /* halves (no tc): bf16 skinny to 16 (one fold per packed chunk, four row tiles per warp at m 9..16: H200 v24,
      * uint2b2 group 128, m = 16, us, skinny vs the default of v23: 70B gate_up 85.2 vs wg 115.9, 8B gate_up 29.3 vs

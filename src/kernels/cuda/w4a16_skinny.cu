@@ -897,14 +897,15 @@ __global__ void __launch_bounds__(SK_THREADS, GvShape<NW, SF, ZP, V, MX, BX>::BP
      * lane / 16 + 2 q (q < MX / 2), rows past m zero-filled (their MMA columns are never stored); BX: the stage's
      * first element of token row 0 (the lanes' offsets below) */
     const size_t xrow = (size_t)a.k * 2;
+    constexpr int RB = TH ? 512 : 256; /* bytes of x per token row and stage */
     const unsigned char *xsrc = reinterpret_cast<const unsigned char *>(a.x) +
-                                (BX ? (size_t)first * (TH ? 512 : 256)
+                                (BX ? (size_t)first * RB
                                     : ((size_t)first * (TH ? 256 : 128) + (TH && MX == 1 ? lane : lane & 15) * 8) * 2 +
                                           (MX == 1 ? 0 : (size_t)(lane >> 4) * xrow));
     /* BX: the warp copies token rows warp MX / 8 .. + MX / 8 - 1 of each stage's x (RB bytes each): XPL 16-byte copies per
      * lane at most, lane + 32 j of the warp's XPW; xd the destination in the x stage (-1: none), xo the offset from xsrc
      * (rows past m zero-filled: their MMA columns are never stored) */
-    constexpr int RB = TH ? 512 : 256, XPW = BX ? MX / 8 * RB / 16 : 1, XPL = (XPW + 31) / 32;
+    constexpr int XPW = BX ? MX / 8 * RB / 16 : 1, XPL = (XPW + 31) / 32;
     int xd[XPL];
     size_t xo[XPL];
     bool xin[XPL];
@@ -1382,7 +1383,7 @@ static int launch_skinny(const mpl_cuda_w4a16_args *a, void *stream, bool rounde
     /* w4a16_gemv with a block-shared x (8 warps, 8 x min(tiles, 2) row tiles at the same k, one block per SM): where its
      * blocks fill one wave without split-K (mpl_cuda_w4a16_shared_x_fills, with the measurements), or as the tuning
      * forces; thirds from m = 2, the other forms from m = 9 */
-    bool bx = mpl_cuda_w4a16_shared_x_fills(a->n_pad, a->sms);
+    bool bx = mpl_cuda_w4a16_shared_x_fills(a->n, a->sms);
     if (a->skinny_nw & MPL_CUDA_W4A16_NW_SHARED_X) bx = true;
     if (a->skinny_nw & MPL_CUDA_W4A16_NW_OWN_X) bx = false;
     bx = bx && gemv && (a->thirds ? a->m > 1 : a->m > 8); /* the forms it has (launch_gv_sf) */
