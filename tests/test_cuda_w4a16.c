@@ -1348,7 +1348,7 @@ static int wide_skinny_rounds(const dcase *d, int thirds, uint64_t seed, int *pc
     for (int sx = -1; sx <= 1; sx += 2) {
         g_tune.skinny_shared_x = sx;
         const int64_t *ms = sx < 0 ? own : thirds ? sx_thirds : sx_others;
-        for (int ks = 1; ks <= 4; ks *= 2)
+        for (int ks = 0; ks <= 4; ks = ks ? 2 * ks : 1) /* 0: the launcher's split-K (the clusters that fit) */
             for (int i = 0; ms[i]; i++)
                 bad += !run_forced(d, ms[i], tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:skinny", ks), cases++;
     }

@@ -423,24 +423,57 @@ static cudaError_t setup_kernel(Kern kern, int device, int threads, int smem, Ke
 }
 
 /*
+ * The launch of a grid of (gx, ksplit) blocks; with ksplit > 1 the ksplit blocks of one x form a cluster along y
+ * (attr, which cfg points to, holds its dimension).
+ */
+static inline void ksplit_config(cudaLaunchConfig_t &cfg, cudaLaunchAttribute &attr, unsigned gx, int ksplit, int threads,
+                                 int smem, cudaStream_t stream) {
+    cfg = cudaLaunchConfig_t{};
+    cfg.gridDim = dim3(gx, (unsigned)ksplit, 1);
+    cfg.blockDim = dim3((unsigned)threads, 1, 1);
+    cfg.dynamicSmemBytes = (size_t)smem;
+    cfg.stream = stream;
+    attr = cudaLaunchAttribute{};
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = 1;
+    attr.val.clusterDim.y = (unsigned)ksplit;
+    attr.val.clusterDim.z = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = ksplit > 1 ? 1 : 0;
+}
+
+/*
+ * How many clusters of S blocks along y (S 2..8; threads, smem per block) can be resident at once on device
+ * (cudaOccupancyMaxActiveClusters), asked once per kernel, device and S and kept in mac (0: not asked yet).
+ */
+template <class Kern>
+static cudaError_t cluster_fit(Kern kern, int device, int threads, int smem, int S,
+                               std::atomic<int> (&mac)[MPL_CUDA_MAX_DEVICES][9], int *fit) {
+    if (device < 0 || device >= MPL_CUDA_MAX_DEVICES || S < 2 || S > 8) return cudaErrorInvalidValue;
+    int n = mac[device][S].load(std::memory_order_relaxed);
+    if (n == 0) {
+        cudaLaunchConfig_t cfg;
+        cudaLaunchAttribute attr;
+        ksplit_config(cfg, attr, 1, S, threads, smem, nullptr);
+        cudaError_t e = cudaOccupancyMaxActiveClusters(&n, kern, &cfg);
+        if (e != cudaSuccess) return e;
+        if (n < 1) n = -1; /* none fits: kept as -1 */
+        mac[device][S].store(n, std::memory_order_relaxed);
+    }
+    *fit = n < 0 ? 0 : n;
+    return cudaSuccess;
+}
+
+/*
  * Launch kern on a grid of (gx, ksplit) blocks; with ksplit > 1 the ksplit blocks of one x form a
  * cluster along y (split-K reduced through distributed shared memory: tile_store, the skinny fold).
  */
 template <class Kern, class... Args>
 static cudaError_t launch_ksplit(Kern kern, unsigned gx, int ksplit, int threads, int smem, cudaStream_t stream,
                                  Args... args) {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(gx, (unsigned)ksplit, 1);
-    cfg.blockDim = dim3((unsigned)threads, 1, 1);
-    cfg.dynamicSmemBytes = (size_t)smem;
-    cfg.stream = stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = 1;
-    attr[0].val.clusterDim.y = (unsigned)ksplit;
-    attr[0].val.clusterDim.z = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = ksplit > 1 ? 1 : 0;
+    cudaLaunchConfig_t cfg;
+    cudaLaunchAttribute attr;
+    ksplit_config(cfg, attr, gx, ksplit, threads, smem, stream);
     return cudaLaunchKernelEx(&cfg, kern, args...);
 }
 

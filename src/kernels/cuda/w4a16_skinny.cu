@@ -1223,9 +1223,28 @@ static cudaError_t launch_gv_mx(const mpl_cuda_w4a16_args *a, cudaStream_t strea
         cudaError_t e = setup_kernel(w4a16_gemv<A, ZP, NW, SF, V, MX, BX>, a->device, SK_THREADS, SMEM, setup, nullptr);
         if (e != cudaSuccess) return e;
         /* BX: 8 NW row tiles per block (n_pad is a multiple of 16 tiles: within it at NW <= 2) */
-        const int tiles = BX ? SK_WARPS * NW : NW;
-        return launch_ksplit(w4a16_gemv<A, ZP, NW, SF, V, MX, BX>, (unsigned)((ntiles + tiles - 1) / tiles), ksplit, SK_THREADS,
-                             SMEM, stream, *a);
+        const int tiles = BX ? SK_WARPS * NW : NW, blocks = (ntiles + tiles - 1) / tiles;
+        if (BX && ksplit == 0) {
+            /* BX with the launcher's split-K: the largest S (2..8, 8 chunks or more per split) whose clusters all fit at
+             * once (blocks clusters of S, blocks x S within one block per SM), else 1. Clusters of 4 / 3 / 5 that did
+             * not all fit ran a second wave (H100 v33: 70B down 1.5-2x). H200 v34, bf16, us, this choice vs split-K 2 /
+             * 4 forced: 3-bit 70B o m = 16 20.86 vs 27.47 / 30.63 (S 3), 8B qkv 10.64 vs 15.74 / 10.65 (S 4); 4-bit 70B
+             * down 62.90 vs 90.91 / 94.44 (S 3: still 1.5x own x's 42.41, so the deep layers stay on own x) */
+            static std::atomic<int> mac[MPL_CUDA_MAX_DEVICES][9];
+            ksplit = 1;
+            const int KC = a->k_pad / MPL_CUDA_W4A16_KC;
+            for (int S = 8; S >= 2; S--) {
+                if (blocks * S > a->sms || KC / S < 8) continue;
+                int fit = 0;
+                e = cluster_fit(w4a16_gemv<A, ZP, NW, SF, V, MX, BX>, a->device, SK_THREADS, SMEM, S, mac, &fit);
+                if (e != cudaSuccess) return e;
+                if (fit >= blocks) {
+                    ksplit = S;
+                    break;
+                }
+            }
+        }
+        return launch_ksplit(w4a16_gemv<A, ZP, NW, SF, V, MX, BX>, (unsigned)blocks, ksplit, SK_THREADS, SMEM, stream, *a);
     }
 }
 template <class A, bool ZP, int NW, int SF, int V>
@@ -1384,6 +1403,15 @@ static int launch_skinny(const mpl_cuda_w4a16_args *a, void *stream, bool rounde
      * blocks fill one wave without split-K (mpl_cuda_w4a16_shared_x_fills, with the measurements), or as the tuning
      * forces; thirds from m = 2, the other forms from m = 9 */
     bool bx = mpl_cuda_w4a16_shared_x_fills(a->n, a->sms);
+    /* ... and at m 9..16 on the forms that stage the most x per weight byte (thirds: 512 bytes of x per token row and
+     * 256 channels, 8-bit planes: 256 bytes per 128 channels of two planes) where K is short: own-x warps split K in 8,
+     * so at k <= 8192 (thirds) / 4096 (8-bit) each gets 4 stages or fewer, while the shared x's warps run the whole K
+     * of their split-K share (clusters that fit, launch_gv_mx). H200 v34 (bench/cuda/NOTES.md), bf16, group 128, us,
+     * shared x by this rule vs own x: 3-bit 8B qkv (k 4096) m = 9 10.37 vs 12.62, m = 16 10.64 vs 13.23; 70B qkv (k 8192)
+     * 27.43 vs 28.27, 27.68 vs 29.29; 70B o (k 8192) 20.50 vs 20.20, 20.86 vs 20.78 (the one loss taken); 8-bit 8B qkv
+     * 13.25 vs 15.30, 13.63 vs 15.99. Left on own x: 3-bit 70B down (k 28672) 59.76 vs 53.65; 8-bit 70B qkv / o (k 8192)
+     * 37.48 vs 37.38, 28.04 vs 26.34; 4- and 2-bit everywhere (8B qkv 4-bit 10.63 vs 9.36, 2-bit 9.98 vs 8.78) */
+    if ((a->thirds || w8) && a->m > 8 && a->k <= (a->thirds ? 8192 : 4096)) bx = true;
     if (a->skinny_nw & MPL_CUDA_W4A16_NW_SHARED_X) bx = true;
     if (a->skinny_nw & MPL_CUDA_W4A16_NW_OWN_X) bx = false;
     bx = bx && gemv && (a->thirds ? a->m > 1 : a->m > 8); /* the forms it has (launch_gv_sf) */
@@ -1400,9 +1428,11 @@ static int launch_skinny(const mpl_cuda_w4a16_args *a, void *stream, bool rounde
         ksplit = blocks >= slots ? 1 : slots / blocks;
         if (ksplit > KC / 8) ksplit = KC / 8;
     }
+    const bool bx_fit = bx && a->ksplit <= 0 && ksplit > 1; /* BX: launch_gv_mx asks which clusters fit */
     if (ksplit > 8) ksplit = 8;
     if (ksplit > KC) ksplit = KC;
     if (ksplit < 1 || a->cc < 90) ksplit = 1;
+    if (bx_fit) ksplit = 0;
     cudaStream_t s = (cudaStream_t)stream;
     using namespace cuda_w4a16;
     return (int)(nw == 2 ? launch_act<2>(a, s, ksplit, rounded, bx) : launch_act<4>(a, s, ksplit, rounded, bx));
