@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# bench/cuda/v35_next.sh MODE -- on the device machine; prepared in session 41 (bench/cuda/NOTES.md v34), not yet run.
+# Build here with bench/results/v34/m1_warps_n.patch applied (w4a16_gemv's warps along N at M = 1: the block-shared x
+# structure without the shared x, each warp over its split's whole K; forced by the tuning's skinny_shared_x = 1 at
+# m = 1, the "skinny sx" sweep sets) and pack those binaries.
+#   m1:    the sweep at M = 1 / 2 on the six layers at every width (own x, the warps along N by the launcher's split-K
+#          and at split-K 1 / 2), then the thirds and gemv rounds (which now force it at m = 1 too). Where "skinny sx"
+#          beats the default at M = 1 on the 70B layers, a default rule for it follows (2-bit 70B gate_up 44.12 us and
+#          3-bit 59.16 us on the H200 in v34: 69.6% / 71.7% of read16).
+set -u
+. bench/cuda/dev_unpack.sh
+dev_begin v35 "${1:-m1}"
+B=.h200/bench_cuda_w4a16
+t0=$(date +%s)
+case "${1:-m1}" in
+m1)
+  dev_card "$R"
+  X="skinny ox,skinny sx,skinny sx ksplit1,skinny sx ksplit2"
+  for w in uint2b2 uint3b4 uint8b128 uint4b8; do
+    stamp "sweep $w"
+    timeout 60 stdbuf -oL $B --sweep --sets "$X" --shapes 70B.gate_up,70B.down,70B.qkv,70B.o,8B.qkv,8B.gate_up --m 1,2 --wtype $w --reps 10 > "$R/m1_$w.log" 2>&1
+  done
+  stamp "thirds rounds"
+  ( time env MPL_CUDA_W4A16_TEST_THIRDS=1 timeout 150 .h200/test_cuda_w4a16 ) > "$R/test_thirds.log" 2>&1; echo "rc=$?" >> "$R/test_thirds.log"
+  left=$((560 - ($(date +%s) - t0)))
+  stamp "gemv rounds ($left s)"
+  ( time env MPL_CUDA_W4A16_TEST_GEMV=1 timeout $left .h200/test_cuda_w4a16 ) > "$R/test_gemv.log" 2>&1; echo "rc=$?" >> "$R/test_gemv.log"
+  grep -E "device matrix|FAIL|rc=|real" "$R/test_thirds.log" "$R/test_gemv.log" | head -20
+  ;;
+esac
+dev_end v35 "${1:-m1}"
