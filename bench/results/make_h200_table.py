@@ -7,6 +7,9 @@ from one device run's raw files (bench_cuda_w4a16 logs for bf16 and f16 activati
 """
 import json, os, re, sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from table_logs import read16_windows  # noqa: E402
+
 run = sys.argv[1]
 SHAPE = {  # bench_cuda_w4a16 name -> (humming_peer name or None, K, N)
     "8B.qkv": ("L3-8B qkv", 4096, 6144), "8B.o": (None, 4096, 4096), "8B.gate_up": ("L3-8B gate_up", 4096, 28672),
@@ -22,14 +25,7 @@ for act in ("bf16", "f16"):
             ours[key] = (float(m.group(4)), m.group(5))
             if act == "bf16":
                 cublas[(m.group(1), int(m.group(2)))] = float(m.group(3))
-read = {}
-for line in open(os.path.join(run, "bw.log")):
-    m = re.match(r"window ([\d.]+) MB", line)
-    if m:
-        win = float(m.group(1))
-    m = re.match(r"\s+read16\s+([\d.]+) TB/s", line)
-    if m:
-        read[win] = float(m.group(1))
+read = read16_windows(os.path.join(run, "bw.log"))
 hm = json.load(open(os.path.join(run, "humming_peer.json")))
 peer = {}
 for t in hm["timings"]:

@@ -1,6 +1,7 @@
 """bench/results/table_logs.py -- readers of the raw device logs that the make_table_v*.py scripts under bench/results/
-share: bench_cuda_w4a16 default lines, Humming's peer summary (bench/cuda/humming_peer.py) and bench_cuda_bw's read16;
-and the share of read16 an M = 1 time reaches."""
+share: bench_cuda_w4a16 default and --sweep lines, Humming's peer summary (bench/cuda/humming_peer.py) and bench_cuda_bw's
+read16; and the share of read16 an M = 1 time reaches."""
+import collections
 import os
 import re
 
@@ -15,6 +16,16 @@ def defaults(*paths):
                 k, t = (f[0], int(f[1])), float(f[3])
                 if k not in out or t < out[k][0]:
                     out[k] = (t, f[4].split(":")[1], float(f[2]))
+    return out
+
+
+def sweep(path):
+    """{(shape, M): {set: us}} from bench_cuda_w4a16 --sweep lines (cuBLAS lines left out), in the log's order."""
+    out = collections.OrderedDict()
+    for line in open(path):
+        m = re.match(r"sweep (\S+)\s+M=(\d+)\s+(.+?)\s+([\d.]+) us", line)
+        if m and "cuBLAS" not in m.group(3):
+            out.setdefault((m.group(1), int(m.group(2))), {})[m.group(3).strip()] = float(m.group(4))
     return out
 
 
@@ -36,11 +47,27 @@ def read16(path):
     return max(float(x) for x in re.findall(r"read16\s+([\d.]+) TB/s", open(path).read()))
 
 
+def read16_windows(path):
+    """{window MB: read16 TB/s} of a bench_cuda_bw log."""
+    out, win = {}, None
+    for line in open(path):
+        m = re.match(r"window ([\d.]+) MB", line)
+        if m:
+            win = float(m.group(1))
+        m = re.match(r"\s+read16\s+([\d.]+) TB/s", line)
+        if m:
+            out[win] = float(m.group(1))
+    return out
+
+
+def ideal_bytes(k, n, bits):
+    """The bytes an ideal kernel moves at M = 1: weights at `bits`, one f16 scale per 128 weights, bf16 x and y."""
+    return k * n * bits / 8 + n * k / 128 * 2 + 2 * k + 2 * n
+
+
 def pct_read16(k, n, bits, us, r16):
-    """An M = 1 time's share of read16 (TB/s), as "74%": the bytes an ideal kernel moves (weights at `bits`, one f16 scale
-    per 128 weights, bf16 x and y) over the time."""
-    b = k * n * bits / 8 + n * k / 128 * 2 + 2 * k + 2 * n
-    return "%.0f%%" % (100 * b / (us * 1e-6) / (r16 * 1e12))
+    """An M = 1 time's share of read16 (TB/s), as "74%": ideal_bytes over the time."""
+    return "%.0f%%" % (100 * ideal_bytes(k, n, bits) / (us * 1e-6) / (r16 * 1e12))
 
 
 def ab_best(paths):

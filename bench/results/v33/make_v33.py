@@ -1,22 +1,9 @@
 """bench/results/v33/make_v33.py: the v33 tables of bench/results/h200-widths.md from call1 (sweeps, A/B) and the
 Humming summaries (call1/humming3, call3/humming{2,4,8})."""
-import re, collections, os
+import os, sys
 H = os.path.dirname(os.path.abspath(__file__))
-def sweep(f):
-    d = collections.OrderedDict()
-    for l in open(f):
-        m = re.match(r'sweep (\S+)\s+M=(\d+)\s+(.+?)\s+([\d.]+) us', l)
-        if m and 'cuBLAS' not in m.group(3):
-            d.setdefault((m.group(1), int(m.group(2))), {})[m.group(3).strip()] = float(m.group(4))
-    return d
-def humming(f):
-    d = {}
-    on = False
-    for l in open(f):
-        if l.startswith('SUMMARY'): on = True; continue
-        m = re.match(r'L3-(\S+) (\S+)\s+\d+\s+\d+\s+(\d+)\s+([\d.]+)', l)
-        if on and m: d[(m.group(1) + '.' + m.group(2), int(m.group(3)))] = float(m.group(4))
-    return d
+sys.path.insert(0, os.path.dirname(H))
+from table_logs import humming, sweep  # noqa: E402
 W = [('uint3b4', '3-bit', 'call1/humming3'), ('uint4b8', '4-bit', 'call3/humming4'), ('uint2b2', '2-bit', 'call3/humming2'),
      ('uint8b128', '8-bit', 'call3/humming8')]
 cols = ['default', 'skinny ox', 'skinny sx', 'skinny sx ksplit1', 'skinny sx ksplit2', 'skinny sx ksplit4']

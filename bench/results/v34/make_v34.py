@@ -1,16 +1,11 @@
 """bench/results/v34/make_v34.py: the v34 table of bench/results/h200-widths.md from call1's sweeps (sx_<type>.log:
 own x, the shared x by the launcher's rule -- now split-K by the clusters that fit --, forced split-K 2 / 4, and
 the one-row-tile-per-warp shared x (nw1) by the rule and at split-K 2 / 4). Bold: the fastest set of the row."""
-import re, collections, os, sys
+import os, sys
 H = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(H))
+from table_logs import sweep  # noqa: E402
 CALL = sys.argv[1] if len(sys.argv) > 1 else 'call1'
-def sweep(f):
-    d = collections.OrderedDict()
-    for l in open(f):
-        m = re.match(r'sweep (\S+)\s+M=(\d+)\s+(.+?)\s+([\d.]+) us', l)
-        if m and 'cuBLAS' not in m.group(3):
-            d.setdefault((m.group(1), int(m.group(2))), {})[m.group(3).strip()] = float(m.group(4))
-    return d
 W = [('uint3b4', '3-bit'), ('uint4b8', '4-bit'), ('uint2b2', '2-bit'), ('uint8b128', '8-bit')]
 cols = ['default', 'skinny ox', 'skinny sx', 'skinny sx ksplit2', 'skinny sx ksplit4', 'skinny sx nw1',
         'skinny sx nw1 ksplit2', 'skinny sx nw1 ksplit4']

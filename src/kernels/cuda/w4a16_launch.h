@@ -79,9 +79,9 @@ typedef struct mpl_cuda_w4a16_args {
  * 70% or more of one wave of one block per SM without split-K. Its split-K runs clusters of blocks of ~215 KB, one per
  * SM: clusters of 4 / 3 / 5 that did not all fit at once ran a second wave (H100 v33, 70B down / 70B qkv / 8B qkv
  * 1.5-2x their own-x time); the launcher now takes the largest S whose clusters fit, and that wins on short-K layers of
- * 3-bit and 8-bit only (launch_skinny's second rule, H200 v34), so here the measured wins are the one-wave layers. H100 v33 (bench/cuda/NOTES.md), bf16, group
- * 128, us, 8B gate_up (n 28672: 112 blocks on 132 SMs), shared x vs the default before: 3-bit m = 2 22.81 vs 27.37,
- * m = 8 23.36 vs 29.21, m = 9 26.87 vs wg 29.87, m = 16 27.02 vs wg 30.09; 4-bit m = 9 30.22 vs 31.67, m = 16 29.50 vs
+ * 3-bit and 8-bit only (launch_skinny's second rule, H200 v34), so here the measured wins are the one-wave layers.
+ * H100 v33 (bench/cuda/NOTES.md), bf16, group 128, us, 8B gate_up (n 28672: 112 blocks on 132 SMs), shared x vs the
+ * default before: 3-bit m = 2 22.81 vs 27.37, m = 8 23.36 vs 29.21, m = 9 26.87 vs wg 29.87, m = 16 27.02 vs wg 30.09; 4-bit m = 9 30.22 vs 31.67, m = 16 29.50 vs
  * 31.38 (m = 8: 26.88 vs 26.03, kept); 2-bit m = 9 25.99 vs 28.41, m = 16 26.03 vs 30.55 (m = 8 18.80 vs 18.60, kept);
  * 8-bit m = 9 48.21 vs 48.74, m = 16 48.61 vs 49.44 (m = 8 46.70 vs 46.18, kept). */
 static inline int mpl_cuda_w4a16_shared_x_fills(int64_t n, int sms) {
