@@ -227,7 +227,13 @@ static const mpl_x86_w4a16_path_impl impls[NPATHS] = {
                      .mchunk_spill = 512},
     [PREFILL_BF16] = {.xs = MPL_X86_W4A16_XS_BF16,
                       .prep = mpl_x86_w4a16_prep_bf16_avx512,
-                      .gemm = mpl_x86_w4a16_gemm_avx512bf16},
+                      .gemm = mpl_x86_w4a16_gemm_avx512bf16,
+                      /* 128 rows where x of 128 overflows half of L2 (K > 4096) or the weights are 8-bit: the L2 rule's
+                       * 32 rows at K = 14336 re-dequantized and re-read the weights 16 times at m = 512 (Zen 5 2-vCPU
+                       * EPYC VM, 14336 x 4096, m = 512, 1 thread, cold, mplbench: uint3b4 169.6 ms with 32 rows,
+                       * 133.5 with 128, 130.4 with 256, 157.6 with 512 (x then streams from L3 block after block);
+                       * uint8b128 171.4 / 134.0 / 139.1 / 140.5; m = 64: uint3b4 20.7 -> 17.5 ms) */
+                      .mchunk_spill = 128},
     [PREFILL_F32] = {.xs = MPL_X86_W4A16_XS_F32,
                      .prep = mpl_x86_w4a16_prep_f32_avx512,
                      .gemm = mpl_x86_w4a16_gemm_avx512},
