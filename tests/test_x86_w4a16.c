@@ -495,16 +495,27 @@ static void refusals(void **state) {
     }
 }
 
-static void fake_cpu_of(uint32_t isa, mpl_cpu_vendor vendor) {
+/* A faked CPU's maker: vendor and CPUID family (the AMD switch points differ between Zen 4 and Zen 5). */
+typedef struct {
+    mpl_cpu_vendor vendor;
+    int family;
+} fake_id;
+
+static void fake_cpu_of(uint32_t isa, fake_id id) {
     static mpl_platform p;
     mpl_platform_override(NULL);
     p = *mpl_platform_current();
     p.isa = isa;
-    p.cpu_vendor = vendor;
+    p.cpu_vendor = id.vendor;
+    p.cpu_family = id.family;
     mpl_platform_override(&p);
 }
 
-static void fake_cpu(uint32_t isa) { fake_cpu_of(isa, mpl_platform_current()->cpu_vendor); }
+static void fake_cpu(uint32_t isa) {
+    mpl_platform_override(NULL);
+    const mpl_platform *h = mpl_platform_current();
+    fake_cpu_of(isa, (fake_id){h->cpu_vendor, h->cpu_family});
+}
 
 static mpl_reason path_verdict(const char *name, const mpl_config *c, mpl_verdict *v) {
     assert_int_equal(mpl_check(c, NULL, name, v), MPL_OK);
@@ -601,9 +612,9 @@ static const char *chosen_path(const mpl_config *c, int64_t m) {
  * x86_avx512_w4a16.c / x86_avx2_w4a16.c: decode up to `last_decode`, then `prefill`. */
 /* On a faked CPU, m = 1..20 and 100: `first` for m <= first_last (none when 0), `decode` to last_decode, then
  * `prefill`; and the paths' default ranges say so. */
-static void expect_switch3(uint32_t isa, mpl_cpu_vendor vendor, mpl_wtype wt, mpl_act act, const char *first,
+static void expect_switch3(uint32_t isa, fake_id cpu, mpl_wtype wt, mpl_act act, const char *first,
                            int64_t first_last, const char *decode, int64_t last_decode, const char *prefill) {
-    fake_cpu_of(isa, vendor);
+    fake_cpu_of(isa, cpu);
     mpl_config c;
     cfg_set(&c, 4096, 4096, wt, act, 128, 0);
     for (int64_t m = 1; m <= 21; m++) {
@@ -628,21 +639,21 @@ static void expect_switch3(uint32_t isa, mpl_cpu_vendor vendor, mpl_wtype wt, mp
     assert_int_equal(v.m_min, last_decode + 1);
 }
 
-static void expect_switch_w(uint32_t isa, mpl_cpu_vendor vendor, mpl_wtype wt, mpl_act act, const char *decode,
+static void expect_switch_w(uint32_t isa, fake_id cpu, mpl_wtype wt, mpl_act act, const char *decode,
                             int64_t last_decode, const char *prefill) {
-    expect_switch3(isa, vendor, wt, act, NULL, 0, decode, last_decode, prefill);
+    expect_switch3(isa, cpu, wt, act, NULL, 0, decode, last_decode, prefill);
 }
 
-static void expect_switch(uint32_t isa, mpl_cpu_vendor vendor, mpl_act act, const char *decode, int64_t last_decode,
+static void expect_switch(uint32_t isa, fake_id cpu, mpl_act act, const char *decode, int64_t last_decode,
                           const char *prefill) {
-    expect_switch_w(isa, vendor, MPL_WTYPE_UINT4B8, act, decode, last_decode, prefill);
+    expect_switch_w(isa, cpu, MPL_WTYPE_UINT4B8, act, decode, last_decode, prefill);
 }
 
 /* One path for every m (m = 1..20, 100, 10^6) on a faked CPU, with the range 1..any, and `unused` (a prefill
  * path) with an empty default range. */
-static void expect_every_m(uint32_t isa, mpl_cpu_vendor vendor, mpl_wtype wt, mpl_act act, const char *path,
+static void expect_every_m(uint32_t isa, fake_id cpu, mpl_wtype wt, mpl_act act, const char *path,
                            const char *unused) {
-    fake_cpu_of(isa, vendor);
+    fake_cpu_of(isa, cpu);
     mpl_config c;
     cfg_set(&c, 4096, 4096, wt, act, 128, 0);
     for (int64_t m = 1; m <= 22; m++) {
@@ -669,7 +680,8 @@ static void default_paths(void **state) {
     const uint32_t icl = MPL_ISA_SSE42 | MPL_X86_LEVEL_AVX512 | MPL_ISA_AVX512_VNNI;
     const uint32_t avx2 = MPL_ISA_SSE42 | MPL_X86_LEVEL_AVX2;
     const char *dec = "x86_avx512_w4a16:decode";
-    const mpl_cpu_vendor intel = MPL_CPU_VENDOR_INTEL, amd = MPL_CPU_VENDOR_AMD;
+    const fake_id intel = {MPL_CPU_VENDOR_INTEL, 6}, amd = {MPL_CPU_VENDOR_AMD, 0x19}, zen5 = {MPL_CPU_VENDOR_AMD, 0x1A};
+    const fake_id other = {MPL_CPU_VENDOR_OTHER, 0};
     const char *f32 = "x86_avx512_w4a16:prefill-f32";
     /* AMX: the f32 decode to m = 3 at 4 bits, to m = 4 at the other widths, then AMX (EMR VM sweep) */
     const char *amxp = "x86_avx512_w4a16:prefill-amx";
@@ -692,7 +704,17 @@ static void default_paths(void **state) {
     expect_switch_w(zen4, amd, MPL_WTYPE_UINT2B2, MPL_ACT_BF16, dbf, 64, pbf);
     expect_switch_w(zen4, amd, MPL_WTYPE_UINT2, MPL_ACT_BF16, dbf, 16, pbf);
     expect_switch(zen4, amd, MPL_ACT_F32, dec, 8, f32);
-    expect_every_m(zen4, MPL_CPU_VENDOR_OTHER, MPL_WTYPE_UINT4B8, MPL_ACT_BF16, dbf, pbf);
+    /* Zen 5: the vdpbf16ps prefill from fewer rows (4-bit from m = 33, 2-bit 49, 3-bit 17 / 13 with zero points),
+     * the f32 decode at m = 1..2 for 2- and 3-bit zero points (x86_avx512_w4a16.c's machine_switch) */
+    expect_switch_w(zen4, zen5, MPL_WTYPE_UINT4B8, MPL_ACT_BF16, dbf, 32, pbf);
+    expect_switch_w(zen4, zen5, MPL_WTYPE_UINT4, MPL_ACT_BF16, dbf, 32, pbf);
+    expect_switch_w(zen4, zen5, MPL_WTYPE_UINT8B128, MPL_ACT_BF16, dbf, 8, pbf);
+    expect_switch_w(zen4, zen5, MPL_WTYPE_UINT2B2, MPL_ACT_BF16, dbf, 48, pbf);
+    expect_switch3(zen4, zen5, MPL_WTYPE_UINT2, MPL_ACT_BF16, dec, 2, dbf, 16, pbf);
+    expect_switch3(zen4, zen5, MPL_WTYPE_UINT3B4, MPL_ACT_BF16, dec, 1, dbf, 16, pbf);
+    expect_switch3(zen4, zen5, MPL_WTYPE_UINT3, MPL_ACT_BF16, dec, 2, dbf, 12, pbf);
+    expect_switch(zen4, zen5, MPL_ACT_F32, dec, 8, f32);
+    expect_every_m(zen4, other, MPL_WTYPE_UINT4B8, MPL_ACT_BF16, dbf, pbf);
     expect_switch(icl, intel, MPL_ACT_BF16, dec, 8, f32);
     /* Intel with AVX512-BF16, no AMX (the zen4 ISA set on an Intel part): f32 prefill, the switch per width */
     expect_switch(zen4, intel, MPL_ACT_BF16, dec, 12, f32);

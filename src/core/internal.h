@@ -179,6 +179,7 @@ typedef enum mpl_cpu_vendor { MPL_CPU_VENDOR_OTHER = 0, MPL_CPU_VENDOR_INTEL = 1
 typedef struct mpl_platform {
     uint32_t isa;     /* usable features (after the MPL_MAX_ISA cap and, for AMX, the OS grant) */
     mpl_cpu_vendor cpu_vendor;
+    int cpu_family; /* x86 CPUID family, extended family added (AMD 0x19: Zen 3/4, 0x1A: Zen 5; Intel 6); 0 unknown */
     int cpu_threads;
     int cuda_devices; /* 0 when none or not built */
     int cuda_device;  /* the device a choice is made for (mpl_options.cuda_device); set by the chooser */

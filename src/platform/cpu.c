@@ -88,6 +88,18 @@ static mpl_cpu_vendor detect_vendor(void) {
     return MPL_CPU_VENDOR_OTHER;
 }
 
+/* CPUID leaf 1's family, the extended family added where the base family is 0xF (as AMD and Intel define it). */
+static int detect_family(void) {
+#ifdef MPL_X86
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    const int base = (int)((a >> 8) & 0xf);
+    return base == 0xf ? base + (int)((a >> 20) & 0xff) : base;
+#else
+    return 0;
+#endif
+}
+
 static void detect_model(void) {
     strcpy(g_model, "unknown");
 #ifdef MPL_X86
@@ -140,6 +152,7 @@ static bool amx_granted(void) {
 static void detect(void) {
     g_isa_cpuid = detect_isa();
     g_detected.cpu_vendor = detect_vendor();
+    g_detected.cpu_family = detect_family();
     detect_model();
     const char *cap = mpl_env_max_isa();
     snprintf(g_cap, sizeof g_cap, "%s", cap ? cap : "");

@@ -95,14 +95,26 @@ static switch_point machine_switch(const mpl_config *c, const mpl_platform *p) {
     /* AMD (and others) with AVX512-BF16, bf16 activations: the vdpbf16ps decode, then the vdpbf16ps prefill
      * (Zen 4 VM, 4096x14336, 1 thread, mplbench --sweep, cold; the decode-bf16 row's why has the figures):
      * 4-bit every m; 8-bit to m = 8; 2-bit to 64 (zero points: 16); 3-bit to 8, without zero points from m = 2
-     * (the f32 decode's split-product tables are level or ahead at m = 1). */
+     * (the f32 decode's split-product tables are level or ahead at m = 1).
+     * Zen 5 (family 0x1A; a 2-vCPU EPYC VM, 4096x14336 and 14336x4096, 1 and 2 threads, --sweep, cold; the
+     * figures below are 4096x14336 at 1 thread): its vdpbf16ps prefill runs at the vdpbf16ps decode's rate from
+     * fewer rows than Zen 4's, so 4-bit switches at m = 32 (m = 32 9.66 vs 10.22 ms, 40 14.22 vs 12.34, 64 18.39
+     * vs 17.22, 512 146.7 vs 129.8) and 2-bit at 48 (40-48 within 2.5% either way, 64 17.43 vs 16.31); 3-bit
+     * without zero points keeps the decode to 16 (m = 12 4.81 vs 5.46, 16 6.43 vs 6.44, 24 9.62 vs 8.28), with
+     * them to 12 (m = 10 level, 14 6.80 vs 6.10); the zero-point 2- and 3-bit layers take the f32 decode at
+     * m = 1..2 (uint2 m = 1 0.74 vs 1.35 ms, m = 2 0.98 vs 1.00; uint3 m = 1 0.96 vs 1.95, m = 2 1.46 vs 1.91);
+     * 8-bit as Zen 4 (the f32 decode 4-8% ahead at m = 2..8, behind at m = 1: 1.69 vs 1.61). */
     if (bf16 && avx512bf16) {
-        const bool zp = c->zero_points;
+        const bool zp = c->zero_points, zen5 = p->cpu_vendor == MPL_CPU_VENDOR_AMD && p->cpu_family >= 0x1A;
         switch (mpl_wtype_width(c->wtype)) {
-        case 4: return (switch_point){MPL_M_ANY, -1, 1};
+        case 4: return zen5 ? (switch_point){32, PREFILL_BF16, 1} : (switch_point){MPL_M_ANY, -1, 1};
         case 8: return (switch_point){8, PREFILL_BF16, 1};
-        case 2: return (switch_point){zp ? 16 : 64, PREFILL_BF16, 1};
-        default: return (switch_point){8, PREFILL_BF16, zp ? 1 : 2};
+        case 2:
+            if (zen5) return zp ? (switch_point){16, PREFILL_BF16, 3} : (switch_point){48, PREFILL_BF16, 1};
+            return (switch_point){zp ? 16 : 64, PREFILL_BF16, 1};
+        default:
+            if (zen5) return zp ? (switch_point){12, PREFILL_BF16, 3} : (switch_point){16, PREFILL_BF16, 2};
+            return (switch_point){8, PREFILL_BF16, zp ? 1 : 2};
         }
     }
     return (switch_point){8, PREFILL_F32, 0};
@@ -155,7 +167,7 @@ static const mpl_path_desc paths[NPATHS] = {
                      .m_min = 1,
                      .m_max = MPL_M_ANY,
                      .m_limit = MPL_M_ANY,
-                     .why = "default on AMD with AVX512-BF16, every m. Zen 4 (2-vCPU EPYC VM), 4096x14336 bf16, cold (mplbench): m=1 91-100% of read BW at 1 thread vs the f32 decode 53%; --sweep vs the vdpbf16ps prefill, 1 thread: m=16 9.49 vs 12.11 ms, 64 35.84 vs 38.23, 512 287.6 vs 289.6, 2048 1167 vs 1199. Other widths, same VM, 4096x14336 1 thread cold --sweep vs the f32 decode / vdpbf16ps prefill: 8-bit m=1..8 (m=1 within noise, 2.73-4.54 vs 2.58-4.29 ms, hot 4096x4096 0.727 vs 0.820; m=4 4.42-4.91 vs 5.66-5.91; m=8 9.08-9.48 vs prefill 9.39-10.18; m=12 prefill ahead); uint2b2 m=1..64 (m=1 1.66 vs 1.58, hot 0.295 vs 0.345; m=4 2.15 vs 3.96; m=64 41.6 vs prefill 44.8); uint2 m=1..16 (m=2 2.24 vs 4.70; m=16 11.6 vs prefill 12.4; m=24 17.9 vs 17.0); uint3 m=1..8 (m=1 2.66 vs 4.32-4.50; m=8 8.11 vs prefill 9.19; m=16 15.6 vs 13.2); uint3b4 m=2..8 (m=1: f32 decode 2.21 vs 2.22, hot 0.562 vs 0.596; m=2 2.64 vs 3.59; m=8 6.67 vs prefill 9.17; m=16 13.4 vs 13.1)",
+                     .why = "default on AMD with AVX512-BF16 (Zen 4: every m at 4 bits; Zen 5: to m=32 at 4 bits, 48 at 2, 16 at 3, the f32 decode at m=1..2 for 2-/3-bit zero points: Zen 5 VM --sweep, 4096x14336 1 thread: 4-bit m=32 9.66 vs prefill 10.22 ms, 40 14.22 vs 12.34; machine_switch has the rest). Zen 4 (2-vCPU EPYC VM), 4096x14336 bf16, cold (mplbench): m=1 91-100% of read BW at 1 thread vs the f32 decode 53%; --sweep vs the vdpbf16ps prefill, 1 thread: m=16 9.49 vs 12.11 ms, 64 35.84 vs 38.23, 512 287.6 vs 289.6, 2048 1167 vs 1199. Other widths, same VM, 4096x14336 1 thread cold --sweep vs the f32 decode / vdpbf16ps prefill: 8-bit m=1..8 (m=1 within noise, 2.73-4.54 vs 2.58-4.29 ms, hot 4096x4096 0.727 vs 0.820; m=4 4.42-4.91 vs 5.66-5.91; m=8 9.08-9.48 vs prefill 9.39-10.18; m=12 prefill ahead); uint2b2 m=1..64 (m=1 1.66 vs 1.58, hot 0.295 vs 0.345; m=4 2.15 vs 3.96; m=64 41.6 vs prefill 44.8); uint2 m=1..16 (m=2 2.24 vs 4.70; m=16 11.6 vs prefill 12.4; m=24 17.9 vs 17.0); uint3 m=1..8 (m=1 2.66 vs 4.32-4.50; m=8 8.11 vs prefill 9.19; m=16 15.6 vs 13.2); uint3b4 m=2..8 (m=1: f32 decode 2.21 vs 2.22, hot 0.562 vs 0.596; m=2 2.64 vs 3.59; m=8 6.67 vs prefill 9.17; m=16 13.4 vs 13.1)",
                      .can_implement = decode_bf16_can_implement,
                      .m_range = decode_bf16_m_range},
     [DECODE] = {.name = "x86_avx512_w4a16:decode",
@@ -165,7 +177,8 @@ static const mpl_path_desc paths[NPATHS] = {
                 .m_limit = MPL_M_ANY,
                 .why = "per machine (cold sweeps, 4096x14336): AMX (EMR VM): ahead of AMX to m=3 (4-bit) / 4 (other "
                        "widths), of f32 prefill to m=8; Intel without AMX: to m=12 (4-bit), 16 (2-bit), 8 (8-bit), 4 (3-bit); "
-                       "AMD bf16: m=1 for 3-bit without zero points, else none (decode-bf16 serves); else 8; zero points "
+                       "AMD bf16: m=1 for 3-bit without zero points (Zen 5 also m=1..2 for 2-/3-bit with zero points: uint2 m=1 0.74 "
+                       "vs 1.35 ms), else none (decode-bf16 serves); else 8; zero points "
                        "as their width (EMR VM, uint2 f16: decode 21.18 vs f32 prefill 23.47 ms at m=16)",
                 .m_range = decode_m_range},
     [PREFILL_AMX] = {.name = "x86_avx512_w4a16:prefill-amx",
@@ -186,7 +199,8 @@ static const mpl_path_desc paths[NPATHS] = {
                       .m_max = MPL_M_ANY,
                       .m_limit = MPL_M_ANY,
                       .why = "default on AMD past decode-bf16 (its why): 8-bit and 3-bit from m=9, 2-bit from 65 (zero points 17); 4-bit: the vdpbf16ps decode is "
-                             "faster at every m on Zen 4); slower than f32 prefill at every m on Intel without AMX (m=64: "
+                             "faster at every m on Zen 4); Zen 5: 4-bit from m=33 (m=512 129.8 vs 146.7 ms), 2-bit from 49, 3-bit from 17 "
+                             "(zero points 13), 8-bit from 9; slower than f32 prefill at every m on Intel without AMX (m=64: "
                              "105.8 vs 76.7 ms)",
                       .can_implement = bf16_can_implement,
                       .m_range = bf16_m_range},
