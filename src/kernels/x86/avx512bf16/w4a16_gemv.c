@@ -24,8 +24,12 @@
 
 #include "../common/w4a16_zmm.inc"
 
-/* Software prefetch, bytes ahead summed over the streams of a tile (the f32 decode's distance). */
-#define XB_GEMV_PF_TOTAL 4096
+/* Software prefetch, bytes ahead summed over the streams of a tile: 8 KiB (2 KiB a stream at one row), twice the
+ * f32 decode's. Zen 5 VM, 4096x14336 / 14336x4096 m = 1, 1 thread, cold (mplbench): 4 KiB ran the 2-bit step about
+ * 150 ns ahead of its loads and the one core read 26-27 GB/s; 8 KiB: uint2b2 587 / 571 -> 545 / 510 us (73-76% of
+ * read BW), uint4b8 922 / 884 -> 785 / 792 us (92-95%), uint8b128 1.70 / 1.61 -> 1.58 / 1.54 ms (93-95%); 16 KiB:
+ * 2-bit level with 8, 4-bit back to 913 / 840 us. (Zen 4 not re-measured; it streams at the same distance.) */
+#define XB_GEMV_PF_TOTAL 8192
 
 /* bf16 bits of (i % 16) - 8 for i = 0..31: stored - 8, index bit 4 ignored. */
 XW_INLINE __m512i lut_b8_twice(void) {
