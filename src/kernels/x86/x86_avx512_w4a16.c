@@ -105,17 +105,19 @@ static switch_point machine_switch(const mpl_config *c, const mpl_platform *p) {
      * m = 1..2 (uint2 m = 1 0.74 vs 1.35 ms, m = 2 0.98 vs 1.00; uint3 m = 1 0.96 vs 1.95, m = 2 1.46 vs 1.91);
      * 8-bit as Zen 4 (the f32 decode 4-8% ahead at m = 2..8, behind at m = 1: 1.69 vs 1.61). */
     if (bf16 && avx512bf16) {
-        const bool zp = c->zero_points, zen5 = p->cpu_vendor == MPL_CPU_VENDOR_AMD && p->cpu_family >= 0x1A;
-        switch (mpl_wtype_width(c->wtype)) {
-        case 4: return zen5 ? (switch_point){32, PREFILL_BF16, 1} : (switch_point){MPL_M_ANY, -1, 1};
-        case 8: return (switch_point){8, PREFILL_BF16, 1};
-        case 2:
-            if (zen5) return zp ? (switch_point){16, PREFILL_BF16, 3} : (switch_point){48, PREFILL_BF16, 1};
-            return (switch_point){zp ? 16 : 64, PREFILL_BF16, 1};
-        default:
-            if (zen5) return zp ? (switch_point){12, PREFILL_BF16, 3} : (switch_point){16, PREFILL_BF16, 2};
-            return (switch_point){8, PREFILL_BF16, zp ? 1 : 2};
-        }
+        /* [Zen 5][width 2, 3, 4, 8][zero points] */
+        static const switch_point amd[2][4][2] = {
+            {{{64, PREFILL_BF16, 1}, {16, PREFILL_BF16, 1}},
+             {{8, PREFILL_BF16, 2}, {8, PREFILL_BF16, 1}},
+             {{MPL_M_ANY, -1, 1}, {MPL_M_ANY, -1, 1}},
+             {{8, PREFILL_BF16, 1}, {8, PREFILL_BF16, 1}}},
+            {{{48, PREFILL_BF16, 1}, {16, PREFILL_BF16, 3}},
+             {{16, PREFILL_BF16, 2}, {12, PREFILL_BF16, 3}},
+             {{32, PREFILL_BF16, 1}, {32, PREFILL_BF16, 1}},
+             {{8, PREFILL_BF16, 1}, {8, PREFILL_BF16, 1}}},
+        };
+        const int w = mpl_wtype_width(c->wtype), zen5 = p->cpu_vendor == MPL_CPU_VENDOR_AMD && p->cpu_family >= 0x1A;
+        return amd[zen5][w == 2 ? 0 : w == 4 ? 2 : w == 8 ? 3 : 1][c->zero_points ? 1 : 0];
     }
     return (switch_point){8, PREFILL_F32, 0};
 }
