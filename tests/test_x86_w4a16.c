@@ -715,17 +715,24 @@ static void default_paths(void **state) {
     expect_switch3(zen4, zen5, MPL_WTYPE_UINT3, MPL_ACT_BF16, dec, 2, dbf, 12, pbf);
     expect_switch(zen4, zen5, MPL_ACT_F32, dec, 8, f32);
     expect_every_m(zen4, other, MPL_WTYPE_UINT4B8, MPL_ACT_BF16, dbf, pbf);
-    expect_switch(icl, intel, MPL_ACT_BF16, dec, 8, f32);
-    /* Intel with AVX512-BF16, no AMX (the zen4 ISA set on an Intel part): f32 prefill, the switch per width */
-    expect_switch(zen4, intel, MPL_ACT_BF16, dec, 12, f32);
-    expect_switch(zen4, intel, MPL_ACT_F16, dec, 12, f32);
-    expect_switch_w(zen4, intel, MPL_WTYPE_UINT2B2, MPL_ACT_BF16, dec, 16, f32);
-    expect_switch_w(zen4, intel, MPL_WTYPE_UINT3B4, MPL_ACT_BF16, dec, 4, f32);
-    expect_switch_w(zen4, intel, MPL_WTYPE_UINT8B128, MPL_ACT_BF16, dec, 8, f32);
-    /* zero points take their width's switch (the decode applies them once per group) */
-    expect_switch_w(zen4, intel, MPL_WTYPE_UINT2, MPL_ACT_BF16, dec, 16, f32);
-    expect_switch_w(zen4, intel, MPL_WTYPE_UINT3, MPL_ACT_BF16, dec, 4, f32);
-    expect_switch_w(icl, intel, MPL_WTYPE_UINT2, MPL_ACT_F16, dec, 8, f32);
+    /* Intel without AMX, with AVX512-BF16 (the zen4 ISA set on an Intel part) or without (icl): the f32 decode,
+     * then the f32 prefill, the switch per width and zero points, every activation type */
+    for (int b = 0; b < 2; b++) {
+        const uint32_t isa = b ? icl : zen4;
+        expect_switch(isa, intel, MPL_ACT_BF16, dec, 12, f32);
+        expect_switch(isa, intel, MPL_ACT_F16, dec, 12, f32);
+        expect_switch_w(isa, intel, MPL_WTYPE_INT4, MPL_ACT_BF16, dec, 12, f32);
+        expect_switch_w(isa, intel, MPL_WTYPE_UINT4, MPL_ACT_BF16, dec, 8, f32);
+        expect_switch_w(isa, intel, MPL_WTYPE_UINT2B2, MPL_ACT_BF16, dec, 24, f32);
+        expect_switch_w(isa, intel, MPL_WTYPE_UINT2, MPL_ACT_F16, dec, 12, f32);
+        expect_switch_w(isa, intel, MPL_WTYPE_UINT3B4, MPL_ACT_BF16, dec, 6, f32);
+        expect_switch_w(isa, intel, MPL_WTYPE_UINT3, MPL_ACT_F32, dec, 6, f32);
+        expect_switch_w(isa, intel, MPL_WTYPE_UINT8B128, MPL_ACT_BF16, dec, 12, f32);
+        expect_switch_w(isa, intel, MPL_WTYPE_UINT8, MPL_ACT_F16, dec, 12, f32);
+    }
+    /* AVX-512 without AVX512-BF16 elsewhere (not swept): the SPR f32 switch */
+    expect_switch(icl, amd, MPL_ACT_BF16, dec, 8, f32);
+    expect_switch_w(icl, other, MPL_WTYPE_UINT2, MPL_ACT_F16, dec, 8, f32);
     expect_switch(avx2, amd, MPL_ACT_BF16, "x86_avx2_w4a16:decode", 8, "x86_avx2_w4a16:prefill");
     mpl_platform_override(NULL);
 

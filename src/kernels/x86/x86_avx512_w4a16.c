@@ -55,20 +55,31 @@ static mpl_reason bf16_can_implement(const mpl_config *c, const mpl_platform *p,
  *     3.77, m = 6 12.12 vs 11.25; uint3b4 m = 4 7.03 vs 9.82 / 3.07 vs 3.22; uint2b2 m = 4 4.07 vs 5.41 /
  *     2.22 vs 2.90, m = 6 6.09 vs 5.43. (Sapphire Rapids, before the decode's 4 streams per row: AMX from m = 2,
  *     m = 2..3 within 10% of the decode.)
- *   Intel with AVX512-BF16 but no AMX (an Emerald Rapids VM whose AMX the hypervisor hides;
- *     bench/results/x86-intel-noamx.md): vdpbf16ps prefill slower than f32 prefill at every m
- *     (m = 64: 105.8 vs 76.7 ms), so it is never the default there; decode ahead of f32 prefill
- *     up to m = 12 at 4 bits (16.7 vs 17.8 ms; m = 16: 21.7 vs 21.0), 16 at 2 bits (15.4 vs 15.6;
- *     m = 20: 19.4 vs 19.0), 8 at 8 bits (11.3 vs 12.4; m = 10: 15.4 vs 13.6), 4 at 3 bits (6.2 vs
- *     7.1; m = 5: 8.3 vs 8.1).
+ *   Intel without AMX, with or without AVX512-BF16 (Emerald Rapids VMs whose AMX, and on one also AVX512-BF16,
+ *     the hypervisor hides): the f32 decode, then the f32 prefill, per width and zero points (the table below;
+ *     neither path uses bf16 instructions, so both VMs are one class). With AVX512-BF16 (2026-12-02,
+ *     bench/results/x86-intel-noamx.md, 4096x14336 1 thread): the vdpbf16ps prefill slower than the f32 prefill at
+ *     every m (m = 64: 105.8 vs 76.7 ms), so it is never the default there. Without it (2026-12-07,
+ *     bench/results/xeon-nobf16/, 4096x14336 and 14336x4096, 1 and 2 threads, bf16 and f16 activations, decode vs
+ *     f32 prefill ms, 4096x14336 1 / 2 threads bf16): uint4b8 to m = 12 (m = 10 13.76 vs 15.48 / 7.45 vs 7.65,
+ *     12 level within 4%, 14 18.61 vs 17.79 / 10.37 vs 10.61 mixed, 16 prefill ahead on three of four); uint4 to
+ *     8 (m = 10 prefill ahead on three of four: 16.75 vs 15.73); uint2b2 to 24 (m = 24 26.50 vs 28.84 / 15.64
+ *     vs 19.07, 32 mixed: 35.45 vs 34.50 / 18.08 vs 18.64), where the 2026-12-02 VM measured m = 20 level (19.4
+ *     vs 19.0); uint2 to 12 (m = 10 ahead on all four, 12 within 4% either way, 16 prefill ahead: 17.95 vs
+ *     15.97); uint3b4 and uint3 to 6 (uint3b4 m = 6 10.41 vs 15.71 / 5.40 vs 7.41, 8 level or prefill ahead;
+ *     uint3 m = 6 within 7% either way, 8 prefill ahead: 15.16 vs 14.08 / 7.43 vs 6.48); 8-bit to 12 (uint8b128
+ *     m = 12 19.15 vs 20.63 / 9.49 vs 10.07, 16 25.55 vs 24.71 / 12.58 vs 12.05; uint8 the same). The
+ *     2026-12-02 VM's rows (2-bit to 16, 3-bit to 4, 8-bit to 8) were set from one shape at 1 thread.
  *   AMD with AVX512-BF16 (Zen 4, a 2-vCPU EPYC VM; 1 thread): bf16 4-bit -> the vdpbf16ps decode at every
  *     m, ahead of the vdpbf16ps prefill at every m swept (m = 2..2048: m = 4 2.42 vs 5.08 ms, 16 9.49 vs
  *     12.11, 64 35.84 vs 38.23, 512 287.6 vs 289.6, 2048 1167 vs 1199; from m = 512 only with the decode's
  *     row chunks, x in L2); the other widths bf16 -> vdpbf16ps prefill from m = 5 (not swept: set between
  *     the AMX (1) and f32 (8) cases); f16/f32 -> f32 from m = 9.
- *   Other AVX-512 CPUs (Ice Lake, Skylake-X: not swept): f32 prefill from m = 9 (the SPR f32 case).
- *   Zero points take the switch of their width in the f32 decode: its tiles apply them once per group
- *     (avx512/w4a16_gemv.c, w4a16_gemv_widths.c), so a zero-point layer decodes at the symmetric one's cost.
+ *   Other AVX-512 CPUs (AMD without AVX512-BF16, or bf16-less activations there: not swept): f32 prefill from
+ *     m = 9 (the SPR f32 case).
+ *   Zero points take the switch of their width in the f32 decode on AMX machines: its tiles apply them once per
+ *     group (avx512/w4a16_gemv.c, w4a16_gemv_widths.c), so a zero-point layer decodes near the symmetric one's
+ *     cost; against the f32 prefill (Intel without AMX) they switch earlier at 2 and 4 bits.
  *     Until 2026-12-05 2-bit with zero points decoded one row per pass and stopped at m = 2; Xeon (EMR, AMX)
  *     VM, 4096x14336 uint2 f16, 1 thread, --sweep after the change: decode 2.56 / 10.55 / 21.18 ms at
  *     m = 2 / 8 / 16 vs f32 prefill 10.74 / 16.31 / 23.47.
@@ -84,13 +95,11 @@ static switch_point machine_switch(const mpl_config *c, const mpl_platform *p) {
     const bool avx512bf16 = (p->isa & MPL_X86_LEVEL_AVX512BF16) == MPL_X86_LEVEL_AVX512BF16;
     if (amx) return bf16 ? (switch_point){mpl_wtype_width(c->wtype) == 4 ? 3 : 4, PREFILL_AMX, 0}
                          : (switch_point){8, PREFILL_F32, 0};
-    if (p->cpu_vendor == MPL_CPU_VENDOR_INTEL && avx512bf16) {
-        switch (mpl_wtype_width(c->wtype)) {
-        case 2: return (switch_point){16, PREFILL_F32, 0};
-        case 3: return (switch_point){4, PREFILL_F32, 0};
-        case 8: return (switch_point){8, PREFILL_F32, 0};
-        default: return (switch_point){12, PREFILL_F32, 0};
-        }
+    if (p->cpu_vendor == MPL_CPU_VENDOR_INTEL) {
+        /* the last decode m, [width 2, 3, 4, 8][zero points] */
+        static const int64_t intel[4][2] = {{24, 12}, {6, 6}, {12, 8}, {12, 12}};
+        const int w = mpl_wtype_width(c->wtype);
+        return (switch_point){intel[w == 2 ? 0 : w == 4 ? 2 : w == 8 ? 3 : 1][c->zero_points ? 1 : 0], PREFILL_F32, 0};
     }
     /* AMD (and others) with AVX512-BF16, bf16 activations: the vdpbf16ps decode, then the vdpbf16ps prefill
      * (Zen 4 VM, 4096x14336, 1 thread, mplbench --sweep, cold; the decode-bf16 row's why has the figures):
@@ -178,10 +187,11 @@ static const mpl_path_desc paths[NPATHS] = {
                 .m_max = 8,
                 .m_limit = MPL_M_ANY,
                 .why = "per machine (cold sweeps, 4096x14336): AMX (EMR VM): ahead of AMX to m=3 (4-bit) / 4 (other "
-                       "widths), of f32 prefill to m=8; Intel without AMX: to m=12 (4-bit), 16 (2-bit), 8 (8-bit), 4 (3-bit); "
+                       "widths), of f32 prefill to m=8; Intel without AMX (EMR VMs, 2 shapes, 1-2 threads): to m=12 (4-bit; 8 with zero "
+                       "points), 24 (2-bit; 12), 6 (3-bit), 12 (8-bit), e.g. uint2b2 m=24 26.50 vs 28.84 ms; "
                        "AMD bf16: m=1 for 3-bit without zero points (Zen 5 also m=1..2 for 2-/3-bit with zero points: uint2 m=1 0.74 "
                        "vs 1.35 ms), else none (decode-bf16 serves); else 8; zero points "
-                       "as their width (EMR VM, uint2 f16: decode 21.18 vs f32 prefill 23.47 ms at m=16)",
+                       "as their width on AMX machines (EMR VM, uint2 f16: decode 21.18 vs f32 prefill 23.47 ms at m=16)",
                 .m_range = decode_m_range},
     [PREFILL_AMX] = {.name = "x86_avx512_w4a16:prefill-amx",
                      .requires = "amx level (AMX tile state granted by the OS); bf16 activations",
@@ -212,7 +222,8 @@ static const mpl_path_desc paths[NPATHS] = {
                      .m_max = MPL_M_ANY,
                      .m_limit = MPL_M_ANY,
                      .why = "from the decode switch where neither AMX nor (on AMD) vdpbf16ps takes bf16 prefill; SPR, "
-                            "hot weights: decode ahead to m=8 (1.9 vs 2.2 ms), behind at 16",
+                            "hot weights: decode ahead to m=8 (1.9 vs 2.2 ms), behind at 16; Intel without AMX from "
+                            "m=7-25 by width (the decode's why)",
                      .m_range = f32_m_range},
 };
 
