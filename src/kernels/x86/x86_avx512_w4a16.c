@@ -90,6 +90,12 @@ typedef struct {
     int64_t bf16_from;  /* the vdpbf16ps decode serves m = bf16_from..decode_max, the f32 decode below it (0: never) */
 } switch_point;
 
+/* The row of a per-width switch table: widths 2, 3, 4, 8 */
+static int width_row(mpl_wtype wt) {
+    const int w = mpl_wtype_width(wt);
+    return w == 2 ? 0 : w == 4 ? 2 : w == 8 ? 3 : 1;
+}
+
 static switch_point machine_switch(const mpl_config *c, const mpl_platform *p) {
     const bool bf16 = c->act == MPL_ACT_BF16, amx = (p->isa & MPL_X86_LEVEL_AMX) == MPL_X86_LEVEL_AMX;
     const bool avx512bf16 = (p->isa & MPL_X86_LEVEL_AVX512BF16) == MPL_X86_LEVEL_AVX512BF16;
@@ -98,8 +104,7 @@ static switch_point machine_switch(const mpl_config *c, const mpl_platform *p) {
     if (p->cpu_vendor == MPL_CPU_VENDOR_INTEL) {
         /* the last decode m, [width 2, 3, 4, 8][zero points] */
         static const int64_t intel[4][2] = {{24, 12}, {6, 6}, {12, 8}, {12, 12}};
-        const int w = mpl_wtype_width(c->wtype);
-        return (switch_point){intel[w == 2 ? 0 : w == 4 ? 2 : w == 8 ? 3 : 1][c->zero_points ? 1 : 0], PREFILL_F32, 0};
+        return (switch_point){intel[width_row(c->wtype)][c->zero_points ? 1 : 0], PREFILL_F32, 0};
     }
     /* AMD (and others) with AVX512-BF16, bf16 activations: the vdpbf16ps decode, then the vdpbf16ps prefill
      * (Zen 4 VM, 4096x14336, 1 thread, mplbench --sweep, cold; the decode-bf16 row's why has the figures):
@@ -125,8 +130,8 @@ static switch_point machine_switch(const mpl_config *c, const mpl_platform *p) {
              {{32, PREFILL_BF16, 1}, {32, PREFILL_BF16, 1}},
              {{8, PREFILL_BF16, 1}, {8, PREFILL_BF16, 1}}},
         };
-        const int w = mpl_wtype_width(c->wtype), zen5 = p->cpu_vendor == MPL_CPU_VENDOR_AMD && p->cpu_family >= 0x1A;
-        return amd[zen5][w == 2 ? 0 : w == 4 ? 2 : w == 8 ? 3 : 1][c->zero_points ? 1 : 0];
+        const int zen5 = p->cpu_vendor == MPL_CPU_VENDOR_AMD && p->cpu_family >= 0x1A;
+        return amd[zen5][width_row(c->wtype)][c->zero_points ? 1 : 0];
     }
     return (switch_point){8, PREFILL_F32, 0};
 }
