@@ -7,7 +7,8 @@
 #          and at split-K 1 / 2), then the thirds and gemv rounds (which now force it at m = 1 too). Where "skinny sx"
 #          beats the default at M = 1 on the 70B layers, a default rule for it follows (2-bit 70B gate_up 44.12 us and
 #          3-bit 59.16 us on the H200 in v34: 69.6% / 71.7% of read16).
-#   m1s:   the same sweep and the thirds rounds only (a short call when little device time is left).
+#          Between the two, ncu of the 2-, 3- and 4-bit M = 1 kernels on 70B gate_up (the defaults).
+#   m1s:   the same sweep, ncu and the thirds rounds only (~300 s, a short call when little device time is left).
 set -u
 . bench/cuda/dev_unpack.sh
 dev_begin v35 "${1:-m1}"
@@ -20,6 +21,12 @@ m1|m1s)
   for w in uint2b2 uint3b4 uint8b128 uint4b8; do
     stamp "sweep $w"
     timeout 60 stdbuf -oL $B --sweep --sets "$X" --shapes 70B.gate_up,70B.down,70B.qkv,70B.o,8B.qkv,8B.gate_up --m 1,2 --wtype $w --reps 10 > "$R/m1_$w.log" 2>&1
+  done
+  # what holds the halves / thirds loops at M = 1 on the H200 (v34: ~2.8 / 3.2 TB/s of weights), the default form (the sweep
+  # times the warps along N) beside 4-bit (87% of read16): stall reasons per issue, issue slots, DRAM throughput
+  stamp "ncu"
+  for w in uint2b2 uint3b4 uint4b8; do
+    dev_ncu "$R/ncu_${w}_m1.txt" $B w4a16_gemv --shapes 70B.gate_up --m 1 --wtype $w --reps 1
   done
   stamp "thirds rounds"
   ( time env MPL_CUDA_W4A16_TEST_THIRDS=1 timeout 150 .h200/test_cuda_w4a16 ) > "$R/test_thirds.log" 2>&1; echo "rc=$?" >> "$R/test_thirds.log"
