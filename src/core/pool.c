@@ -14,9 +14,13 @@
  *
  * Waiting. Workers wait for jobs addressed to them (a per-worker slot, so a worker never sees a job
  * it is not part of): they spin briefly on their slot (decode calls are tens of microseconds apart
- * in a token loop, and a futex wake costs ~5-20 us), then sleep on a condition variable. A worker
+ * in a token loop, and a futex wake costs ~5-20 us), then sleep on their own condition variable. A worker
  * that sees a job start without it stops spinning at once, so an idle worker does not burn the CPU
- * the caller may be running on. Spinning is bounded in time, not in iterations (pause costs ~10
+ * the caller may be running on, and a job signals its members only: with one condition variable for
+ * all, every job's broadcast woke the worker pinned to the caller's CPU, which took that CPU from the
+ * caller for a moment (2-vCPU Xeon VM, back-to-back applies, 2 threads, M = 1, median: uint2b2 2048x1024
+ * 40.9-46.0 -> 18.9-19.1 us, slower than 1 thread's 33 us before; uint4b8 63.4-69.0 -> 37.9-46.2;
+ * bench/results/xeon-nobf16/pool_wake.md). Spinning is bounded in time, not in iterations (pause costs ~10
  * cycles on Zen but ~140 on Sapphire Rapids), and the caller waiting for workers yields the CPU once
  * the spin budget is spent, so an oversubscribed machine does not starve the very worker the caller
  * waits for. One job runs at a time; concurrent callers of mpl_parallel_run are serialized by a
@@ -54,12 +58,12 @@ typedef struct {
     atomic_uint_fast64_t slot; /* generation of the last job addressed to this worker */
     atomic_int tid;            /* its tid in that job (written before slot) */
     int cpu;                   /* the CPU it is pinned to, or -1 */
+    pthread_cond_t cv;         /* where it sleeps (under g_pool.mu): a job wakes its members only */
 } mpl_worker;
 
 typedef struct {
     pthread_mutex_t job_lock; /* serializes callers */
     pthread_mutex_t mu;
-    pthread_cond_t cv;
     mpl_worker *w;
     atomic_uint_fast64_t generation; /* of the last job started (any members) */
     atomic_int remaining;
@@ -70,9 +74,7 @@ typedef struct {
     int size;     /* most threads a job runs on: CPUs of the affinity mask */
 } mpl_pool;
 
-static mpl_pool g_pool = {.job_lock = PTHREAD_MUTEX_INITIALIZER,
-                          .mu = PTHREAD_MUTEX_INITIALIZER,
-                          .cv = PTHREAD_COND_INITIALIZER};
+static mpl_pool g_pool = {.job_lock = PTHREAD_MUTEX_INITIALIZER, .mu = PTHREAD_MUTEX_INITIALIZER};
 static pthread_once_t g_pool_once = PTHREAD_ONCE_INIT;
 
 static inline void cpu_relax(void) {
@@ -95,7 +97,7 @@ static void *worker_main(void *arg) {
                 continue;
             }
             pthread_mutex_lock(&g_pool.mu);
-            while (atomic_load_explicit(&me->slot, memory_order_acquire) == seen) pthread_cond_wait(&g_pool.cv, &g_pool.mu);
+            while (atomic_load_explicit(&me->slot, memory_order_acquire) == seen) pthread_cond_wait(&me->cv, &g_pool.mu);
             pthread_mutex_unlock(&g_pool.mu);
             break;
         }
@@ -172,6 +174,7 @@ static void pool_init(void) {
     for (int i = 0; i < want; i++) {
         mpl_worker *w = &g_pool.w[i];
         w->cpu = pinned ? cpus[i] : -1;
+        if (pthread_cond_init(&w->cv, NULL) != 0) break;
         pthread_attr_t attr;
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
@@ -247,8 +250,8 @@ void mpl_parallel_run(int nthreads, mpl_task_fn fn, void *ctx) {
         mpl_worker *w = &g_pool.w[members[t]];
         atomic_store_explicit(&w->tid, t + 1, memory_order_relaxed);
         atomic_store_explicit(&w->slot, gen, memory_order_release);
+        pthread_cond_signal(&w->cv);
     }
-    pthread_cond_broadcast(&g_pool.cv);
     pthread_mutex_unlock(&g_pool.mu);
     fn(ctx, 0, nthreads);
     unsigned spins = 0;
