@@ -222,6 +222,8 @@ void mpl_parallel_run(int nthreads, mpl_task_fn fn, void *ctx);
 int mpl_pool_size(void);
 /* The CPU worker i is pinned to (-1: unpinned or no such worker); for tests. */
 int mpl_pool_worker_cpu(int i);
+/* How many times worker i woke from its sleep so far (-1: no such worker); for tests. */
+long mpl_pool_worker_wakes(int i);
 
 /* ---------- kernels ---------- */
 

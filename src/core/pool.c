@@ -59,6 +59,7 @@ typedef struct {
     atomic_int tid;            /* its tid in that job (written before slot) */
     int cpu;                   /* the CPU it is pinned to, or -1 */
     pthread_cond_t cv;         /* where it sleeps (under g_pool.mu): a job wakes its members only */
+    atomic_long wakes;         /* returns from that sleep (mpl_pool_worker_wakes, for tests) */
 } mpl_worker;
 
 typedef struct {
@@ -97,7 +98,10 @@ static void *worker_main(void *arg) {
                 continue;
             }
             pthread_mutex_lock(&g_pool.mu);
-            while (atomic_load_explicit(&me->slot, memory_order_acquire) == seen) pthread_cond_wait(&me->cv, &g_pool.mu);
+            while (atomic_load_explicit(&me->slot, memory_order_acquire) == seen) {
+                pthread_cond_wait(&me->cv, &g_pool.mu);
+                atomic_fetch_add_explicit(&me->wakes, 1, memory_order_relaxed);
+            }
             pthread_mutex_unlock(&g_pool.mu);
             break;
         }
@@ -207,6 +211,11 @@ int mpl_pool_size(void) {
 int mpl_pool_worker_cpu(int i) {
     pthread_once(&g_pool_once, pool_init);
     return i >= 0 && i < g_pool.nworkers ? g_pool.w[i].cpu : -1;
+}
+
+long mpl_pool_worker_wakes(int i) {
+    pthread_once(&g_pool_once, pool_init);
+    return i >= 0 && i < g_pool.nworkers ? atomic_load_explicit(&g_pool.w[i].wakes, memory_order_relaxed) : -1;
 }
 
 static int caller_cpu(void) {
