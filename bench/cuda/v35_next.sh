@@ -9,12 +9,26 @@
 #          3-bit 59.16 us on the H200 in v34: 69.6% / 71.7% of read16).
 #          Between the two, ncu of the 2-, 3- and 4-bit M = 1 kernels on 70B gate_up (the defaults).
 #   m1s:   the same sweep, ncu and the thirds rounds only (~300 s, a short call when little device time is left).
+#   m1t:   2- and 3-bit at M = 1 on 70B gate_up / down (own x, the warps along N at the launcher's split-K and at 1)
+#          and ncu of the 2-bit default (~120 s): what a nearly spent budget can still answer; no verification.
 set -u
 . bench/cuda/dev_unpack.sh
 dev_begin v35 "${1:-m1}"
 B=.h200/bench_cuda_w4a16
 t0=$(date +%s)
 case "${1:-m1}" in
+m1t)
+  # the least that answers the question (~120 s): 2- and 3-bit on the two 70B layers of the target, and ncu of the
+  # default 2-bit kernel
+  dev_card "$R"
+  for w in uint2b2 uint3b4; do
+    stamp "sweep $w"
+    timeout 50 stdbuf -oL $B --sweep --sets "skinny ox,skinny sx,skinny sx ksplit1" --shapes 70B.gate_up,70B.down --m 1 --wtype $w --reps 10 > "$R/m1_$w.log" 2>&1
+    grep -E "70B" "$R/m1_$w.log" | head -4
+  done
+  stamp "ncu"
+  dev_ncu "$R/ncu_uint2b2_m1.txt" $B w4a16_gemv --shapes 70B.gate_up --m 1 --wtype uint2b2 --reps 1
+  ;;
 m1|m1s)
   dev_card "$R"
   X="skinny ox,skinny sx,skinny sx ksplit1,skinny sx ksplit2"
