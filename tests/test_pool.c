@@ -375,6 +375,7 @@ static void members_only_woken(void **state) {
     pthread_getaffinity_np(pthread_self(), sizeof saved, &saved);
     for (int i = 0; i < pool; i++) {
         const int c = mpl_pool_worker_cpu(i);
+        if (c < 0) continue; /* unpinned workers (no affinity mask): no CPU to pin the caller to */
         cpu_set_t one;
         CPU_ZERO(&one);
         CPU_SET(c, &one);
