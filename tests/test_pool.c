@@ -309,6 +309,14 @@ static void cpu_fn(void *ctx, int tid, int nt) {
     atomic_store(&j->cpu[tid], sched_getcpu());
 }
 
+/* Pins the calling thread to CPU c; 0 on success. */
+static int pin_self(int c) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(c, &one);
+    return pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+}
+
 static void placement(void **state) {
     (void)state;
     int pool = mpl_pool_size();
@@ -331,10 +339,7 @@ static void placement(void **state) {
     pthread_getaffinity_np(pthread_self(), sizeof saved, &saved);
     for (int c = 0; c < CPU_SETSIZE; c++) {
         if (!CPU_ISSET(c, &mask)) continue;
-        cpu_set_t one;
-        CPU_ZERO(&one);
-        CPU_SET(c, &one);
-        assert_int_equal(pthread_setaffinity_np(pthread_self(), sizeof one, &one), 0);
+        assert_int_equal(pin_self(c), 0);
         for (int rep = 0; rep < 5; rep++) {
             cpu_job j;
             for (int t = 0; t < MAXT; t++) atomic_store(&j.cpu[t], -1);
@@ -376,10 +381,7 @@ static void members_only_woken(void **state) {
     for (int i = 0; i < pool; i++) {
         const int c = mpl_pool_worker_cpu(i);
         if (c < 0) continue; /* unpinned workers (no affinity mask): no CPU to pin the caller to */
-        cpu_set_t one;
-        CPU_ZERO(&one);
-        CPU_SET(c, &one);
-        assert_int_equal(pthread_setaffinity_np(pthread_self(), sizeof one, &one), 0);
+        assert_int_equal(pin_self(c), 0);
         long before[MAXT];
         for (int w = 0; w < pool && w < MAXT; w++) before[w] = mpl_pool_worker_wakes(w);
         atomic_int ran = 0;
@@ -426,10 +428,7 @@ static int main_pinned(void) {
     pthread_mutex_lock(&hold_mu);
     pthread_t holder;
     if (pthread_create(&holder, NULL, hold_main, NULL) != 0) return 1;
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(first, &one);
-    if (pthread_setaffinity_np(pthread_self(), sizeof one, &one) != 0) return 1;
+    if (pin_self(first) != 0) return 1;
     int pool = mpl_pool_size(), bad = 0;
     if (pool != want) {
         fprintf(stderr, "FAIL main-pinned: pool of %d threads, the process's mask has %d CPUs\n", pool, want);
