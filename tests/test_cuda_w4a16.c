@@ -451,8 +451,9 @@ static void fake_gpus(int devices, int cc) {
 
 /* The path the table picks by default for m rows, stated independently of src/ (cuda_w4a16.c's rows). */
 /* 8-bit layers (g_w8): two 4-bit planes; no skinny-rounded; on cc 9.0 with k % 64 == 0 skinny stops at m = 3 when n > k
- * (8 when n < 16384) and wg (both planes per stage) runs from skinny's end to m = 256, wg-streamk first where its rule
- * (expected_streamk, zero points and all) says; dq from m = 65 (k % 64 == 0) */
+ * (8 when n < 16384) and wg (both planes per stage) runs from skinny's end to m = 256 (512 on layers of 2^26 weights and
+ * more), wg-streamk first (to 512) where its rule (expected_streamk, zero points and all) says; dq from m = 65
+ * (k % 64 == 0) */
 static int g_w8;
 #define W8_WG_HI 256
 /* the weight types of the non-8-bit device cases (the 2-, 3-bit and int4 rounds set them): packed as 4-bit codes,
@@ -494,7 +495,8 @@ static int expected_streamk(int64_t m, int64_t k, int64_t n, int buckets) {
 
 /* 2-bit layers on cc 9.0 with k % 128 == 0 and groups of 128k (or one) are packed in halves (cuda_w4a16.c,
  * packs_halves): no tc, no skinny-rounded; skinny to 16 (f16: to 8 where n >= 16384 and n > k), then wg-streamk where its rule says
- * (without zero points; its 33..64 bucket from m = 17), wg to 512, dq after */
+ * (without zero points; its 33..64 bucket from m = 17), wg to 512 (1024 on layers of 2^27 weights and more without zero
+ * points, as 4-bit codes), dq after */
 static int halves_case(int64_t k, int64_t gs, int cc, int zp) {
     const mpl_wtype t = zp ? g_asym : g_sym;
     return !g_w8 && cc == 90 && (t == MPL_WTYPE_UINT2B2 || t == MPL_WTYPE_UINT2) && k % 128 == 0 && (gs == -1 || gs % 128 == 0);
@@ -516,14 +518,14 @@ static int shared_x_band(int64_t n) {
 static const char *expected_default(int64_t m, int64_t k, int64_t n, int64_t gs, int cc, mpl_act act, int zp) {
     if (thirds_case(k, gs, cc, zp)) {
         if (m <= (n >= 16384 && n > k && !shared_x_band(n) ? 8 : 16)) return "cuda_w4a16:skinny";
-        if (!zp && expected_streamk(m >= 17 && m <= 32 ? 33 : m, k, n, 3)) return "cuda_w4a16:wg-streamk";
-        return m <= 512 ? "cuda_w4a16:wg" : "cuda_w4a16:dq";
+        if (!zp && expected_streamk(m >= 17 && m <= 32 ? 33 : m, k, n, 4)) return "cuda_w4a16:wg-streamk";
+        return m <= (!zp && n * k > ((int64_t)1 << 26) ? 1024 : 512) ? "cuda_w4a16:wg" : "cuda_w4a16:dq";
     }
     if (halves_case(k, gs, cc, zp)) {
         if (m <= (act == MPL_ACT_F16 && n >= 16384 && n > k ? 8 : 16)) return "cuda_w4a16:skinny";
         /* stream-K's first bucket (33..64) reaches down to 17 for halves */
-        if (!zp && expected_streamk(m >= 17 && m <= 32 ? 33 : m, k, n, 3)) return "cuda_w4a16:wg-streamk";
-        return m <= 512 ? "cuda_w4a16:wg" : "cuda_w4a16:dq";
+        if (!zp && expected_streamk(m >= 17 && m <= 32 ? 33 : m, k, n, 4)) return "cuda_w4a16:wg-streamk";
+        return m <= (!zp && n * k >= ((int64_t)1 << 27) ? 1024 : 512) ? "cuda_w4a16:wg" : "cuda_w4a16:dq";
     }
     /* skinny-rounded comes first with skinny's range and takes bf16 uint4b8 */
     const int w8wg = g_w8 && cc == 90 && k % 64 == 0;
@@ -536,7 +538,8 @@ static const char *expected_default(int64_t m, int64_t k, int64_t n, int64_t gs,
                                                             : 8;
     if (m <= skinny_top)
         return act == MPL_ACT_BF16 && !zp && !g_w8 ? "cuda_w4a16:skinny-rounded" : "cuda_w4a16:skinny";
-    if (w8wg && m <= W8_WG_HI) return expected_streamk(m, k, n, 3) ? "cuda_w4a16:wg-streamk" : "cuda_w4a16:wg";
+    if (w8wg && m <= 512 && expected_streamk(m, k, n, 4)) return "cuda_w4a16:wg-streamk";
+    if (w8wg && m <= (n * k >= ((int64_t)1 << 26) ? 512 : W8_WG_HI)) return "cuda_w4a16:wg";
     if (g_w8) return m >= 65 && k % 64 == 0 ? "cuda_w4a16:dq" : "cuda_w4a16:tc";
     if (cc == 90 && !zp && expected_streamk(m, k, n, 4)) return "cuda_w4a16:wg-streamk";
     /* wg to 512; 4-bit layers of 2^27 weights and more without zero points to 1024 (dq copies the whole layer) */
@@ -673,11 +676,10 @@ static void default_paths(void **state) {
         if (v.m_min <= v.m_max) fail_msg("k %lld n %lld, zero points: wg-streamk m %lld..%lld, want forced only",
                                          (long long)sk[i].k, (long long)sk[i].n, (long long)v.m_min, (long long)v.m_max);
         c.zero_points = 0, c.wtype = MPL_WTYPE_UINT4B8;
-        /* 8-bit layers (both planes per stage; zeros always): the same range, measured (H100 v20), and the choices
-         * around it (skinny to 3 or 8, wg to 256, dq after) */
+        /* 8-bit layers (both planes per stage; zeros always): the same range, measured (H100 v20; the 257..512 bucket
+         * H100 v38), and the choices around it (skinny to 3 or 8, wg to 256 or 512, dq after) */
         static const mpl_wtype w8[] = {MPL_WTYPE_UINT8B128, MPL_WTYPE_UINT8};
-        /* (8-bit layers stop at 256: without the 257..512 bucket, a range that starts there is empty) */
-        const int64_t w8_min = sk[i].m_min > 256 ? 33 : sk[i].m_min, w8_max = sk[i].m_min > 256 ? 0 : sk[i].m_max < 256 ? sk[i].m_max : 256;
+        const int64_t w8_min = sk[i].m_min, w8_max = sk[i].m_max;
         for (size_t w = 0; w < 2; w++) {
             c.wtype = w8[w], c.zero_points = w8[w] == MPL_WTYPE_UINT8;
             assert_int_equal(mpl_check(&c, &o, "cuda_w4a16:wg-streamk", &v), MPL_OK);
@@ -903,8 +905,8 @@ static void path_refusals(void **state) {
 
     /* 8-bit on cc 9.0 (H200 v17, H100 v19, v20; w4a16_gemv's layers H100 v30): layers with n > k leave skinny for wg
      * at m = 4 where n >= 16384, at 9 below, and with w4a16_gemv (k % 128 == 0, groups of 128k or one) at 9 and 17;
-     * n <= k keep skinny to 16; wg to 256 (wg-streamk first on the wide 70B layers from m = 33), dq after; one group per
-     * channel the same */
+     * n <= k keep skinny to 16; wg to 256, to 512 on layers of 2^26 weights and more (H100 v38; wg-streamk first on
+     * the wide 70B layers from m = 33 to 512), dq after; one group per channel the same */
     {
         static const struct {
             int64_t k, n, gs, m;
@@ -914,7 +916,11 @@ static void path_refusals(void **state) {
             {8256, 57344, -1, 3, "cuda_w4a16:skinny"},  {8256, 57344, -1, 4, "cuda_w4a16:wg"}, /* no gemv: k % 128 = 64 */
             {8192, 57344, 64, 3, "cuda_w4a16:skinny"},  {8192, 57344, 64, 4, "cuda_w4a16:wg"},  /* no gemv: 64-groups */
             {8192, 57344, 128, 32, "cuda_w4a16:wg"},    {8192, 57344, 128, 33, "cuda_w4a16:wg-streamk"},
-            {8192, 57344, 128, 256, "cuda_w4a16:wg-streamk"}, {8192, 57344, 128, 257, "cuda_w4a16:dq"},
+            {8192, 57344, 128, 256, "cuda_w4a16:wg-streamk"}, {8192, 57344, 128, 512, "cuda_w4a16:wg-streamk"},
+            {8192, 57344, 128, 513, "cuda_w4a16:dq"},
+            {28672, 8192, 128, 512, "cuda_w4a16:wg"}, {28672, 8192, 128, 513, "cuda_w4a16:dq"}, /* >= 2^26 weights */
+            {8192, 8192, 128, 512, "cuda_w4a16:wg"},  {4096, 6144, 128, 256, "cuda_w4a16:wg"},
+            {4096, 6144, 128, 257, "cuda_w4a16:dq"}, /* 8B qkv: below 2^26 weights, wg to 256 */
             {28672, 8192, 128, 128, "cuda_w4a16:wg-streamk"}, {28672, 8192, 128, 129, "cuda_w4a16:wg"},
             {4096, 28672, 128, 64, "cuda_w4a16:wg"}, /* 8B gate_up: wg throughout */
             {28672, 8192, 128, 16, "cuda_w4a16:skinny"}, {28672, 8192, 128, 17, "cuda_w4a16:wg"},
@@ -922,7 +928,8 @@ static void path_refusals(void **state) {
             {8192, 10240, 128, 16, "cuda_w4a16:skinny"}, {8192, 10240, 128, 17, "cuda_w4a16:wg"}, /* n > k, n < 16384 */
             {4096, 6144, -1, 16, "cuda_w4a16:skinny"},   {4096, 6144, -1, 17, "cuda_w4a16:wg"},
             {4160, 6144, -1, 8, "cuda_w4a16:skinny"},    {4160, 6144, -1, 9, "cuda_w4a16:wg"}, /* no gemv */
-            {8192, 57344, -1, 256, "cuda_w4a16:wg-streamk"}, {8192, 57344, -1, 257, "cuda_w4a16:dq"},
+            {8192, 57344, -1, 256, "cuda_w4a16:wg-streamk"}, {8192, 57344, -1, 512, "cuda_w4a16:wg-streamk"},
+            {8192, 57344, -1, 513, "cuda_w4a16:dq"},
         };
         fake_gpus(1, 90);
         for (size_t i = 0; i < sizeof w8 / sizeof w8[0]; i++) {
@@ -1321,8 +1328,15 @@ static int halves_matrix(uint64_t seed, int *pcases) {
             g_tune.wg_blocks = b;
             bad += !run_forced(&hv[3], 65, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
             bad += !run_forced(&hv[3], 200, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
+            /* stream-K's 257..512 bucket, a default for halves since v38 */
+            bad += !run_forced(&hv[3], 300, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
         }
         g_tune = mpl_cuda_w4a16_tuning_default;
+        /* wg past 512 (halves to 1024 on layers of 2^27 weights since v38): four 128-token tiles and a tail, both
+         * activation types */
+        for (int i = 0; i < 4; i += 3)
+            for (int64_t m = 700; m <= 1024; m += 324)
+                bad += !run_forced(&hv[i], m, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg", 0), cases++;
         bad += dq_slab_rounds(hv, 3, seed, &cases);
         /* four row tiles per warp with two token tiles (f16: the tuning, two by default; bf16: on layers this small the
          * rule gives two) */
@@ -1391,6 +1405,8 @@ static int thirds_matrix(uint64_t seed, int *pcases) {
         g_tune.wg_blocks = b;
         bad += !run_forced(&th[3], 65, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
         bad += !run_forced(&th[3], 200, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
+        /* stream-K's 257..512 bucket, a default for thirds since v38 */
+        bad += !run_forced(&th[3], 300, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
     }
     g_tune = mpl_cuda_w4a16_tuning_default;
     bad += dq_slab_rounds(th, 3, seed, &cases);
@@ -1471,6 +1487,14 @@ static int w8_matrix(uint64_t seed, int *pcases) {
     const int ks[] = {1, 2, 4};
     for (int j = 0; j < 3; j++)
         bad += !run_forced(&w8c[5], 64, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg", ks[j]), cases++;
+    /* m 257..512 (defaults since v38: wg on layers of 2^26 weights, stream-K's fourth bucket): wg at 512 on a few
+     * forms, stream-K at 300 and 512 */
+    for (size_t i = 0; i < sizeof w8wg / sizeof w8wg[0]; i += 2)
+        bad += !run_forced(&w8wg[i], 512, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg", 0), cases++;
+    for (int64_t m = 300; m <= 512; m += 212) {
+        bad += !run_forced(&w8c[5], m, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
+        bad += !run_forced(&w8wg[1], m, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
+    }
     /* 8-bit on skinny (both planes of a chunk per ring stage, exact, FORM_W8; k % 64 == 0): the wg cases' group sizes
      * (16 and 32: zeros and scales per k16 step from global memory; 64..256 and -1: in the ring), scale formats, zero
      * points, act-order and N tails at m 1 / 8 / 9 / 16 (one and two token tiles), split-K 1, 2, 4 on K = 8192 */

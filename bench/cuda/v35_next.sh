@@ -9,6 +9,10 @@
 #          3-bit 59.16 us on the H200 in v34: 69.6% / 71.7% of read16).
 #          Between the two, ncu of the 2-, 3- and 4-bit M = 1 kernels on 70B gate_up (the defaults).
 #   m1s:   the same sweep, ncu and the thirds rounds only (~300 s, a short call when little device time is left).
+#   peers: (session 45) our defaults and Humming int2 / int3 / int4 / int8 at M 1, 16, 64, 256, 1024 on 70B gate_up /
+#          down, 8B qkv / gate_up (~520 s), so that every width has its peer row from one machine.
+#   wide:  (session 45) forced wg / wg-streamk / dq and the default at m 257..2048 for 2-, 3-, 4- and 8-bit, two turns.
+#   confirm: (session 45) the defaults at m 257 / 512 / 1024 after the wide call's rules, the halves and 8-bit rounds (~250 s).
 #   m1t:   2- and 3-bit at M = 1 on 70B gate_up / down (own x, the warps along N at the launcher's split-K and at 1)
 #          and ncu of the 2-bit default (~120 s): what a nearly spent budget can still answer; no verification.
 set -u
@@ -49,6 +53,44 @@ m1|m1s)
   stamp "gemv rounds ($left s)"
   ( time env MPL_CUDA_W4A16_TEST_GEMV=1 timeout $left .h200/test_cuda_w4a16 ) > "$R/test_gemv.log" 2>&1; echo "rc=$?" >> "$R/test_gemv.log"
   grep -E "device matrix|FAIL|rc=|real" "$R/test_thirds.log" "$R/test_gemv.log" | head -20
+  ;;
+peers)
+  # (session 45) Humming 0.1.19 int2 / int3 / int4 / int8 beside our defaults at every width, one machine, one call
+  dev_card "$R"
+  for w in uint2b2 uint3b4 uint4b8 uint8b128; do
+    stamp "defaults $w"
+    timeout 45 stdbuf -oL $B --shapes 70B.gate_up,70B.down,8B.qkv,8B.gate_up --m 1,16,64,256,1024 --wtype $w --reps 10 > "$R/default_$w.log" 2>&1
+    grep -E "cuda_w4a16" "$R/default_$w.log" | awk '{print $1, $2, $4, $5}' | paste - - - - -
+  done
+  for b in 2 3 4 8; do
+    stamp "humming $b"
+    HMS=1,16,64,256,1024 PEER_SECONDS=${PEER_SECONDS:-95} dev_humming $b "$R/humming$b" | tail -14
+  done
+  ;;
+wide)
+  # (session 45) halves (and 8-bit) at m 512..2048: forced wg / wg-streamk / dq beside the default, two turns each, with
+  # the 4-bit default beside (issue 18's "M >= 256 within 3% of the 4-bit path": 2-bit 70B gate_up / down m = 1024 run dq,
+  # 1670 / 893 us against 4-bit wg's 1572 / 790 on the H100 in the peers call)
+  dev_card "$R"
+  L=70B.gate_up,70B.down,70B.qkv,70B.o,8B.gate_up,8B.qkv
+  for r in 1 2; do
+    for w in uint2b2 uint8b128 uint4b8 uint3b4; do
+      stamp "wide $w turn $r"
+      timeout 90 stdbuf -oL $B --sweep --sets "wg,wg-streamk,dq" --shapes $L --m 257,512,1024,2048 --wtype $w --reps 10 > "$R/wide_${w}_$r.log" 2>&1
+    done
+  done
+  ;;
+confirm)
+  # (session 45) the wide call's rules in the tree (8-bit wg to 512 on >= 2^26 weights, stream-K's 257..512 bucket at every
+  # width, halves wg to 1024 on >= 2^27 weights): the defaults where they moved, beside 4-bit, then the device tests
+  dev_card "$R"
+  for w in uint8b128 uint2b2 uint4b8 uint3b4; do
+    stamp "defaults $w"
+    timeout 60 stdbuf -oL $B --shapes 70B.gate_up,70B.down,70B.qkv,70B.o,8B.gate_up,8B.qkv --m 257,512,1024 --wtype $w --reps 10 > "$R/default_$w.log" 2>&1
+    grep -E "cuda_w4a16" "$R/default_$w.log" | awk '{print $1, $2, $4, $5}' | paste - - -
+  done
+  stamp "halves rounds"; dev_rounds "$R" halves
+  stamp "8-bit rounds"; dev_rounds "$R" w8
   ;;
 esac
 dev_end v35 "${1:-m1}"

@@ -15,8 +15,9 @@
  *   skinny-rounded  m 1..16 (1..8 when K < 8192), bf16 activations without zero points: the skinny kernel
  *           with weights rounded once to bf16 when the scales are bf16 (else exact sums, scaled by 2^-6)
  *   skinny  the same range: f16 activations and zero points; streaming GEMV-like, mma.sync, exact group sums
- *   wg-streamk  m 33..512 (8-bit, halves, thirds: ..256) where it pays (K, N), cc 9.0 only: wg's kernel on a persistent stream-K grid, rounded weights
- *   wg      m 33..512 (4-bit, >= 2^27 weights, thirds > 2^26: ..1024; 8-bit: skinny's end..256), cc 9.0 only   wgmma tiles, exact group sums only for m <= 32 (else rounded weights)
+ *   wg-streamk  m 33..512 where it pays (K, N), cc 9.0 only: wg's kernel on a persistent stream-K grid, rounded weights
+ *   wg      m 33..512 (4-bit and halves, >= 2^27 weights, thirds > 2^26: ..1024; 8-bit: skinny's end..256, >= 2^26
+ *           weights ..512), cc 9.0 only   wgmma tiles, exact group sums only for m <= 32 (else rounded weights)
  *   dq      m >= 161 (>= 513 on cc 9.0)   slabs dequantized to 16-bit weights + cuBLAS: rounded weights
  *   tc      any m (the fallback)           mma.sync tiles, exact group sums
  * Launchers: w4a16_launch.h. The numbers behind each range are the rows' `why` (bench/cuda/NOTES.md has
@@ -170,8 +171,15 @@ static mpl_reason wg_sk_can_implement(const mpl_config *c, const mpl_platform *p
 /* wg's default range per layer (the row's 33..512 otherwise):
  * - 8-bit: from where skinny stops to m = 256 (H200 v17: ahead of tc at every m from 17 and of dq to 256, 70B gate_up
  *   m = 64 248.0 vs tc 545.7 / dq 733.8 us, m = 256 637.5 vs dq 833.2; at 512 dq is ahead or level: 8B gate_up 289.3
- *   vs 343.7, 70B qkv 214.5 vs 328.9, 70B gate_up 1132.9 vs 1127.5);
- * - halves: from where skinny stops (no tc), to 512 as 4-bit;
+ *   vs 343.7, 70B qkv 214.5 vs 328.9, 70B gate_up 1132.9 vs 1127.5), to 512 on layers of at least 2^26 weights since
+ *   v27's F32_ONE form (H100 v38, forced, two turns, wg vs dq, us: m = 512 70B gate_up 1025.4 / 1039.7 vs 1248.8 /
+ *   1256.6, 70B down 524.5 / 518.4 vs 649.9 / 654.3, 70B o 152.7 / 153.2 vs 172.2 / 174.3; m = 257 70B down 464.4 /
+ *   457.7 vs 557.7 / 557.9; 70B qkv and 8B gate_up run stream-K there; the smaller 8B qkv keeps dq: m = 512 76.0 vs
+ *   64.8);
+ * - halves: from where skinny stops (no tc), to 512 as 4-bit, and to 1024 on layers of at least 2^27 weights as 4-bit
+ *   codes (H100 v38, uint2b2, forced, two turns, wg vs dq, us: m = 1024 70B gate_up 1713.0 / 1564.4 vs 1732.2 /
+ *   1869.9, 70B down 769.8 / 777.8 vs 888.2 / 879.6; the smaller 8B gate_up, 1.2e8 weights, 408.9 / 418.6 vs 429.3 /
+ *   428.9, and 70B qkv 339.8 / 335.8 vs 298.3 / 295.6 keep dq);
  * - 4-bit codes without zero points on layers of at least 2^27 weights: to m = 1024, where dq writes and cuBLAS reads
  *   a 16-bit copy of the whole layer (forced, uint4b8 bf16, us, wg vs dq / the default dq of the same run):
  *   H100 v27: 70B gate_up m = 1024 1645.9 vs 2058.6 / 1800.6, bf16 scales 1522.3 vs 1823.2 (default); 70B down
@@ -179,8 +187,8 @@ static mpl_reason wg_sk_can_implement(const mpl_config *c, const mpl_platform *p
  *   H200 v26: 70B gate_up 1681.3 vs 1762.5 / 1957.2, 70B down 844.9 vs 1075.7 / 885.0;
  *   below 2^27 dq is level or ahead (8B gate_up, 1.2e8 weights: H100 442.2 vs 429.8, H200 450.3 vs 428.7; 70B qkv
  *   H100 356.1 vs 305.9), and at m = 2048 on every layer (H200 v26: 70B gate_up 3322.1 vs 3218.7, 70B down 1659.9
- *   vs 1609.1). 8-bit layers: dq ahead at 1024 (H100 v27 70B gate_up 2133.6 vs 1851.1); halves and zero points not
- *   measured.
+ *   vs 1609.1). 8-bit layers: dq ahead at 1024 (H100 v27 70B gate_up 2133.6 vs 1851.1; v38 2064.7 / 2052.9 vs 1931.0 /
+ *   1859.0); zero points not measured.
  * - thirds (3-bit): to m = 1024 on layers of more than 2^26 weights, where wg reads three bits per weight and dq's pass
  *   (a thread per run, 46 registers: five blocks per SM, one iteration each) is latency-bound (ncu, 70B qkv: 52.3 us at
  *   38% of DRAM against the 4-bit pass's 34.7 us at 58%). H100 v32, uint3b4 bf16, forced, us, wg vs dq (the 4-bit
@@ -189,13 +197,16 @@ static mpl_reason wg_sk_can_implement(const mpl_config *c, const mpl_platform *p
  *   smaller layers and zero points are not measured and keep dq. */
 #define MPL_CUDA_W4A16_WG_BIG_LAYER ((int64_t)1 << 27)
 #define MPL_CUDA_W4A16_WG_BIG_THIRDS (((int64_t)1 << 26) + 1)
+#define MPL_CUDA_W4A16_WG_BIG_W8 ((int64_t)1 << 26)
+/* whether the layer holds at least `weights` weights (k n >= weights, without the product) */
+static bool holds_weights(const mpl_config *c, int64_t weights) {
+    return c->k > 0 && c->n >= (weights + c->k - 1) / c->k;
+}
 static void wg_m_range(const mpl_config *c, const mpl_platform *p, int64_t *m_min, int64_t *m_max) {
-    /* the fewest weights from which wg runs to m = 1024 without zero points: 4-bit codes, thirds; not 8-bit or halves */
-    const int64_t big = packs_thirds(c, p)                      ? MPL_CUDA_W4A16_WG_BIG_THIRDS
-                        : !is_w8(c) && !packs_narrow(c, p) ? MPL_CUDA_W4A16_WG_BIG_LAYER
-                                                            : 0;
-    if (big && !c->zero_points && c->k > 0 && c->n >= (big + c->k - 1) / c->k) *m_max = 1024;
-    if (is_w8(c)) *m_min = skinny_max_m(c, p) + 1, *m_max = 256;
+    /* the fewest weights from which wg runs to m = 1024 without zero points: 4-bit codes and halves, thirds; not 8-bit */
+    const int64_t big = packs_thirds(c, p) ? MPL_CUDA_W4A16_WG_BIG_THIRDS : !is_w8(c) ? MPL_CUDA_W4A16_WG_BIG_LAYER : 0;
+    if (big && !c->zero_points && holds_weights(c, big)) *m_max = 1024;
+    if (is_w8(c)) *m_min = skinny_max_m(c, p) + 1, *m_max = holds_weights(c, MPL_CUDA_W4A16_WG_BIG_W8) ? 512 : 256;
     if (packs_narrow(c, p)) *m_min = skinny_max_m(c, p) + 1;
 }
 
@@ -230,12 +241,18 @@ static void wg_streamk_m_range(const mpl_config *c, const mpl_platform *p, int64
     (void)p;
     static const int64_t lo[] = {33, 65, 129, 257}, hi[] = {64, 128, 256, 512};
     int64_t a = 1, b = 0; /* empty */
-    /* 257..512 (token tile 128, 3-4 token tiles): 4-bit codes only. H200 v26 (bench/cuda/NOTES.md, one --sweep, forced,
-     * uint4b8 bf16 f16 scales, m = 512, us): the rule picks stream-K on 70B qkv 163.1 vs wg 223.5, 70B gate_up 823.1 vs
-     * 832.3 (default 892.1), 8B gate_up 224.5 vs 233.4, and keeps wg on 70B o 122.6 vs 139.3, 8B qkv 58.8 vs 62.7, 70B
-     * down 437.9 vs 420.4 (the one miss, 4%). 8-bit layers at 512: dq is ahead of both on 70B qkv (199.4 vs 236.7) and
-     * 8B gate_up (277.9 vs 301.2), so they keep 256; halves are not measured there. */
-    const int nb = is_w8(c) || packs_narrow(c, p) ? 3 : 4;
+    /* 257..512 (token tile 128, 3-4 token tiles). H200 v26 (bench/cuda/NOTES.md, one --sweep, forced, uint4b8 bf16 f16
+     * scales, m = 512, us): the rule picks stream-K on 70B qkv 163.1 vs wg 223.5, 70B gate_up 823.1 vs 832.3 (default
+     * 892.1), 8B gate_up 224.5 vs 233.4, and keeps wg on 70B o 122.6 vs 139.3, 8B qkv 58.8 vs 62.7, 70B down 437.9 vs
+     * 420.4 (the one miss, 4%). The other widths since v38 (H100, forced, two turns, us, stream-K vs wg / dq):
+     *   8-bit m = 257: 70B gate_up 715.0 / 707.4 vs 831.0 / 804.0 / dq 998.2, 70B qkv 159.2 / 158.1 vs 140.7 / dq
+     *   182.8, 8B gate_up 209.8 / 212.3 vs 213.9 / dq 247.9; m = 512: 1089.7 / 1050.8 vs 1025.4 / 1039.7 / dq 1248.8,
+     *   223.8 / 221.0 vs 281.4 / dq 218.6, 286.1 / 299.3 vs 337.7 / 296.4 / dq 306.4 (8-bit ran dq from 257 before;
+     *   H200 v26, before F32_ONE, had dq ahead at 512 on 70B qkv 199.4 vs 236.7 and 8B gate_up 277.9 vs 301.2);
+     *   halves m = 257: 70B gate_up 484.9 / 483.7 vs wg 554.3, 70B qkv 110.0 vs 99.9, 8B gate_up 151.4 vs 154.1;
+     *   m = 512: 761.4 / 767.3 vs 733.2 / 727.9, 154.1 / 152.7 vs 206.4 / 200.9, 212.4 / 212.7 vs 231.5 / 225.9;
+     *   thirds m = 257: 70B gate_up 495.6 vs 554.2, 70B qkv 112.1 vs 100.3; m = 512: 70B qkv 156.4 / 158.6 vs 204.4 /
+     *   209.2, 70B gate_up 756.2 / 764.7 vs 789.5 / 748.2. */
     /* 4-bit zero points: forced only. Not measured, and their stream-K kernels spill (16-byte stack frame, 12-24
      * bytes of spill stores, ptxas -v: bench/results/v13/ptxas_wg.txt; the uint4b8 ones do not). 8-bit layers (whose
      * planes always carry zeros): the same rule, measured (H100 v20, uint8b128 group 128 and -1, forced wg vs
@@ -245,7 +262,7 @@ static void wg_streamk_m_range(const mpl_config *c, const mpl_platform *p, int64
      *             579.0 vs 612.2;
      *   wg:       70B down m = 256 310.3 vs 340.9, 70B o m = 256 81.1 vs 106.0; 8B qkv m = 64 26.0 vs 32.7, 8B gate_up
      *             m = 128 80.1 vs 97.2 (group -1 within 1.5% of these). */
-    for (int i = 0; i < nb && (!c->zero_points || is_w8(c)); i++) {
+    for (size_t i = 0; i < sizeof lo / sizeof lo[0] && (!c->zero_points || is_w8(c)); i++) {
         const int64_t bt = hi[i] <= 64 ? 64 : 128, tiles = (hi[i] + bt - 1) / bt * ((c->n + 255) / 256);
         const bool pays = tiles >= MPL_CUDA_W4A16_WG_SK_MIN_TILES &&
                           mpl_cuda_w4a16_wg_chunks_per_sm(hi[i], c->k, c->n, 132, 0) -
@@ -340,7 +357,9 @@ static const mpl_path_desc paths[NPATHS] = {
                "70B down m = 64 134.5 vs 207.6 us, 70B qkv m = 256 128.2 vs 160.6, 70B gate_up m = 256 579.0 vs 612.2; "
                "kept on wg: 70B o m = 256 106.0 vs 81.1, 8B gate_up m = 128 97.2 vs 80.1; 4-bit m = 257..512, H200 v26: "
                "70B qkv m = 512 163.1 vs 223.5 us, 70B gate_up 823.1 vs 832.3, 8B gate_up 224.5 vs 233.4 (kept on wg: "
-               "70B o 122.6 vs 139.3, 8B qkv 58.8 vs 62.7)",
+               "70B o 122.6 vs 139.3, 8B qkv 58.8 vs 62.7); 8-bit, halves and thirds m = 257..512 by the same rule, H100 "
+               "v38 (forced, two turns): 8-bit m = 257 70B gate_up 715.0 vs wg 831.0 / dq 998.2 us, 8B gate_up 209.8 vs "
+               "dq 247.9; halves 70B gate_up 484.9 vs wg 554.3, m = 512 70B qkv 154.1 vs 206.4",
         .can_implement = wg_sk_can_implement,
     },
     [PATH_WG] = {
@@ -362,7 +381,10 @@ static const mpl_path_desc paths[NPATHS] = {
                "halves (H100 v31, uint3b4 defaults: 8B gate_up m = 17 32.7 us vs 40.5 for 4-bit codes on tc, m = 256 109.1 "
                "vs 109.9), and on layers of > 2^26 weights without zero points to m = 1024, where dq's thirds pass is "
                "latency-bound (H100 v32, forced, wg vs dq: 70B gate_up 1472.7 vs 2015.2 us, 70B down 726.9 vs 1021.3, "
-               "8B gate_up 381.7 vs 464.6, 70B qkv 307.4 vs 338.9)",
+               "8B gate_up 381.7 vs 464.6, 70B qkv 307.4 vs 338.9); halves on layers of >= 2^27 weights to m = 1024 as "
+               "4-bit (H100 v38, forced, wg vs dq: 70B gate_up 1564.4 vs 1732.2 us, 70B down 769.8 vs 879.6); 8-bit to "
+               "m = 512 on layers of >= 2^26 weights (H100 v38: 70B gate_up m = 512 1025.4 vs dq 1248.8 us, 70B down "
+               "518.4 vs 649.9, 70B o 152.7 vs 172.2; 8B qkv keeps dq, 76.0 vs 64.8)",
         .can_implement = wg_can_implement,
         .m_range = wg_m_range,
     },
