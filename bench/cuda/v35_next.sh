@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/cuda/v35_next.sh MODE -- on the device machine; prepared in session 41 (bench/cuda/NOTES.md v34), run in session
-# 45 (NOTES v38, raw files bench/results/v38/: m1, then peers, wide and confirm on the unpatched tree). m1: build here with bench/results/v34/m1_warps_n.patch applied (w4a16_gemv's warps along N at M = 1: the block-shared x
-# structure without the shared x, each warp over its split's whole K; forced by the tuning's skinny_shared_x = 1 at
+# 45 (NOTES v38, raw files bench/results/v38/: m1, then peers, wide and confirm on the unpatched tree). m1: build here
+# with bench/results/v34/m1_warps_n.patch applied (w4a16_gemv's warps along N at M = 1: the block-shared x structure
+# without the shared x, each warp over its split's whole K; forced by the tuning's skinny_shared_x = 1 at
 # m = 1, the "skinny sx" sweep sets) and pack those binaries.
 #   m1:    the sweep at M = 1 / 2 on the six layers at every width (own x, the warps along N by the launcher's split-K
 #          and at split-K 1 / 2), then the thirds and gemv rounds (which now force it at m = 1 too). Where "skinny sx"
