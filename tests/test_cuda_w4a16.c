@@ -1332,8 +1332,9 @@ static int halves_matrix(uint64_t seed, int *pcases) {
             bad += !run_forced(&hv[3], 300, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
         }
         g_tune = mpl_cuda_w4a16_tuning_default;
-        /* wg past 512 (halves to 1024 on layers of 2^27 weights since v38): four 128-token tiles and a tail, both
-         * activation types */
+        /* wg past 512 (halves to 1024 on layers of 2^27 weights since v38): m = 700 (five 128-token tiles and a tail)
+         * and 1024 (eight), bf16: uint2b2 on exact data with bf16 scales (N 264), uint2 with zero points and f16 scales
+         * in the compressed-tensors layout (N 1032) */
         for (int i = 0; i < 4; i += 3)
             for (int64_t m = 700; m <= 1024; m += 324)
                 bad += !run_forced(&hv[i], m, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg", 0), cases++;
