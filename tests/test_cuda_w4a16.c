@@ -1335,9 +1335,11 @@ static int halves_matrix(uint64_t seed, int *pcases) {
         /* wg past 512 (halves to 1024 on layers of 2^27 weights since v38): m = 700 (five 128-token tiles and a tail)
          * and 1024 (eight), bf16: uint2b2 on exact data with bf16 scales (N 264), uint2 with zero points and f16 scales
          * in the compressed-tensors layout (N 1032) */
-        for (int i = 0; i < 4; i += 3)
-            for (int64_t m = 700; m <= 1024; m += 324)
-                bad += !run_forced(&hv[i], m, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg", 0), cases++;
+        const int hv_wide[] = {0, 3};
+        const int64_t wide_m[] = {700, 1024};
+        for (size_t i = 0; i < 2; i++)
+            for (size_t j = 0; j < 2; j++)
+                bad += !run_forced(&hv[hv_wide[i]], wide_m[j], tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg", 0), cases++;
         bad += dq_slab_rounds(hv, 3, seed, &cases);
         /* four row tiles per warp with two token tiles (f16: the tuning, two by default; bf16: on layers this small the
          * rule gives two) */
@@ -1492,9 +1494,10 @@ static int w8_matrix(uint64_t seed, int *pcases) {
      * forms, stream-K at 300 and 512 */
     for (size_t i = 0; i < sizeof w8wg / sizeof w8wg[0]; i += 2)
         bad += !run_forced(&w8wg[i], 512, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg", 0), cases++;
-    for (int64_t m = 300; m <= 512; m += 212) {
-        bad += !run_forced(&w8c[5], m, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
-        bad += !run_forced(&w8wg[1], m, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
+    const int64_t sk_m[] = {300, 512};
+    for (size_t j = 0; j < 2; j++) {
+        bad += !run_forced(&w8c[5], sk_m[j], tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
+        bad += !run_forced(&w8wg[1], sk_m[j], tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
     }
     /* 8-bit on skinny (both planes of a chunk per ring stage, exact, FORM_W8; k % 64 == 0): the wg cases' group sizes
      * (16 and 32: zeros and scales per k16 step from global memory; 64..256 and -1: in the ring), scale formats, zero

@@ -49,17 +49,21 @@ dev_humming() {
 
 # dev_final DIR SHAPES: the defaults at M 1..2048 for uint4b8, uint8b128 and uint2b2 on SHAPES (DIR/default_TYPE.log),
 # then Humming 0.1.19 int4 / int8 / int2 beside them (dev_humming, PEER_SECONDS 120 each unless set: 45 s ran out before
-# the first shape on a fresh H200, its kernels compiling, bench/results/v28/call3/humming4); prints both
+# the first shape on a fresh H200, its kernels compiling, bench/results/v28/call3/humming4); prints both.
+# FINAL_TYPES (weight types, each ending in its bit count's Humming peer) and FINAL_MS (the M list) override the defaults.
 dev_final() {
-  local w b
-  for w in uint4b8 uint8b128 uint2b2; do
+  local w b ms=${FINAL_MS:-1,16,64,256,1024,2048} types=${FINAL_TYPES:-uint4b8 uint8b128 uint2b2}
+  local cols
+  cols=$(echo "$ms" | tr ',' '\n' | sed 's/.*/-/' | tr '\n' ' ')
+  for w in $types; do
     stamp "defaults $w"
-    timeout 60 stdbuf -oL .h200/bench_cuda_w4a16 --shapes "$2" --m 1,16,64,256,1024,2048 --wtype $w --reps 10 > "$1/default_$w.log" 2>&1
-    grep -E "cuda_w4a16" "$1/default_$w.log" | awk '{print $1, $2, $4, $5}' | paste - - - - - -
+    timeout 60 stdbuf -oL .h200/bench_cuda_w4a16 --shapes "$2" --m "$ms" --wtype $w --reps 10 > "$1/default_$w.log" 2>&1
+    grep -E "cuda_w4a16" "$1/default_$w.log" | awk '{print $1, $2, $4, $5}' | paste $cols
   done
-  for b in 4 8 2; do
+  for w in $types; do
+    b=$(echo "$w" | sed -E 's/^u?int([0-9]).*/\1/')
     stamp "humming $b"
-    HMS=1,16,64,256,1024,2048 PEER_SECONDS=${PEER_SECONDS:-120} dev_humming $b "$1/humming$b" | tail -14
+    HMS=$ms PEER_SECONDS=${PEER_SECONDS:-120} dev_humming $b "$1/humming$b" | tail -14
   done
 }
 

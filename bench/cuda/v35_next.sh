@@ -58,15 +58,8 @@ m1|m1s)
 peers)
   # (session 45) Humming 0.1.19 int2 / int3 / int4 / int8 beside our defaults at every width, one machine, one call
   dev_card "$R"
-  for w in uint2b2 uint3b4 uint4b8 uint8b128; do
-    stamp "defaults $w"
-    timeout 45 stdbuf -oL $B --shapes 70B.gate_up,70B.down,8B.qkv,8B.gate_up --m 1,16,64,256,1024 --wtype $w --reps 10 > "$R/default_$w.log" 2>&1
-    grep -E "cuda_w4a16" "$R/default_$w.log" | awk '{print $1, $2, $4, $5}' | paste - - - - -
-  done
-  for b in 2 3 4 8; do
-    stamp "humming $b"
-    HMS=1,16,64,256,1024 PEER_SECONDS=${PEER_SECONDS:-95} dev_humming $b "$R/humming$b" | tail -14
-  done
+  FINAL_TYPES="uint2b2 uint3b4 uint4b8 uint8b128" FINAL_MS=1,16,64,256,1024 PEER_SECONDS=${PEER_SECONDS:-95} \
+      dev_final "$R" 70B.gate_up,70B.down,8B.qkv,8B.gate_up
   ;;
 wide)
   # (session 45) halves (and 8-bit) at m 512..2048: forced wg / wg-streamk / dq beside the default, two turns each, with

@@ -238,7 +238,6 @@ static mpl_reason tc_can_implement(const mpl_config *c, const mpl_platform *p, c
  * (8B down m = 64, 16 tiles); narrower layers (N <= 2048 at m <= 128) are not measured and keep wg */
 #define MPL_CUDA_W4A16_WG_SK_MIN_TILES 16
 static void wg_streamk_m_range(const mpl_config *c, const mpl_platform *p, int64_t *m_min, int64_t *m_max) {
-    (void)p;
     static const int64_t lo[] = {33, 65, 129, 257}, hi[] = {64, 128, 256, 512};
     int64_t a = 1, b = 0; /* empty */
     /* 257..512 (token tile 128, 3-4 token tiles). H200 v26 (bench/cuda/NOTES.md, one --sweep, forced, uint4b8 bf16 f16
