@@ -1374,6 +1374,15 @@ static int wide_skinny_rounds(const dcase *d, int thirds, uint64_t seed, int *pc
     return bad;
 }
 
+/* The thirds rounds' layers (thirds_matrix, m1_matrix) */
+static const dcase thirds_cases[] = {
+    {1024, 264, 128, 0, 0, MPL_ACT_BF16, EX, BF16, G, 1}, {1280, 72, 256, 1, 1, MPL_ACT_F16, RN, F16, G, 0},
+    {768, 200, -1, 0, 0, MPL_ACT_BF16, RN, F32, G, 1},    {2048, 1032, 128, 1, 0, MPL_ACT_BF16, RN, F16, MPL_LAYOUT_CT, 1},
+    {1024, 136, 128, 0, 1, MPL_ACT_F16, EX, F16, G, 1},   {1536, 40, 384, 1, 0, MPL_ACT_BF16, RN, BF16, G, 1},
+    {1536, 88, 384, 0, 0, MPL_ACT_F16, RN, F32, G, 1},
+};
+#define N_THIRDS_CASES (sizeof thirds_cases / sizeof thirds_cases[0])
+
 /* 3-bit thirds rounds of the device matrix (MPL_CUDA_W4A16_TEST_THIRDS: these alone). */
 static int thirds_matrix(uint64_t seed, int *pcases) {
     int bad = 0, cases = *pcases;
@@ -1384,20 +1393,15 @@ static int thirds_matrix(uint64_t seed, int *pcases) {
      * row tiles per warp; on a wide layer split-K 1, 2 and 4; wg-streamk's few persistent blocks; dq with several slabs
      * (cases off cc 9.0 run the 4-bit codes) */
     g_sym = MPL_WTYPE_UINT3B4, g_asym = MPL_WTYPE_UINT3;
-    const dcase th[] = {
-        {1024, 264, 128, 0, 0, MPL_ACT_BF16, EX, BF16, G, 1}, {1280, 72, 256, 1, 1, MPL_ACT_F16, RN, F16, G, 0},
-        {768, 200, -1, 0, 0, MPL_ACT_BF16, RN, F32, G, 1},    {2048, 1032, 128, 1, 0, MPL_ACT_BF16, RN, F16, MPL_LAYOUT_CT, 1},
-        {1024, 136, 128, 0, 1, MPL_ACT_F16, EX, F16, G, 1},   {1536, 40, 384, 1, 0, MPL_ACT_BF16, RN, BF16, G, 1},
-        {1536, 88, 384, 0, 0, MPL_ACT_F16, RN, F32, G, 1},
-    };
+    const dcase *th = thirds_cases;
     const int64_t th_m[] = {1, 2, 8, 9, 16, 17, 33, 65, 129, 513};
-    for (size_t i = 0; i < sizeof th / sizeof th[0]; i++)
+    for (size_t i = 0; i < N_THIRDS_CASES; i++)
         bad += run_ms(&th[i], th_m, (int)(sizeof th_m / sizeof th_m[0]), seed, &cases);
     /* two and four row tiles per warp, each warp its own x and (m 2..16) the block-shared x (NW 4 runs it at 2) */
     for (int sx = -1; sx <= 1; sx += 2)
         for (int nw = 2; nw <= 4; nw += 2) {
             g_tune.skinny_nw = nw, g_tune.skinny_shared_x = sx;
-            for (size_t i = 0; i < sizeof th / sizeof th[0]; i++)
+            for (size_t i = 0; i < N_THIRDS_CASES; i++)
                 for (int m = sx > 0 ? 2 : 1; m <= 16; m = m == 1 ? 5 : m == 2 ? 5 : m == 5 ? 12 : m == 12 ? 16 : 17)
                     bad += !run_forced(&th[i], m, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:skinny", 0), cases++;
         }
@@ -1426,13 +1430,15 @@ static int thirds_matrix(uint64_t seed, int *pcases) {
  * 8-bit planes and bf16 halves, both activation types, exact and random data, zero points, act-order (x gathered),
  * group -1 / 128 / 256, f16 / bf16 / f32 scales, N tails, bias, two and four row tiles per warp, split-K 1, 2, 4;
  * both skinny paths forced (alone under MPL_CUDA_W4A16_TEST_GEMV) */
+static const dcase gemv_cases[] = {
+    {1024, 264, 128, 0, 0, MPL_ACT_BF16, EX, BF16, G, 1}, {1536, 72, -1, 1, 0, MPL_ACT_F16, RN, F32, G, 0},
+    {2048, 136, 256, 0, 1, MPL_ACT_BF16, RN, F16, G, 1},  {1024, 200, 128, 1, 1, MPL_ACT_BF16, RN, BF16, MPL_LAYOUT_CT, 1},
+    {1536, 40, 128, 0, 0, MPL_ACT_F16, EX, F16, G, 1},
+};
+#define N_GEMV_CASES (sizeof gemv_cases / sizeof gemv_cases[0])
 static int gemv_matrix(uint64_t seed, int *pcases) {
     int bad = 0, cases = *pcases;
-    const dcase gv[] = {
-        {1024, 264, 128, 0, 0, MPL_ACT_BF16, EX, BF16, G, 1}, {1536, 72, -1, 1, 0, MPL_ACT_F16, RN, F32, G, 0},
-        {2048, 136, 256, 0, 1, MPL_ACT_BF16, RN, F16, G, 1},  {1024, 200, 128, 1, 1, MPL_ACT_BF16, RN, BF16, MPL_LAYOUT_CT, 1},
-        {1536, 40, 128, 0, 0, MPL_ACT_F16, EX, F16, G, 1},
-    };
+    const dcase *gv = gemv_cases;
     const int64_t gv_m[] = {1, 2, 3, 5, 8, 9, 12, 16};
     const char *sk[] = {"cuda_w4a16:skinny", "cuda_w4a16:skinny-rounded"};
     for (int w = 0; w < 3; w++) { /* 4-bit codes, 8-bit planes, 2-bit halves (bf16; f16 keeps the skinny loop) */
@@ -1442,7 +1448,7 @@ static int gemv_matrix(uint64_t seed, int *pcases) {
         for (int sx = -1; sx <= 1; sx += 2)
             for (int nw = 2; nw <= 4; nw += 2) {
                 g_tune.skinny_nw = nw, g_tune.skinny_shared_x = sx;
-                for (size_t i = 0; i < sizeof gv / sizeof gv[0]; i++)
+                for (size_t i = 0; i < N_GEMV_CASES; i++)
                     for (size_t j = sx > 0 ? 5 : 0; j < sizeof gv_m / sizeof gv_m[0]; j++) /* sx: from m = 9 */
                         for (int p = 0; p < 2; p++)
                             if (!refused(&gv[i], sk[p]))
@@ -1451,6 +1457,39 @@ static int gemv_matrix(uint64_t seed, int *pcases) {
         g_tune = mpl_cuda_w4a16_tuning_default;
         const dcase wide = {8192, 6656, 128, w == 1, 0, MPL_ACT_BF16, RN, BF16, G, 1};
         bad += wide_skinny_rounds(&wide, 0, seed, &cases);
+    }
+    g_w8 = 0, g_sym = MPL_WTYPE_UINT4B8, g_asym = MPL_WTYPE_UINT4;
+    *pcases = cases;
+    return bad;
+}
+
+/* One token on w4a16_gemv (MPL_CUDA_W4A16_TEST_M1: these alone; a subset of the gemv and thirds rounds, for a short
+ * device call after a change to the m = 1 form): the gemv and thirds layers at m = 1 for 4-bit codes, 8-bit planes,
+ * 2-bit halves and 3-bit thirds, default and both skinny paths forced at two and four row tiles per warp, and a wide
+ * layer at the launcher's split-K and at 1, 2, 4 */
+static int m1_matrix(uint64_t seed, int *pcases) {
+    int bad = 0, cases = *pcases;
+    const char *sk[] = {"cuda_w4a16:skinny", "cuda_w4a16:skinny-rounded"};
+    const int64_t one[] = {1};
+    for (int w = 0; w < 4; w++) { /* 4-bit codes, 8-bit planes, 2-bit halves, 3-bit thirds */
+        g_w8 = w == 1;
+        if (w == 2) g_sym = MPL_WTYPE_UINT2B2, g_asym = MPL_WTYPE_UINT2;
+        if (w == 3) g_sym = MPL_WTYPE_UINT3B4, g_asym = MPL_WTYPE_UINT3;
+        const dcase *cs = w == 3 ? thirds_cases : gemv_cases;
+        const size_t n = w == 3 ? N_THIRDS_CASES : N_GEMV_CASES;
+        for (size_t i = 0; i < n; i++) {
+            bad += run_ms(&cs[i], one, 1, seed, &cases);
+            for (int nw = 2; nw <= 4; nw += 2) {
+                g_tune.skinny_nw = nw;
+                for (int p = 0; p < 2; p++)
+                    if (!refused(&cs[i], sk[p]))
+                        bad += !run_forced(&cs[i], 1, tu_case_seed(seed, (uint64_t)cases), sk[p], 0), cases++;
+            }
+            g_tune = mpl_cuda_w4a16_tuning_default;
+        }
+        const dcase wide = {8192, 6656, 128, w == 1, 0, MPL_ACT_BF16, RN, BF16, G, 1};
+        for (int ks = 0; ks <= 4; ks = ks ? 2 * ks : 1)
+            bad += !run_forced(&wide, 1, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:skinny", ks), cases++;
     }
     g_w8 = 0, g_sym = MPL_WTYPE_UINT4B8, g_asym = MPL_WTYPE_UINT4;
     *pcases = cases;
@@ -1560,6 +1599,11 @@ static int device_matrix_body(void) {
     if (getenv("MPL_CUDA_W4A16_TEST_GEMV")) {
         bad += gemv_matrix(seed, &cases);
         printf("cuda_w4a16 device matrix (gemv): %d cases, %d failed\n", cases, bad);
+        return bad;
+    }
+    if (getenv("MPL_CUDA_W4A16_TEST_M1")) {
+        bad += m1_matrix(seed, &cases);
+        printf("cuda_w4a16 device matrix (m = 1): %d cases, %d failed\n", cases, bad);
         return bad;
     }
     if (getenv("MPL_CUDA_W4A16_TEST_W8")) {

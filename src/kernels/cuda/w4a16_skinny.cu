@@ -726,10 +726,13 @@ __global__ void __launch_bounds__(SK_THREADS, 2) w4a16_skinny(const mpl_cuda_w4a
  *         mma.sync takes exactly (bench_cuda_bw --mma-sub: 512 products, none flushed, error 0), against x 2^64 (one
  *         mul per x register, exact for |x| < 2^64) so that the products stay normal in f32: no fma per weight pair;
  *   f16:  ActF16::dequant_off (1024 + q, 1024 + 16 q).
- * One MMA per k16 step with the constant A = SUM sums x in the same scale (c1), and the fold takes (OFF + M z) c1 off
- * each row's sum before the group scale: d = sum (q - z) x exactly up to f32 accumulation, rows g + 8 times 16 (M),
- * divided out with the 2^69 (bf16) at the end. MX = 1 keeps column 0 alone (e 0: row g, e 2: row g + 8); MX > 1 every
- * column (lane (g, t) reads token row g, and g + 8 for the second tile; the sum MMA's columns are the tokens' sums).
+ * The sums of x (c1) in the products' scale: MX > 1 one MMA per k16 step with the constant A = SUM (every column
+ * counts: lane (g, t) reads token row g, and g + 8 for the second tile, and the sum MMA's columns are the tokens' sums);
+ * MX = 1 (column 0 alone: e 0 row g, e 2 row g + 8) ONE MMA per stage's 128 x elements (x_sum_m1: each lane's four raw
+ * elements in B once, A = 2^-69 (bf16) or 1 (f16), so column n holds the sum of 16 of them and the fold adds the 8
+ * columns across the lane quad): 33 MMAs per stage at NW 4 instead of 40, the 32 weight MMAs being the floor (256
+ * weights each). The fold takes (OFF + M z) c1 off each row's sum before the group scale: d = sum (q - z) x exactly up
+ * to f32 accumulation, rows g + 8 times 16 (M), divided out with the 2^69 (bf16) at the end.
  * Halves layers (GV_HALVES, bf16: two 2-bit codes per nibble, one packed chunk = 128 channels per stage) take the same
  * loop with both halves' codes as subnormals (Gv::dequant_half: 1 shift + 8 lop3 and 2 MMAs per 16 weights), half 1
  * against x 2^62 so that both halves add into one accumulator at one scale. 8-bit layers (GV_W8: two planes, 2 row
@@ -764,6 +767,7 @@ template <>
 struct Gv<ActBF16> {
     static constexpr uint32_t HI8 = 0u;
     static constexpr uint32_t SUM = 0x00010001u;   /* 2^-133: the codes' scale */
+    static constexpr uint32_t SUMX = 0x1D001D00u;  /* 2^-69 = 2^-133 2^64: raw x summed at the products' scale (MX = 1) */
     static constexpr uint32_t XMUL = 0x5F805F80u;  /* 2^64 */
     static constexpr float OFF = 0.0f;
     static constexpr float OUT = 590295810358705651712.0f; /* 2^69 = 2^133 / 2^64 */
@@ -785,6 +789,7 @@ struct Gv<ActBF16> {
 template <>
 struct Gv<ActF16> {
     static constexpr uint32_t SUM = 0x3C003C00u; /* 1 */
+    static constexpr uint32_t SUMX = 0x3C003C00u; /* 1: raw x summed (MX = 1) */
     static constexpr uint32_t HI8 = 0x64646464u;
     static constexpr uint32_t XMUL = 0u;
     static constexpr float OFF = 1024.0f;
@@ -993,6 +998,12 @@ __global__ void __launch_bounds__(SK_THREADS, GvShape<NW, SF, ZP, V, MX, BX>::BP
         }
     /* The fold of the current group's sums with the group constants of stage slot gst (acc += s ((OFF + M z) c1 + cg)) */
     auto fold = [&](const unsigned char *gst) {
+            /* MX = 1: the group's sum of x is spread over c1's columns (x_sum_m1): lane t holds columns 2t and 2t + 1 */
+            if constexpr (MX == 1) {
+                float s1 = c1[0][0] + c1[0][1];
+                s1 += __shfl_xor_sync(0xffffffffu, s1, 1);
+                c1[0][0] = s1 + __shfl_xor_sync(0xffffffffu, s1, 2);
+            }
 #pragma unroll
             for (int i = 0; i < NW; i++) {
                 uint32_t hi, lo = 0u, zz = HV ? 0x0202u : TH ? 0x0404u : 0x0808u; /* uint4b8: 8; uint2b2 (halves): 2; uint3b4: 4 */
@@ -1038,6 +1049,14 @@ __global__ void __launch_bounds__(SK_THREADS, GvShape<NW, SF, ZP, V, MX, BX>::BP
         rst = rst + Sh::STAGE == ring_end ? ring : rst + Sh::STAGE;
         if constexpr (BX) rxs = rxs + Sh::XS == xring_end ? xring : rxs + Sh::XS;
         const uint32_t sum[4] = {G::SUM, G::SUM, G::SUM, G::SUM};
+        /* MX = 1: the sum of the 128 raw x elements at xq in ONE MMA (instead of one per k16 step and x chunk: at m = 1
+         * only column 0 of those is read): every lane's 4 elements lie in B once (lane 4 g + t: b0 column g rows 2t, 2t + 1,
+         * b1 rows 2t + 8, 2t + 9), so column n sums 16 of them, and the fold adds the 8 columns (lane t holds 2t, 2t + 1) */
+        auto x_sum_m1 = [&](const unsigned char *xq) {
+            const uint32_t ones[4] = {G::SUMX, G::SUMX, G::SUMX, G::SUMX};
+            const uint2 xv = *reinterpret_cast<const uint2 *>(xq + lane * 8);
+            A::mma(c1[0], ones, xv.x, xv.y);
+        };
         if constexpr (TH) {
             /* thirds: the run's blocks are packed chunks 3u, 3u + 1, 3u + 2 (words a, b, c of each tile); half hh is x
              * chunks 2 hh and 2 hh + 1: chunk 0 = a, 1 = b (half 0), 2 = c, 3 = thirds_fourth(a, b, c) (half 1), each
@@ -1078,12 +1097,16 @@ __global__ void __launch_bounds__(SK_THREADS, GvShape<NW, SF, ZP, V, MX, BX>::BP
                         for (int mt = 0; mt < MT; mt++) A::mma(cg[i][mt], af, b[1][j][mt][0], b[1][j][mt][1]);
                     }
                 }
+                if constexpr (MX == 1) {
+                    x_sum_m1(xs + hh * 256);
+                } else {
 #pragma unroll
-                for (int c = 0; c < 2; c++)
+                    for (int c = 0; c < 2; c++)
 #pragma unroll
-                    for (int j = 0; j < 4; j++)
+                        for (int j = 0; j < 4; j++)
 #pragma unroll
-                        for (int mt = 0; mt < MT; mt++) A::mma(c1[mt], sum, b[c][j][mt][0], b[c][j][mt][1]);
+                            for (int mt = 0; mt < MT; mt++) A::mma(c1[mt], sum, b[c][j][mt][0], b[c][j][mt][1]);
+                }
                 if ((rem -= STEPS / 2) == 0 || (hh == 1 && it == count - 1)) fold(st + hh * Sh::GSLOT);
                 if (rem == 0) rem = a.gs16;
             }
@@ -1117,12 +1140,14 @@ __global__ void __launch_bounds__(SK_THREADS, GvShape<NW, SF, ZP, V, MX, BX>::BP
 #pragma unroll
                     for (int mt = 0; mt < MT; mt++) A::mma(cg[i][mt], af, b[mt][2], b[mt][3]);
                 }
+                if constexpr (MX > 1)
 #pragma unroll
-                for (int mt = 0; mt < MT; mt++) {
-                    A::mma(c1[mt], sum, b[mt][0], b[mt][1]);
-                    A::mma(c1[mt], sum1, b[mt][2], b[mt][3]);
-                }
+                    for (int mt = 0; mt < MT; mt++) {
+                        A::mma(c1[mt], sum, b[mt][0], b[mt][1]);
+                        A::mma(c1[mt], sum1, b[mt][2], b[mt][3]);
+                    }
             }
+            if constexpr (MX == 1) x_sum_m1(xs);
         } else {
             /* 4-bit codes, and 8-bit planes: per chunk h of the stage the words of each tile (wv; 8-bit: the low plane's,
              * and wh the high plane's of the same weights, one MMA per 8 weights on their byte codes, gv_bytes) */
@@ -1158,10 +1183,12 @@ __global__ void __launch_bounds__(SK_THREADS, GvShape<NW, SF, ZP, V, MX, BX>::BP
 #pragma unroll
                         for (int mt = 0; mt < MT; mt++) A::mma(cg[i][mt], af, b[mt][0], b[mt][1]);
                     }
+                    if constexpr (MX > 1)
 #pragma unroll
-                    for (int mt = 0; mt < MT; mt++) A::mma(c1[mt], sum, b[mt][0], b[mt][1]);
+                        for (int mt = 0; mt < MT; mt++) A::mma(c1[mt], sum, b[mt][0], b[mt][1]);
                 }
             }
+            if constexpr (MX == 1) x_sum_m1(xs);
         }
         if constexpr (!TH) {
             if ((rem -= STEPS) == 0 || it == count - 1) fold(st);
