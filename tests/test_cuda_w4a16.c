@@ -1611,6 +1611,43 @@ static int device_matrix_body(void) {
         printf("cuda_w4a16 device matrix (8-bit): %d cases, %d failed\n", cases, bad);
         return bad;
     }
+    /* MPL_CUDA_W4A16_TEST_WG: the wg kernels alone (a short device call after a change to them): both forms forced at
+     * the token-tile edges (split-K through clusters 1 / 2 / 4 included), stream-K on few persistent blocks, the defaults
+     * from m = 17, and the 8-bit, halves and thirds forms of both at m = 65 and 300 */
+    if (getenv("MPL_CUDA_W4A16_TEST_WG")) {
+        const dcase g80 = {960, 88, 80, 1, 0, MPL_ACT_F16, EX, BF16, G, 0};
+        const dcase *edge[] = {&full[0], &full[3], &g80};
+        const int64_t edge_m[] = {16, 17, 32, 33, 64, 65, 128, 129, 513};
+        for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++)
+            for (size_t j = 0; j < sizeof edge_m / sizeof edge_m[0]; j++) {
+                bad += !run_forced(edge[i], edge_m[j], tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg", 0), cases++;
+                bad += !run_forced(edge[i], edge_m[j], tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
+            }
+        for (int ks = 1; ks <= 4; ks *= 2)
+            bad += !run_forced(&full[0], 64, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg", ks), cases++;
+        const dcase sk_wide = {1024, 6656, 128, 1, 0, MPL_ACT_BF16, EX, F16, G, 1};
+        for (int b = 1; b <= 7; b += 3) {
+            g_tune.wg_blocks = b;
+            bad += !run_forced(&sk_wide, 65, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
+            bad += !run_forced(&sk_wide, 200, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
+        }
+        g_tune = mpl_cuda_w4a16_tuning_default;
+        const int64_t wm[] = {17, 65, 257};
+        for (size_t i = 0; i < sizeof full / sizeof full[0]; i++) bad += run_ms(&full[i], wm, 3, seed, &cases);
+        const char *wp[] = {"cuda_w4a16:wg", "cuda_w4a16:wg-streamk"};
+        for (int w = 0; w < 3; w++) { /* 8-bit planes, 2-bit halves, 3-bit thirds */
+            g_w8 = w == 0;
+            if (w == 1) g_sym = MPL_WTYPE_UINT2B2, g_asym = MPL_WTYPE_UINT2;
+            if (w == 2) g_sym = MPL_WTYPE_UINT3B4, g_asym = MPL_WTYPE_UINT3;
+            const dcase *d = w == 2 ? &thirds_cases[3] : &gemv_cases[0];
+            for (int p = 0; p < 2; p++)
+                for (int64_t m = 65; m <= 300; m += 235)
+                    bad += !run_forced(d, m, tu_case_seed(seed, (uint64_t)cases), wp[p], 0), cases++;
+        }
+        g_w8 = 0, g_sym = MPL_WTYPE_UINT4B8, g_asym = MPL_WTYPE_UINT4;
+        printf("cuda_w4a16 device matrix (wg): %d cases, %d failed\n", cases, bad);
+        return bad;
+    }
     /* MPL_CUDA_W4A16_TEST_QUICK: a few cases (for compute-sanitizer, which is slow) */
     if (getenv("MPL_CUDA_W4A16_TEST_QUICK")) {
         const int64_t qm[] = {1, 17, 65};
