@@ -83,8 +83,9 @@ dev_ab() {
   done
 }
 
-# dev_rounds DIR NAME: one group of the device matrix's rounds alone (NAME halves, w8 or gemv: MPL_CUDA_W4A16_TEST_HALVES,
-# _W8, _GEMV), log DIR/test_NAME.log; prints the verdict lines. dev_halves DIR: the halves rounds.
+# dev_rounds DIR NAME: one group of the device matrix's rounds alone (NAME halves, thirds, w8, gemv, m1, wg or quick:
+# MPL_CUDA_W4A16_TEST_HALVES, _THIRDS, _W8, _GEMV, _M1, _WG, _QUICK), log DIR/test_NAME.log; prints the verdict lines.
+# dev_halves DIR: the halves rounds.
 dev_rounds() {
   local log=$1/test_$2.log
   ( time env "MPL_CUDA_W4A16_TEST_$(echo "$2" | tr a-z A-Z)=1" timeout 200 .h200/test_cuda_w4a16 ) > "$log" 2>&1; echo "rc=$?" >> "$log"
