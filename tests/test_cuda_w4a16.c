@@ -1586,6 +1586,25 @@ static int device_matrix_body(void) {
         {960, 72, 32, 1, 0, MPL_ACT_BF16, EX, F16, MPL_LAYOUT_CT, 1}, /* two groups per chunk, zp */
         {768, 200, 64, 1, 1, MPL_ACT_F16, RN, F16, G, 0},             /* act-order + zp */
     };
+    /* every group size (multiples of 16 and -1), zero points on and off, scale encodings */
+    const dcase groups[] = {
+        {960, 40, 16, 0, 0, MPL_ACT_F16, EX, F16, G, 1},   {960, 56, 48, 1, 0, MPL_ACT_BF16, RN, BF16, G, 1},
+        {960, 24, 64, 0, 0, MPL_ACT_BF16, RN, F32, G, 1},  {960, 88, 80, 1, 0, MPL_ACT_F16, EX, BF16, G, 0},
+        {1024, 104, 256, 0, 0, MPL_ACT_F16, RN, F16, G, 1}, {1024, 152, 128, 1, 0, MPL_ACT_F16, RN, F32, G, 1},
+        {520, 8, -1, 1, 0, MPL_ACT_BF16, EX, F16, G, 1},    {4160, 48, 4160, 0, 0, MPL_ACT_BF16, RN, F16, G, 1},
+        {960, 72, 32, 0, 1, MPL_ACT_BF16, EX, F16, G, 1},   {1024, 40, 128, 1, 1, MPL_ACT_BF16, RN, BF16, G, 1},
+        {1536, 64, 512, 0, 1, MPL_ACT_F16, EX, F16, G, 1},
+        /* skinny-rounded's rounded form: bf16, uint4b8, bf16 scales, random data (chunk groups, two groups per
+         * chunk, act-order) */
+        {1024, 72, 128, 0, 0, MPL_ACT_BF16, RN, BF16, G, 1},  {960, 40, 32, 0, 0, MPL_ACT_BF16, RN, BF16, G, 1},
+        {768, 64, 64, 0, 1, MPL_ACT_BF16, RN, BF16, G, 0},
+    };
+    /* wide layers: the skinny path's 4-row-tile warps (N >= ~6400 on 132 SMs), with and without split-K 2 */
+    const dcase wide[] = {
+        {1024, 6656, 128, 1, 0, MPL_ACT_BF16, EX, F16, G, 1},
+        {768, 6664, 32, 0, 1, MPL_ACT_F16, RN, BF16, G, 1},
+        {8192, 6656, 128, 0, 0, MPL_ACT_BF16, RN, BF16, G, 1},
+    };
     if (getenv("MPL_CUDA_W4A16_TEST_HALVES")) {
         bad += halves_matrix(seed, &cases);
         printf("cuda_w4a16 device matrix (halves): %d cases, %d failed\n", cases, bad);
@@ -1615,8 +1634,7 @@ static int device_matrix_body(void) {
      * the token-tile edges (split-K through clusters 1 / 2 / 4 included), stream-K on few persistent blocks, the defaults
      * from m = 17, and the 8-bit, halves and thirds forms of both at m = 65 and 300 */
     if (getenv("MPL_CUDA_W4A16_TEST_WG")) {
-        const dcase g80 = {960, 88, 80, 1, 0, MPL_ACT_F16, EX, BF16, G, 0};
-        const dcase *edge[] = {&full[0], &full[3], &g80};
+        const dcase *edge[] = {&full[0], &full[3], &groups[3]}; /* the full matrix's tile-edge layers */
         const int64_t edge_m[] = {16, 17, 32, 33, 64, 65, 128, 129, 513};
         for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++)
             for (size_t j = 0; j < sizeof edge_m / sizeof edge_m[0]; j++) {
@@ -1625,11 +1643,10 @@ static int device_matrix_body(void) {
             }
         for (int ks = 1; ks <= 4; ks *= 2)
             bad += !run_forced(&full[0], 64, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg", ks), cases++;
-        const dcase sk_wide = {1024, 6656, 128, 1, 0, MPL_ACT_BF16, EX, F16, G, 1};
         for (int b = 1; b <= 7; b += 3) {
             g_tune.wg_blocks = b;
-            bad += !run_forced(&sk_wide, 65, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
-            bad += !run_forced(&sk_wide, 200, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
+            bad += !run_forced(&wide[0], 65, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
+            bad += !run_forced(&wide[0], 200, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;
         }
         g_tune = mpl_cuda_w4a16_tuning_default;
         const int64_t wm[] = {17, 65, 257};
@@ -1669,27 +1686,8 @@ static int device_matrix_body(void) {
             bad += !run_forced(&full[i], j ? 9 : 1, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:skinny-rounded", 0), cases++;
         }
     g_tune = mpl_cuda_w4a16_tuning_default;
-    /* every group size (multiples of 16 and -1), zero points on and off, scale encodings */
-    const dcase groups[] = {
-        {960, 40, 16, 0, 0, MPL_ACT_F16, EX, F16, G, 1},   {960, 56, 48, 1, 0, MPL_ACT_BF16, RN, BF16, G, 1},
-        {960, 24, 64, 0, 0, MPL_ACT_BF16, RN, F32, G, 1},  {960, 88, 80, 1, 0, MPL_ACT_F16, EX, BF16, G, 0},
-        {1024, 104, 256, 0, 0, MPL_ACT_F16, RN, F16, G, 1}, {1024, 152, 128, 1, 0, MPL_ACT_F16, RN, F32, G, 1},
-        {520, 8, -1, 1, 0, MPL_ACT_BF16, EX, F16, G, 1},    {4160, 48, 4160, 0, 0, MPL_ACT_BF16, RN, F16, G, 1},
-        {960, 72, 32, 0, 1, MPL_ACT_BF16, EX, F16, G, 1},   {1024, 40, 128, 1, 1, MPL_ACT_BF16, RN, BF16, G, 1},
-        {1536, 64, 512, 0, 1, MPL_ACT_F16, EX, F16, G, 1},
-        /* skinny-rounded's rounded form: bf16, uint4b8, bf16 scales, random data (chunk groups, two groups per
-         * chunk, act-order) */
-        {1024, 72, 128, 0, 0, MPL_ACT_BF16, RN, BF16, G, 1},  {960, 40, 32, 0, 0, MPL_ACT_BF16, RN, BF16, G, 1},
-        {768, 64, 64, 0, 1, MPL_ACT_BF16, RN, BF16, G, 0},
-    };
     for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++)
         bad += run_ms(&groups[i], few_m, (int)(sizeof few_m / sizeof few_m[0]), seed, &cases);
-    /* wide layers: the skinny path's 4-row-tile warps (N >= ~6400 on 132 SMs), with and without split-K 2 */
-    const dcase wide[] = {
-        {1024, 6656, 128, 1, 0, MPL_ACT_BF16, EX, F16, G, 1},
-        {768, 6664, 32, 0, 1, MPL_ACT_F16, RN, BF16, G, 1},
-        {8192, 6656, 128, 0, 0, MPL_ACT_BF16, RN, BF16, G, 1},
-    };
     const int64_t wide_m[] = {1, 7, 9, 16};
     for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++)
         for (int j = 0; j < 4; j++) {
