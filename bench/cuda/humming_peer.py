@@ -57,6 +57,11 @@ SHAPES = [  # (name, K, N)
     ("L3-8B qkv", 4096, 6144),
     ("L3-8B gate_up", 4096, 28672),
 ]
+# HUMMING_PEER_SHAPES (mplinear's copy): a comma-separated subset of the shape names above (default: all four), e.g.
+# "L3-70B gate_up" to profile one layer's kernels under ncu
+CHECK_SHAPE = SHAPES[2]  # the layer of the package-dequantization check and the compile probe
+if os.environ.get("HUMMING_PEER_SHAPES"):
+    SHAPES = [s for s in SHAPES if s[0] in os.environ["HUMMING_PEER_SHAPES"].split(",")]
 # HUMMING_PEER_MS (mplinear's copy): a comma-separated subset of M to time (default: all six)
 MS = [int(v) for v in os.environ.get("HUMMING_PEER_MS", "1,16,64,256,1024,4096").split(",")]
 G = 128
@@ -405,7 +410,7 @@ def main():
                     first_setup = False
                 # dequantized float reference W = (code - 8) * scale
                 Wref = ((codes - BIAS).float() * scale.float().repeat_interleave(G, dim=1))
-                if name == SHAPES[2][0] and dname == "bf16":
+                if name == CHECK_SHAPE[0] and dname == "bf16":
                     # the package's own dequantization agrees with ours (validates the packing order)
                     from humming.schema import HummingWeightSchema
                     sch = HummingWeightSchema.from_config(dict(QUANT_CONFIG))
@@ -521,7 +526,7 @@ def fresh_compile_probe(out_path):
     from humming.ops.utils import init_humming_launcher
     init_humming_launcher()
     res["import_s"] = time.time() - t0
-    name, K, N = SHAPES[2]
+    name, K, N = CHECK_SHAPE
     _, meta = make_meta(torch, K, N, torch.bfloat16)
     cc = json.dumps(COMPUTE_CONFIG)
     _, _, n_default = tuning_for(meta, 1)

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# bench/cuda/v40.sh MODE -- on the device machine; prepared in session 47 (bench/cuda/NOTES.md v40, raw files
+# bench/results/v40/: one folder per mode). Binaries built here and carried packed (.h200pack/bins.tar.xz), the
+# Humming wheel carried in .whl/.
+#   prof: where wg's time goes at M >= 256 beside Humming's kernel of the same tile (v38: Humming picks 128 tokens x 256
+#         rows x 64 channels at M = 256, our wg tile, and runs 70B gate_up 4-bit in 325 us to our 436). On an H200 first
+#         the defaults at M = 1 on the six layers at every width (issue 18's M = 1 target, not yet measured there since
+#         2d2ff4a). Then ncu (full set, per-instruction stall samples) of our wg kernel at 70B gate_up M = 256 / 1024,
+#         4- and 8-bit, and of Humming's int4 kernel at M = 256 / 1024 on the same layer; each report's details page and
+#         its SASS with the samples per instruction (CSV).
+set -u
+. bench/cuda/dev_unpack.sh
+dev_begin v40 "${1:-prof}"
+B=.h200/bench_cuda_w4a16
+ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+# nprof NAME TIMEOUT KERNEL_REGEX COUNT CMD...: ncu's full set over COUNT launches of the kernels matching the regex,
+# report R/NAME.ncu-rep, its details page R/NAME.txt and SASS page with per-instruction samples R/NAME_sass.csv
+nprof() {
+  local name=$1 to=$2 kern=$3 cnt=$4
+  shift 4
+  timeout "$to" "$ncu" --clock-control none --set full --import-source no -k "regex:$kern" -c "$cnt" -f -o "$R/$name" "$@" \
+      > "$R/$name.log" 2>&1
+  "$ncu" --import "$R/$name.ncu-rep" --page details > "$R/$name.txt" 2>&1
+  "$ncu" --import "$R/$name.ncu-rep" --page source --print-source sass --csv > "$R/$name""_sass.csv" 2>&1
+  grep -E "^  [a-zA-Z_].*\(|^    (Duration|Executed Instructions |Issue Slots Busy|Registers Per|Block Size|Grid Size|Cluster Size|Dynamic Shared)" "$R/$name.txt" | head -24
+  rm -f "$R/$name.ncu-rep"
+}
+case "${1:-prof}" in
+prof)
+  dev_card "$R"
+  cat "$R/nvidia-smi.txt"
+  if grep -q H200 "$R/nvidia-smi.txt"; then
+    for w in uint2b2 uint3b4 uint4b8 uint8b128; do
+      stamp "M = 1 $w"
+      timeout 60 stdbuf -oL $B --shapes "$S" --m 1 --wtype $w --reps 10 > "$R/m1_$w.log" 2>&1
+      grep -E "cuda_w4a16" "$R/m1_$w.log" | head -6
+    done
+  fi
+  stamp "ncu wg 4-bit"
+  nprof wg4_m256 120 w4a16_wg 1 $B --shapes 70B.gate_up --m 256 --wtype uint4b8 --reps 1
+  nprof wg4_m1024 120 w4a16_wg 1 $B --shapes 70B.gate_up --m 1024 --wtype uint4b8 --reps 1
+  stamp "ncu Humming int4"
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+  for m in 256 1024; do
+    OUT="$R" PEER_SECONDS=100 HUMMING_PEER_PROBE=0 HUMMING_PEER_BITS=4 HUMMING_PEER_MS=$m HUMMING_PEER_SHAPES="L3-70B gate_up" \
+        PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 nprof hum4_m$m 200 humming 2 python3 bench/cuda/humming_peer.py
+  done
+  stamp "ncu wg 8-bit"
+  nprof wg8_m256 120 w4a16_wg 1 $B --shapes 70B.gate_up --m 256 --wtype uint8b128 --reps 1
+  ;;
+esac
+dev_end v40 "${1:-prof}"
