@@ -25,7 +25,37 @@ nprof() {
   grep -E "^  [a-zA-Z_].*\(|^    (Duration|Executed Instructions |Issue Slots Busy|Registers Per|Block Size|Grid Size|Cluster Size|Dynamic Shared)" "$R/$name.txt" | head -24
   rm -f "$R/$name.ncu-rep"
 }
+# ab TURN: the defaults of new (.h200/bench_cuda_w4a16) and alt at M 64 / 256 / 1024 on the six layers, 4-, 2- and 8-bit
+ab() {
+  local w v
+  for w in uint4b8 uint2b2 uint8b128; do
+    for v in new alt; do
+      timeout 90 stdbuf -oL "$(bench_of $v)" --shapes "$S" --m 64,256,1024 --wtype $w --reps 10 > "$R/o_${v}_${w}_$1.log" 2>&1
+    done
+  done
+}
 case "${1:-prof}" in
+ord)
+  # alt = this tree built with -DMPL_WG_ORDER=1: the two consumer warpgroups issue their chunks' wgmmas in turns
+  dev_card "$R"
+  cat "$R/nvidia-smi.txt"
+  if grep -q H200 "$R/nvidia-smi.txt"; then
+    for w in uint2b2 uint3b4 uint4b8 uint8b128; do
+      stamp "M = 1 $w"
+      timeout 60 stdbuf -oL $B --shapes "$S" --m 1 --wtype $w --reps 10 > "$R/m1_$w.log" 2>&1
+      grep -E "cuda_w4a16" "$R/m1_$w.log" | head -6
+    done
+  fi
+  stamp "new / alt turn 1"
+  ab 1
+  python3 bench/cuda/ab_table.py "$R"/o_*.log | head -70
+  stamp "alt wg rounds"
+  ( time env MPL_CUDA_W4A16_TEST_WG=1 timeout 150 .h200/test_cuda_w4a16_alt ) > "$R/test_wg_alt.log" 2>&1; echo "rc=$?" >> "$R/test_wg_alt.log"
+  grep -E "device matrix|FAIL|rc=|real" "$R/test_wg_alt.log" | head
+  stamp "new / alt turn 2"
+  ab 2
+  python3 bench/cuda/ab_table.py "$R"/o_*.log > "$R/ab_table.txt" 2>&1
+  ;;
 prof)
   dev_card "$R"
   cat "$R/nvidia-smi.txt"
