@@ -25,18 +25,19 @@ nprof() {
   grep -E "^  [a-zA-Z_].*\(|^    (Duration|Executed Instructions |Issue Slots Busy|Registers Per|Block Size|Grid Size|Cluster Size|Dynamic Shared)" "$R/$name.txt" | head -24
   rm -f "$R/$name.ncu-rep"
 }
-# ab TURN: the defaults of new (.h200/bench_cuda_w4a16) and alt at M 64 / 256 / 1024 on the six layers, 4-, 2- and 8-bit
+# ab TURN: the defaults of new (.h200/bench_cuda_w4a16), alt and mid at M 64 / 256 / 1024 on the six layers, 4-, 2- and 8-bit
 ab() {
   local w v
   for w in uint4b8 uint2b2 uint8b128; do
-    for v in new alt; do
+    for v in new alt mid; do
       timeout 90 stdbuf -oL "$(bench_of $v)" --shapes "$S" --m 64,256,1024 --wtype $w --reps 10 > "$R/o_${v}_${w}_$1.log" 2>&1
     done
   done
 }
 case "${1:-prof}" in
 ord)
-  # alt = this tree built with -DMPL_WG_ORDER=1: the two consumer warpgroups issue their chunks' wgmmas in turns
+  # alt = this tree built with -DMPL_WG_ORDER=1: the two consumer warpgroups issue their chunks' wgmmas in turns;
+  # mid = built with -DMPL_WG_SPLIT_TRUNC=1: the SPLIT form's f16 scale split by truncation (no F2F)
   dev_card "$R"
   cat "$R/nvidia-smi.txt"
   if grep -q H200 "$R/nvidia-smi.txt"; then
@@ -52,6 +53,8 @@ ord)
   stamp "alt wg rounds"
   ( time env MPL_CUDA_W4A16_TEST_WG=1 timeout 150 .h200/test_cuda_w4a16_alt ) > "$R/test_wg_alt.log" 2>&1; echo "rc=$?" >> "$R/test_wg_alt.log"
   grep -E "device matrix|FAIL|rc=|real" "$R/test_wg_alt.log" | head
+  ( time env MPL_CUDA_W4A16_TEST_WG=1 timeout 150 .h200/test_cuda_w4a16_mid ) > "$R/test_wg_mid.log" 2>&1; echo "rc=$?" >> "$R/test_wg_mid.log"
+  grep -E "device matrix|FAIL|rc=|real" "$R/test_wg_mid.log" | head
   stamp "new / alt turn 2"
   ab 2
   python3 bench/cuda/ab_table.py "$R"/o_*.log > "$R/ab_table.txt" 2>&1

@@ -123,10 +123,6 @@ template <int N>
 __device__ __forceinline__ void wg_wait() {
     asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
 }
-/* Named barriers over the two consumer warpgroups (ids 2 and 3; 0 is __syncthreads, 1 the consumers' epilogue
- * barrier): ORD below. */
-__device__ __forceinline__ void nbar_sync(int id) { asm volatile("bar.sync %0, %1;" ::"r"(id), "n"(WG_NWG * 128)); }
-__device__ __forceinline__ void nbar_arrive(int id) { asm volatile("bar.arrive %0, %1;" ::"r"(id), "n"(WG_NWG * 128)); }
 /* Keep a register's value alive (and in place) up to here: the wgmma that reads it is asynchronous. */
 __device__ __forceinline__ void keep(uint32_t &r) { asm volatile("" : "+r"(r)::"memory"); }
 __device__ __forceinline__ void keep(float &r) { asm volatile("" : "+f"(r)::"memory"); }
@@ -322,15 +318,6 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
         /* ---- consumers ---- */
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Rg::CONSUMER));
         const int wgi = warp >> 2, wq = warp & 3;
-        /* ORD: the two warpgroups issue their chunks' wgmmas in turns (warpgroup 0 chunk c, 1 chunk c, 0 chunk c + 1,
-         * ...: bar 2 = "0 may issue", bar 3 = "1 may issue"), so that one warpgroup's chunk completes half a chunk
-         * ahead of the other's and the two dequantize out of phase. */
-#ifdef MPL_WG_ORDER
-        constexpr bool ORD = WG_NWG == 2;
-#else
-        constexpr bool ORD = false;
-#endif
-        if (ORD && wgi == 1) nbar_arrive(2); /* warpgroup 0 issues first */
         /* FOLD: group g's exact partial sums go to accg0 (g even) / accg1 (g odd) */
         float accg0[FOLD ? MW : 1][FOLD ? BT / 2 : 1], accg1[FOLD ? MW : 1][FOLD ? BT / 2 : 1];
 #pragma unroll
@@ -474,7 +461,6 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
             /* starts a group's sums */
             const int first = FOLD && (TH ? xc == 4 * cb || group_of_chunk(xc - 1) != grp
                                           : h == 0 && (c == cb || group_of_chunk(c - 1) != grp));
-            if (ORD) nbar_sync(wgi == 0 ? 2 : 3);
             wg_fence();
             if constexpr (!FOLD) {
 #pragma unroll
@@ -497,7 +483,6 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
                 }
             }
             wg_commit();
-            if (ORD) nbar_arrive(wgi == 0 ? 3 : 2);
             wg_wait<1>(); /* chunk c-1's wgmmas are done: its fragments and its stage are free */
 #pragma unroll
             for (int s = 0; s < MW; s++)
@@ -558,7 +543,6 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
         };
         if constexpr (!SK) {
             run(c_begin, c_end);
-            if (ORD && wgi == 0) nbar_sync(2); /* warpgroup 1's last "0 may issue" */
             if (FOLD && c_end > c_begin) { /* thirds: the group of x chunk 4 c_end - 1, slot nslot - 1 */
                 if (group_of_chunk(TH ? 4 * c_end - 1 : c_end - 1) & 1) fold(accg1, prev_stage, TH ? nslot - 1 : 0);
                 else fold(accg0, prev_stage, TH ? nslot - 1 : 0);
@@ -711,7 +695,6 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
                     }
                 }
             }
-            if (ORD && wgi == 0) nbar_sync(2); /* warpgroup 1's last "0 may issue" */
         }
     }
     if constexpr (!SK) {
