@@ -1632,9 +1632,10 @@ static int device_matrix_body(void) {
     }
     /* MPL_CUDA_W4A16_TEST_WG: the wg kernels alone (a short device call after a change to them): both forms forced at
      * the token-tile edges (split-K through clusters 1 / 2 / 4 included), stream-K on few persistent blocks, the defaults
-     * from m = 17, and the 8-bit, halves and thirds forms of both at m = 65 and 300 */
+     * from m = 17, and the 8-bit, halves and thirds forms of both at m = 65 and 300 (halves with bf16 and with f16 scales:
+     * the SPLIT form and its scale_split warp, as groups[7] at the edges and the thirds case) */
     if (getenv("MPL_CUDA_W4A16_TEST_WG")) {
-        const dcase *edge[] = {&full[0], &full[3], &groups[3]}; /* the full matrix's tile-edge layers */
+        const dcase *edge[] = {&full[0], &full[3], &groups[3], &groups[7]}; /* the full matrix's tile-edge layers */
         const int64_t edge_m[] = {16, 17, 32, 33, 64, 65, 128, 129, 513};
         for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++)
             for (size_t j = 0; j < sizeof edge_m / sizeof edge_m[0]; j++) {
@@ -1657,10 +1658,11 @@ static int device_matrix_body(void) {
             g_w8 = w == 0;
             if (w == 1) g_sym = MPL_WTYPE_UINT2B2, g_asym = MPL_WTYPE_UINT2;
             if (w == 2) g_sym = MPL_WTYPE_UINT3B4, g_asym = MPL_WTYPE_UINT3;
-            const dcase *d = w == 2 ? &thirds_cases[3] : &gemv_cases[0];
-            for (int p = 0; p < 2; p++)
-                for (int j = 0; j < 2; j++)
-                    bad += !run_forced(d, fm[j], tu_case_seed(seed, (uint64_t)cases), wp[p], 0), cases++;
+            const dcase *ds[] = {w == 2 ? &thirds_cases[3] : &gemv_cases[0], &gemv_cases[2]};
+            for (int v = 0; v < (w == 1 ? 2 : 1); v++)
+                for (int p = 0; p < 2; p++)
+                    for (int j = 0; j < 2; j++)
+                        bad += !run_forced(ds[v], fm[j], tu_case_seed(seed, (uint64_t)cases), wp[p], 0), cases++;
         }
         g_w8 = 0, g_sym = MPL_WTYPE_UINT4B8, g_asym = MPL_WTYPE_UINT4;
         printf("cuda_w4a16 device matrix (wg): %d cases, %d failed\n", cases, bad);

@@ -25,16 +25,35 @@ nprof() {
   grep -E "^  [a-zA-Z_].*\(|^    (Duration|Executed Instructions |Issue Slots Busy|Registers Per|Block Size|Grid Size|Cluster Size|Dynamic Shared)" "$R/$name.txt" | head -24
   rm -f "$R/$name.ncu-rep"
 }
-# ab TURN: the defaults of new (.h200/bench_cuda_w4a16), alt and mid at M 64 / 256 / 1024 on the six layers, 4-, 2- and 8-bit
+# ab TURN: the defaults of the versions in AB_V (default "new alt mid"; new = .h200/bench_cuda_w4a16, the others
+# bench_of's) at M 64 / 256 / 1024 on the six layers, at the widths in AB_W (default 4-, 2- and 8-bit)
 ab() {
   local w v
-  for w in uint4b8 uint2b2 uint8b128; do
-    for v in new alt mid; do
+  for w in ${AB_W:-uint4b8 uint2b2 uint8b128}; do
+    for v in ${AB_V:-new alt mid}; do
       timeout 90 stdbuf -oL "$(bench_of $v)" --shapes "$S" --m 64,256,1024 --wtype $w --reps 10 > "$R/o_${v}_${w}_$1.log" 2>&1
     done
   done
 }
 case "${1:-prof}" in
+spl)
+  # new = the SPLIT form's scales split once per stage by the producer warpgroup's second warp; old = the tree before
+  dev_card "$R"
+  cat "$R/nvidia-smi.txt"
+  stamp "wg rounds"
+  dev_rounds "$R" wg
+  export AB_V="old new" AB_W="uint4b8 uint2b2 uint3b4"
+  stamp "old / new turn 1"
+  ab 1
+  python3 bench/cuda/ab_table.py "$R"/o_*.log | head -60
+  stamp "halves rounds"
+  dev_rounds "$R" halves
+  stamp "old / new turn 2"
+  ab 2
+  python3 bench/cuda/ab_table.py "$R"/o_*.log > "$R/ab_table.txt" 2>&1
+  stamp "thirds rounds"
+  dev_rounds "$R" thirds
+  ;;
 ord)
   # alt = this tree built with -DMPL_WG_ORDER=1: the two consumer warpgroups issue their chunks' wgmmas in turns;
   # mid = built with -DMPL_WG_SPLIT_TRUNC=1: the SPLIT form's f16 scale split by truncation (no F2F)

@@ -96,6 +96,10 @@ struct WgShape {
     static constexpr int S_BYTES = 4 * R * 2; /* four slots (k16 steps) of R 16-bit scales */
     static constexpr int Z_BYTES = PL * 4 * R; /* per plane four slots of R zero bytes (low plane first) */
     static constexpr int STAGE = (X_BYTES + W_BYTES + 2 * S_BYTES + Z_BYTES + 1023) / 1024 * 1024;
+    /* The SPLIT form's scales split into bf16 halves (scale_split in the kernel): 8 bytes per f16 scale word, the slots
+     * as the scales', in the region of the fp32 scales' low halves (SPLIT runs f16 scales only: the copy leaves it) */
+    static constexpr int SP_OFF = X_BYTES + W_BYTES + S_BYTES;
+    static_assert((TH ? 2 : 1) * R * 4 <= S_BYTES, "the split scales of a stage's slots");
     static constexpr int LD = R + 4; /* fp32 epilogue tile row (conflict-free fragment writes) */
     static constexpr int C_BYTES = BT * LD * 4;
     /* stream-K: a partial tile in scratch, per consumer thread its MW x BT / 2 accumulators as float4 runs */
@@ -206,6 +210,11 @@ template <class A, bool ZP, bool FOLD, int SC, int BT, int STAGES, bool SK, int 
 __global__ void __launch_bounds__(WgRegs::THREADS, 1)
     w4a16_wg(const mpl_cuda_w4a16_args a, const __grid_constant__ CUtensorMap wmap, const unsigned char *__restrict__ xt,
              int tiles_m, int tiles_n, int nslot, const WgSched sk) {
+    /* SPL: the SPLIT form's scales are split once per stage by the producer warpgroup's second warp (scale_split), not by
+     * every consumer thread for its rows at every chunk: that split (8 instructions per scale, 4 scales per thread and
+     * chunk) was ~1 instruction per weight pair of the consumers' ~5.8 (ncu, H100, 70B gate_up M = 256: 120.8 M
+     * instructions against Humming's 93.4 M; bench/cuda/NOTES.md v40) */
+    constexpr bool SPL = SC == SC_SPLIT;
     using Sh = WgShape<BT, STAGES, PL, HV, TH>;
     using Rg = WgRegs;
     constexpr int R = Sh::R, MW = WG_MW;
@@ -232,6 +241,7 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
     const uint32_t ring = base + 1024;
     auto full_bar = [&](int s) { return base + 8u * (uint32_t)s; };
     auto empty_bar = [&](int s) { return base + 8u * (uint32_t)(STAGES + s); };
+    auto split_bar = [&](int s) { return base + 8u * (uint32_t)(2 * STAGES + s); }; /* SPL: the stage's scales split */
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2;
 
     /* split-K form: one tile (blockIdx.x) and one K range (blockIdx.y of gridDim.y) per block */
@@ -250,6 +260,7 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
         for (int s = 0; s < STAGES; s++) {
             mbar_init(full_bar(s), 1);
             mbar_init(empty_bar(s), TH ? Rg::CONSUMERS : Rg::CONSUMERS / 32); /* arrivals: warps, thirds threads (chunk) */
+            if (SPL) mbar_init(split_bar(s), 1);
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
@@ -310,6 +321,38 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
                 produce(mt, n0, c_begin, c_end);
             }
         }
+        if constexpr (SPL) {
+            if (warp == Rg::CONSUMERS / 32 + 1) {
+                /* scale_split: each stage's f16 scale words (rows g, g + 8 of a 16-row tile) as the bf16 halves hi, lo of
+                 * row g, then of row g + 8 (split_f16_scale), in the stage order of the producer; the consumers wait for
+                 * the stage's split_bar as well as its full_bar */
+                int s = 0, use = 0;
+                auto split_run = [&](int cb, int ce) {
+                    for (int c = cb; c < ce; c++) {
+                        mbar_wait(full_bar(s), (uint32_t)use & 1u);
+                        unsigned char *st = smem + s * Sh::STAGE;
+                        const uint32_t *sw = reinterpret_cast<const uint32_t *>(st + Sh::X_BYTES + Sh::W_BYTES);
+                        uint2 *sp = reinterpret_cast<uint2 *>(st + Sh::SP_OFF);
+                        for (int i = lane; i < nslot * R / 2; i += 32) {
+                            const uint32_t w = sw[i];
+                            uint32_t h0, l0, h8, l8;
+                            split_f16_scale(w & 0xffffu, h0, l0, W8_MUL);
+                            split_f16_scale(w >> 16, h8, l8, W8_MUL);
+                            sp[i] = make_uint2(__byte_perm(h0, l0, 0x5410), __byte_perm(h8, l8, 0x5410));
+                        }
+                        __syncwarp();
+                        if (lane == 0) mbar_arrive(split_bar(s));
+                        if (++s == STAGES) s = 0, use++;
+                    }
+                };
+                if constexpr (SK) {
+                    int ut, u0, u1, uslot;
+                    for (int u = 0; wg_unit(sk, KC, u, ut, u0, u1, uslot); u++) split_run(u0, u1);
+                } else {
+                    split_run(c_begin, c_end);
+                }
+            }
+        }
         if constexpr (!SK) {
             __syncwarp();
             asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Rg::ENTRY));
@@ -361,7 +404,10 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
         constexpr uint32_t CODE = TH ? 7u : HV ? 3u : 15u; /* a nibble's code bits */
         constexpr uint32_t Z0 = TH ? 4u : HV ? 2u : 8u;     /* the zero without zero points (uint3b4, uint2b2, uint4b8) */
         auto chunk = [&](int c, int cb, uint32_t (&cur)[MW][4][4], uint32_t (&prev)[MW][4][4], int h) {
-            if (h == 0) mbar_wait(full_bar(stage), (uint32_t)use & 1u);
+            if (h == 0) {
+                mbar_wait(full_bar(stage), (uint32_t)use & 1u);
+                if (SPL) mbar_wait(split_bar(stage), (uint32_t)use & 1u);
+            }
             const unsigned char *st = smem + stage * Sh::STAGE;
             const unsigned char *sw = st + Sh::X_BYTES, *ss = sw + Sh::W_BYTES;
             const int tslot = nslot == 1 ? 0 : h >> 1; /* thirds: the chunk's scale slot (the producer's q) */
@@ -402,9 +448,10 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
                                 k0 = fma16x2(A::id, k0, 0x42804280u, 0x80008000u);
                                 k1 = fma16x2(A::id, k1, 0x42804280u, 0x80008000u);
                             }
-                        } else if constexpr (SC == SC_SPLIT) {
-                            split_f16_scale(hi & 0xffffu, k0, k1, W8_MUL);
-                            split_f16_scale(hi >> 16, k2, k3, W8_MUL);
+                        } else if constexpr (SC == SC_SPLIT) { /* scale_split's halves of rows (g, g + 8) as pairs */
+                            const uint2 k = *reinterpret_cast<const uint2 *>(st + Sh::SP_OFF + (slot * R / 2 + lt * 8 + g) * 8);
+                            k0 = __byte_perm(k.x, 0u, 0x1010), k1 = __byte_perm(k.x, 0u, 0x3232);
+                            k2 = __byte_perm(k.y, 0u, 0x1010), k3 = __byte_perm(k.y, 0u, 0x3232);
                         } else if constexpr (SC == SC_F32_ONE) {
                             const uint32_t lo = a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32
                                                     ? *reinterpret_cast<const uint32_t *>(ss + Sh::S_BYTES + slot * R * 2 + lt * 32 + 4 * g)
