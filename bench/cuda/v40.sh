@@ -46,13 +46,16 @@ spl)
   stamp "old / new turn 1"
   ab 1
   python3 bench/cuda/ab_table.py "$R"/o_*.log | head -60
-  stamp "halves rounds"
-  dev_rounds "$R" halves
   stamp "old / new turn 2"
   ab 2
   python3 bench/cuda/ab_table.py "$R"/o_*.log > "$R/ab_table.txt" 2>&1
-  stamp "thirds rounds"
-  dev_rounds "$R" thirds
+  if grep -q H200 "$R/nvidia-smi.txt"; then
+    for w in uint2b2 uint3b4 uint4b8 uint8b128; do
+      stamp "M = 1 $w"
+      timeout 60 stdbuf -oL $B --shapes "$S" --m 1 --wtype $w --reps 10 > "$R/m1_$w.log" 2>&1
+      grep -E "cuda_w4a16" "$R/m1_$w.log" | head -6
+    done
+  fi
   ;;
 ord)
   # alt = this tree built with -DMPL_WG_ORDER=1: the two consumer warpgroups issue their chunks' wgmmas in turns;
