@@ -18,7 +18,9 @@
  *    STAGES-deep ring (per 64-channel chunk: the x tile, the weights as one 2D tensor copy, the
  *    group scales and zeros), each stage completing on its
  *    "full" mbarrier; consumer warps release a stage on its "empty" mbarrier once the wgmmas that
- *    read it are complete. setmaxnreg moves the producer's registers to the consumers (WgRegs).
+ *    read it are complete. In the SPLIT form the producer warpgroup's second warp splits each stage's f16 scales into
+ *    the bf16 halves the consumers multiply by (scale_split, the stage's "split" mbarrier). setmaxnreg moves the
+ *    producer's registers to the consumers (WgRegs).
  *  - Consumer warpgroup h owns WG_MW = 2 sub-tiles of 64 rows of N (R = 64 WG_NWG WG_MW = 256 rows per block);
  *    warp q of it holds rows 16q .. 16q+15 of each: one 16-row tile of the packed layout, whose
  *    per-lane 16-byte piece of a 64-channel chunk is the register-A fragment of four k16 steps.
