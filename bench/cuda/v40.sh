@@ -11,6 +11,7 @@
 #         under ncu's replay (the tool gave up); the other three reports are in bench/results/v40/prof.
 #   ord:  new = the tree, alt = -DMPL_WG_ORDER=1 (bench/results/v40/ord.patch), mid = -DMPL_WG_SPLIT_TRUNC=1
 #         (split_trunc.patch); the defaults in turns, the wg rounds of alt and mid.
+#   m1:   on an H200, the defaults at M = 1 on the six layers at every width (h200_m1).
 #   spl:  new = the tree with the producer warpgroup's scale split, old = the tree before it; the wg rounds, two turns.
 set -u
 . bench/cuda/dev_unpack.sh
@@ -52,6 +53,11 @@ h200_m1() {
   done
 }
 case "${1:-prof}" in
+m1)
+  # the M = 1 figures of issue 18 on whatever card comes (asked for when the tool lent H200s only)
+  card
+  grep -q H200 "$R/nvidia-smi.txt" && h200_m1
+  ;;
 spl)
   # new = the SPLIT form's scales split once per stage by the producer warpgroup's second warp; old = the tree before
   card
