@@ -1654,15 +1654,16 @@ static int device_matrix_body(void) {
         for (size_t i = 0; i < sizeof full / sizeof full[0]; i++) bad += run_ms(&full[i], wm, 3, seed, &cases);
         const char *wp[] = {"cuda_w4a16:wg", "cuda_w4a16:wg-streamk"};
         const int64_t fm[] = {65, 300};
-        for (int w = 0; w < 3; w++) { /* 8-bit planes, 2-bit halves, 3-bit thirds */
-            g_w8 = w == 0;
-            if (w == 1) g_sym = MPL_WTYPE_UINT2B2, g_asym = MPL_WTYPE_UINT2;
-            if (w == 2) g_sym = MPL_WTYPE_UINT3B4, g_asym = MPL_WTYPE_UINT3;
-            const dcase *ds[] = {w == 2 ? &thirds_cases[3] : &gemv_cases[0], &gemv_cases[2]};
-            for (int v = 0; v < (w == 1 ? 2 : 1); v++)
-                for (int p = 0; p < 2; p++)
-                    for (int j = 0; j < 2; j++)
-                        bad += !run_forced(ds[v], fm[j], tu_case_seed(seed, (uint64_t)cases), wp[p], 0), cases++;
+        /* width (0: 8-bit planes, 1: 2-bit halves, 2: 3-bit thirds) and layer */
+        const struct { int w; const dcase *d; } fc[] = {
+            {0, &gemv_cases[0]}, {1, &gemv_cases[0]}, {1, &gemv_cases[2]}, {2, &thirds_cases[3]}};
+        for (size_t f = 0; f < sizeof fc / sizeof fc[0]; f++) {
+            g_w8 = fc[f].w == 0;
+            if (fc[f].w == 1) g_sym = MPL_WTYPE_UINT2B2, g_asym = MPL_WTYPE_UINT2;
+            if (fc[f].w == 2) g_sym = MPL_WTYPE_UINT3B4, g_asym = MPL_WTYPE_UINT3;
+            for (int p = 0; p < 2; p++)
+                for (int j = 0; j < 2; j++)
+                    bad += !run_forced(fc[f].d, fm[j], tu_case_seed(seed, (uint64_t)cases), wp[p], 0), cases++;
         }
         g_w8 = 0, g_sym = MPL_WTYPE_UINT4B8, g_asym = MPL_WTYPE_UINT4;
         printf("cuda_w4a16 device matrix (wg): %d cases, %d failed\n", cases, bad);

@@ -278,6 +278,19 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
     if (warp >= Rg::CONSUMERS / 32) {
         /* ---- producer ---- */
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(Rg::PRODUCER));
+        /* the block's chunk ranges in the consumers' order, f(token tile, first row of N, first chunk, end): the producer
+         * and scale_split walk the ring with it, stage for stage */
+        auto each_range = [&](auto &&f) {
+            if constexpr (SK) {
+                int ut, u0, u1, uslot;
+                for (int u = 0; wg_unit(sk, KC, u, ut, u0, u1, uslot); u++) {
+                    const int2 umn = raster_tile(ut, tiles_m, tiles_n);
+                    f(umn.x, umn.y * R, u0, u1); /* the producer runs ahead into the next unit */
+                }
+            } else {
+                f(mt, n0, c_begin, c_end);
+            }
+        };
         if (warp == Rg::CONSUMERS / 32 && lane == 0) {
             const uint32_t bytes =
                 Sh::X_BYTES + Sh::W_BYTES + nslot * R * 2 * (a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32 ? 2 : 1) + (ZP ? PL * nslot * R : 0);
@@ -313,15 +326,7 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
                     if (++s == STAGES) s = 0, use++;
                 }
             };
-            if constexpr (SK) {
-                int ut, u0, u1, uslot;
-                for (int u = 0; wg_unit(sk, KC, u, ut, u0, u1, uslot); u++) {
-                    const int2 umn = raster_tile(ut, tiles_m, tiles_n);
-                    produce(umn.x, umn.y * R, u0, u1); /* runs ahead into the next unit */
-                }
-            } else {
-                produce(mt, n0, c_begin, c_end);
-            }
+            each_range(produce);
         }
         if constexpr (SPL) {
             if (warp == Rg::CONSUMERS / 32 + 1) {
@@ -329,7 +334,7 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
                  * row g, then of row g + 8 (split_f16_scale), in the stage order of the producer; the consumers wait for
                  * the stage's split_bar as well as its full_bar */
                 int s = 0, use = 0;
-                auto split_run = [&](int cb, int ce) {
+                each_range([&](int, int, int cb, int ce) {
                     for (int c = cb; c < ce; c++) {
                         mbar_wait(full_bar(s), (uint32_t)use & 1u);
                         unsigned char *st = smem + s * Sh::STAGE;
@@ -346,13 +351,7 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
                         if (lane == 0) mbar_arrive(split_bar(s));
                         if (++s == STAGES) s = 0, use++;
                     }
-                };
-                if constexpr (SK) {
-                    int ut, u0, u1, uslot;
-                    for (int u = 0; wg_unit(sk, KC, u, ut, u0, u1, uslot); u++) split_run(u0, u1);
-                } else {
-                    split_run(c_begin, c_end);
-                }
+                });
             }
         }
         if constexpr (!SK) {
