@@ -130,3 +130,16 @@ dev_m1_ab() {
   done
   python3 bench/cuda/ab_table.py "$dir"/o_*.log
 }
+
+# card: dev_card, its nvidia-smi line printed; h200_m1: on an H200 only, the defaults at M = 1 on the six layers at
+# every width (issue 18's M = 1 target, not measured on an H200 since 2d2ff4a)
+card() { dev_card "$R"; cat "$R/nvidia-smi.txt"; }
+h200_m1() {
+  grep -q H200 "$R/nvidia-smi.txt" || return 0
+  local w
+  for w in uint2b2 uint3b4 uint4b8 uint8b128; do
+    stamp "M = 1 $w"
+    timeout 60 stdbuf -oL .h200/bench_cuda_w4a16 --shapes "$S" --m 1 --wtype $w --reps 10 > "$R/m1_$w.log" 2>&1
+    grep -E "cuda_w4a16" "$R/m1_$w.log" | head -6
+  done
+}

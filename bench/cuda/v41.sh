@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# bench/cuda/v41.sh MODE -- on the device machine; session 48 (bench/cuda/NOTES.md v41, raw files bench/results/v41/).
+# Binaries built here and carried packed (.h200pack/bins.tar.xz), the Humming wheel carried in .whl/.
+#   mat:   the full device matrix (test_cuda_w4a16 without a selector, test_cuda_faults) on the tree's kernels -- not run
+#          since the producer warpgroup's scale split (v40 ran only its wg rounds); on an H200 first the defaults at M = 1
+#          on the six layers at every width (issue 18's M = 1 target).
+#   peers: the defaults at M 1..1024 on the six layers at every width, then Humming int2 / int3 / int4 / int8 beside them.
+set -u
+. bench/cuda/dev_unpack.sh
+dev_begin v41 "${1:-mat}"
+B=.h200/bench_cuda_w4a16
+case "${1:-mat}" in
+mat)
+  card
+  h200_m1
+  stamp "device matrix"
+  TEST_S=420 dev_tests "$R"
+  ;;
+peers)
+  card
+  h200_m1
+  FINAL_TYPES="uint2b2 uint3b4 uint4b8 uint8b128" FINAL_MS=1,16,64,256,1024 PEER_SECONDS=100 dev_final "$R" "$S"
+  ;;
+esac
+dev_end v41 "${1:-mat}"
