@@ -1078,7 +1078,14 @@ static const char *fmt_case(const dcase *d, int64_t m, const char *path, int ksp
     } while (0)
 
 /* One case: path NULL = the table's default for m, else the path forced by name; returns 1 on pass. */
+/* MPL_CUDA_W4A16_TEST_SHARD=i/n: this process runs only the cases whose order in the matrix is i modulo n (n processes
+ * side by side share the matrix: its float64 oracle and ref runs are single-threaded host work, ~7 minutes in one process
+ * on a 16-core host in v41); g_ran counts the cases this process ran. */
+static long g_shard, g_shards = 1, g_calls, g_ran;
+
 static int run_case(const dcase *d, int64_t m, uint64_t seed, const char *path, int ksplit) {
+    if (g_calls++ % g_shards != g_shard) return 1;
+    g_ran++;
     char what[360];
     fmt_case(d, m, path, ksplit, what, sizeof what);
     g_tune.ksplit = ksplit;
@@ -1780,13 +1787,17 @@ static int device_matrix_body(void) {
             bad += !run_case(&tp[i], tp_m[j], s, NULL, 1), cases++;
             bad += !run_case(&tp[i], tp_m[j], s, NULL, 3), cases++;
         }
-    printf("cuda_w4a16 device matrix: %d cases, %d failed (seed 0x%llx)\n", cases, bad, (unsigned long long)seed);
+    printf("cuda_w4a16 device matrix: %d cases, %d failed (seed 0x%llx; shard %ld/%ld ran %ld)\n", cases, bad,
+           (unsigned long long)seed, g_shard, g_shards, g_ran);
     return bad;
 }
 
 static void device_matrix(void **state) {
     (void)state;
     if (!have_device()) skip();
+    const char *sh = getenv("MPL_CUDA_W4A16_TEST_SHARD");
+    if (sh && (sscanf(sh, "%ld/%ld", &g_shard, &g_shards) != 2 || g_shards < 1 || g_shard < 0 || g_shard >= g_shards))
+        fail_msg("MPL_CUDA_W4A16_TEST_SHARD=%s: expected i/n with 0 <= i < n", sh);
     g_tune = mpl_cuda_w4a16_tuning_default;
     mpl_cuda_w4a16_tuning_override(&g_tune);
     int bad = device_matrix_body();

@@ -9,12 +9,18 @@ dev_card() {
   timeout 30 .h200/bench_cuda_bw --quick > "$1/bw.log" 2>&1
 }
 
-# dev_tests DIR: the device test matrix (TEST_S seconds at most) and test_cuda_faults, logs in DIR, then dev_card;
-# prints the tests' verdict lines.
+# dev_tests DIR: the device test matrix (TEST_S seconds at most) in SHARDS processes side by side (default 6:
+# MPL_CUDA_W4A16_TEST_SHARD i/SHARDS, logs DIR/test_cuda_w4a16_sI.log; one process took over 7 minutes in v41) and
+# test_cuda_faults, then dev_card; prints the tests' verdict lines.
 dev_tests() {
-  ( time timeout ${TEST_S:-330} .h200/test_cuda_w4a16 ) > "$1/test_cuda_w4a16.log" 2>&1; echo "rc=$?" >> "$1/test_cuda_w4a16.log"
+  local n=${SHARDS:-6} i
+  for i in $(seq 0 $((n - 1))); do
+    ( ( time MPL_CUDA_W4A16_TEST_SHARD=$i/$n timeout ${TEST_S:-330} .h200/test_cuda_w4a16 ) > "$1/test_cuda_w4a16_s$i.log" 2>&1
+      echo "rc=$?" >> "$1/test_cuda_w4a16_s$i.log" ) &
+  done
+  wait
   ( timeout 60 .h200/test_cuda_faults ) > "$1/test_cuda_faults.log" 2>&1; echo "rc=$?" >> "$1/test_cuda_faults.log"
-  grep -E "device matrix|FAIL|PASSED|rc=|real" "$1/test_cuda_w4a16.log" "$1/test_cuda_faults.log" | head -20
+  grep -E "device matrix|FAIL|PASSED|rc=|real" "$1"/test_cuda_w4a16_s*.log "$1/test_cuda_faults.log" | head -40
   dev_card "$1"
 }
 

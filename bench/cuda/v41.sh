@@ -14,7 +14,11 @@ mat)
   card
   h200_m1
   stamp "device matrix"
-  TEST_S=420 dev_tests "$R"
+  TEST_S=400 dev_tests "$R"
+  for w in uint2b2 uint3b4 uint4b8 uint8b128; do
+    stamp "defaults $w"
+    timeout 60 stdbuf -oL $B --shapes "$S" --m 1,16,64,256,1024 --wtype $w --reps 10 > "$R/default_$w.log" 2>&1
+  done
   ;;
 peers)
   card
