@@ -1651,6 +1651,13 @@ static int device_matrix_body(void) {
             }
         for (int ks = 1; ks <= 4; ks *= 2)
             bad += !run_forced(&full[0], 64, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg", ks), cases++;
+        /* the large-m token tile's edges (176 tokens from m = 512 in the v41 experiment, -DMPL_WG_BT176=512; 128 here
+         * otherwise), on the S16 (bf16 and f16), F32_ONE and SPLIT forms */
+        const dcase *big[] = {&full[0], &full[3], &groups[5], &groups[7]};
+        const int64_t big_m[] = {512, 528, 529, 704};
+        for (size_t i = 0; i < sizeof big / sizeof big[0]; i++)
+            for (size_t j = 0; j < sizeof big_m / sizeof big_m[0]; j++)
+                bad += !run_forced(big[i], big_m[j], tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg", 0), cases++;
         for (int b = 1; b <= 7; b += 3) {
             g_tune.wg_blocks = b;
             bad += !run_forced(&wide[0], 65, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg-streamk", 0), cases++;

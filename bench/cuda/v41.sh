@@ -4,6 +4,10 @@
 #   mat:   the full device matrix (test_cuda_w4a16 without a selector, test_cuda_faults) on the tree's kernels -- not run
 #          since the producer warpgroup's scale split (v40 ran only its wg rounds); on an H200 first the defaults at M = 1
 #          on the six layers at every width (issue 18's M = 1 target).
+#   bt:    new = the tree, alt = the tree built with -DMPL_WG_BT176=512 (176-token tiles with per-step fragments in the
+#          split-K form from m = 512, 4-bit codes); the full device matrix on new (sharded), the wg rounds on alt, then
+#          the defaults and wg / dq forced, both builds, at M 512 / 1024 / 2048 on the six layers, bf16 (SPLIT) in two
+#          turns, f16 (S16) in the first.
 #   peers: the defaults at M 1..1024 on the six layers at every width, then Humming int2 / int3 / int4 / int8 beside them.
 set -u
 . bench/cuda/dev_unpack.sh
@@ -19,6 +23,26 @@ mat)
     stamp "defaults $w"
     timeout 60 stdbuf -oL $B --shapes "$S" --m 1,16,64,256,1024 --wtype $w --reps 10 > "$R/default_$w.log" 2>&1
   done
+  ;;
+bt)
+  card
+  h200_m1
+  stamp "device matrix (new)"
+  TEST_S=400 dev_tests "$R"
+  stamp "wg rounds (alt)"
+  ( time env MPL_CUDA_W4A16_TEST_WG=1 timeout 150 .h200/test_cuda_w4a16_alt ) > "$R/test_wg_alt.log" 2>&1; echo "rc=$?" >> "$R/test_wg_alt.log"
+  grep -E "device matrix|FAIL|rc=|real" "$R/test_wg_alt.log" | head
+  for t in 1 2; do
+    for v in new alt; do
+      stamp "$v turn $t"
+      timeout 90 stdbuf -oL "$(bench_of $v)" --sweep --sets "wg,dq" --shapes "$S" --m 512,1024,2048 --wtype uint4b8 --reps 10 \
+          > "$R/o_${v}_bf4_$t.log" 2>&1
+      [ $t = 1 ] && timeout 90 stdbuf -oL "$(bench_of $v)" --sweep --sets "wg,dq" --shapes "$S" --m 512,1024,2048 --act f16 \
+          --wtype uint4b8 --reps 10 > "$R/o_${v}_hf4_$t.log" 2>&1
+    done
+  done
+  python3 bench/cuda/ab_table.py "$R"/o_*.log > "$R/ab_table.txt" 2>&1
+  head -60 "$R/ab_table.txt"
   ;;
 peers)
   card
