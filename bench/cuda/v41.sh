@@ -5,9 +5,9 @@
 #          since the producer warpgroup's scale split (v40 ran only its wg rounds); on an H200 first the defaults at M = 1
 #          on the six layers at every width (issue 18's M = 1 target).
 #   bt:    new = the tree, alt = the tree built with -DMPL_WG_BT176=512 (176-token tiles with per-step fragments in the
-#          split-K form from m = 512, 4-bit codes); the full device matrix on new (sharded), the wg rounds on alt, then
-#          the defaults and wg / dq forced, both builds, at M 512 / 1024 / 2048 on the six layers, bf16 (SPLIT) in two
-#          turns, f16 (S16) in the first.
+#          split-K form from m = 512, 4-bit codes): the wg rounds on alt; the defaults and wg / dq forced, both builds, at
+#          M 512 / 1024 / 2048 on the six layers, bf16 (SPLIT) and f16 (S16); the full device matrix on new (sharded);
+#          a second bf16 turn.
 #   peers: the defaults at M 1..1024 on the six layers at every width, then Humming int2 / int3 / int4 / int8 beside them.
 set -u
 . bench/cuda/dev_unpack.sh
@@ -27,22 +27,26 @@ mat)
 bt)
   card
   h200_m1
-  stamp "device matrix (new)"
-  TEST_S=400 dev_tests "$R"
   stamp "wg rounds (alt)"
   ( time env MPL_CUDA_W4A16_TEST_WG=1 timeout 150 .h200/test_cuda_w4a16_alt ) > "$R/test_wg_alt.log" 2>&1; echo "rc=$?" >> "$R/test_wg_alt.log"
   grep -E "device matrix|FAIL|rc=|real" "$R/test_wg_alt.log" | head
-  for t in 1 2; do
+  # one A/B turn: bf16 (SPLIT) always, f16 (S16) when $2 is set
+  turn() {
+    local v
     for v in new alt; do
-      stamp "$v turn $t"
+      stamp "$v turn $1"
       timeout 90 stdbuf -oL "$(bench_of $v)" --sweep --sets "wg,dq" --shapes "$S" --m 512,1024,2048 --wtype uint4b8 --reps 10 \
-          > "$R/o_${v}_bf4_$t.log" 2>&1
-      [ $t = 1 ] && timeout 90 stdbuf -oL "$(bench_of $v)" --sweep --sets "wg,dq" --shapes "$S" --m 512,1024,2048 --act f16 \
-          --wtype uint4b8 --reps 10 > "$R/o_${v}_hf4_$t.log" 2>&1
+          > "$R/o_${v}_bf4_$1.log" 2>&1
+      [ -n "${2:-}" ] && timeout 90 stdbuf -oL "$(bench_of $v)" --sweep --sets "wg,dq" --shapes "$S" --m 512,1024,2048 --act f16 \
+          --wtype uint4b8 --reps 10 > "$R/o_${v}_hf4_$1.log" 2>&1
     done
-  done
-  python3 bench/cuda/ab_table.py "$R"/o_*.log > "$R/ab_table.txt" 2>&1
-  head -60 "$R/ab_table.txt"
+    python3 bench/cuda/ab_table.py "$R"/o_*.log > "$R/ab_table.txt" 2>&1
+  }
+  turn 1 f16
+  head -80 "$R/ab_table.txt"
+  stamp "device matrix (new)"
+  TEST_S=200 dev_tests "$R"
+  turn 2
   ;;
 peers)
   card
