@@ -409,9 +409,10 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
          * (slot nslot - 1 of the previous stage). Otherwise h = 0. */
         constexpr uint32_t CODE = TH ? 7u : HV ? 3u : 15u; /* a nibble's code bits */
         constexpr uint32_t Z0 = TH ? 4u : HV ? 2u : 8u;     /* the zero without zero points (uint3b4, uint2b2, uint4b8) */
-        /* The constants of scale slot `slot` for 16-row tile lt of stage st: the zero terms, and in the ONE_SLOT forms the
-         * scale's (S16: the pairs (s, s) of rows g and g + 8; SPLIT: their bf16 pairs hi and lo; F32_ONE: the two fp32
-         * scales) */
+        /* STEP: the constants of scale slot `slot` for 16-row tile lt of stage st (as chunk's at step 0): the zero terms, and
+         * in the ONE_SLOT forms the scale's (S16: the pairs (s, s) of rows g and g + 8; SPLIT: their bf16 pairs hi and lo;
+         * F32_ONE: the two fp32 scales). A copy of chunk's while the per-step schedule is an experiment (-DMPL_WG_BT176):
+         * shared by both, they changed the default kernels' SASS (the runtime scale-format branches merged) */
         auto slot_consts = [&](const unsigned char *st, int lt, int slot, uint32_t &add_g, uint32_t &add_g8, uint32_t &k0,
                                uint32_t &k1, uint32_t &k2, uint32_t &k3) {
             const unsigned char *ss = st + Sh::X_BYTES + Sh::W_BYTES;
@@ -444,7 +445,7 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
                 k1 = __float_as_uint(scale_value(hi >> 16, lo >> 16, a.scale_fmt) * W8_MUL);
             }
         };
-        /* A fragment of rounded weights from the dequantized exact pairs q and the ONE_SLOT form's scale constants */
+        /* STEP: a fragment of rounded weights from the dequantized exact pairs q and the ONE_SLOT form's scale constants */
         auto scale_frag = [&](const uint32_t (&q)[4], uint32_t k0, uint32_t k1, uint32_t k2, uint32_t k3, uint32_t (&f)[4]) {
             (void)k2, (void)k3;
             if constexpr (SC == SC_S16) {
@@ -551,7 +552,36 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
                 for (int j = 0; j < 4; j++) {
                     /* thirds: every step of an x chunk in its group's slot (nslot 1 or 2 per run) */
                     const int slot = TH ? tslot : nslot == 1 ? 0 : j;
-                    if (j == 0 || (!TH && !ONE_SLOT && nslot != 1)) slot_consts(st, lt, slot, add_g, add_g8, k0, k1, k2, k3);
+                    if (j == 0 || (!TH && !ONE_SLOT && nslot != 1)) {
+                        const unsigned char *zs = ss + 2 * Sh::S_BYTES + slot * R + lt * 16 + 2 * g;
+                        uint32_t z16 = ZP ? *reinterpret_cast<const uint16_t *>(zs) : 0u;
+                        if constexpr (PL == 2) /* z = zl + 16 zh per row (rows g, g + 8: the two bytes) */
+                            w8_consts<A>(z16, *reinterpret_cast<const uint16_t *>(zs + 4 * R), add_g, add_g8);
+                        else if constexpr (SUB) { /* -z 2^-6 per row (uint4b8: z = 8; uint3b4: 4) */
+                            add_g = w8_add<A>(ZP ? (z16 & 0xffu) : Z0);
+                            add_g8 = w8_add<A>(ZP ? (z16 >> 8) : Z0);
+                        } else {
+                            zero_consts<A, ZP, Z0>(z16, add_g, add_g8);
+                        }
+                        const uint32_t hi = *reinterpret_cast<const uint32_t *>(ss + slot * R * 2 + lt * 32 + 4 * g); /* word g: rows (g, g+8) */
+                        if constexpr (SC == SC_S16) {
+                            k0 = __byte_perm(hi, 0, 0x1010), k1 = __byte_perm(hi, 0, 0x3232);
+                            if constexpr (W8_MUL != 1.0f) { /* 2^6 s: exact below bf16's 2^122 (docs: 8-bit on wg) */
+                                k0 = fma16x2(A::id, k0, 0x42804280u, 0x80008000u);
+                                k1 = fma16x2(A::id, k1, 0x42804280u, 0x80008000u);
+                            }
+                        } else if constexpr (SC == SC_SPLIT) { /* scale_split's halves of rows (g, g + 8) as pairs */
+                            const uint2 k = *reinterpret_cast<const uint2 *>(st + Sh::SP_OFF + (slot * R / 2 + lt * 8 + g) * 8);
+                            k0 = __byte_perm(k.x, 0u, 0x1010), k1 = __byte_perm(k.x, 0u, 0x3232);
+                            k2 = __byte_perm(k.y, 0u, 0x1010), k3 = __byte_perm(k.y, 0u, 0x3232);
+                        } else if constexpr (SC == SC_F32_ONE) {
+                            const uint32_t lo = a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32
+                                                    ? *reinterpret_cast<const uint32_t *>(ss + Sh::S_BYTES + slot * R * 2 + lt * 32 + 4 * g)
+                                                    : 0u;
+                            k0 = __float_as_uint(scale_value(hi & 0xffffu, lo & 0xffffu, a.scale_fmt) * W8_MUL);
+                            k1 = __float_as_uint(scale_value(hi >> 16, lo >> 16, a.scale_fmt) * W8_MUL);
+                        }
+                    }
                     uint32_t w = j == 0 ? wv.x : j == 1 ? wv.y : j == 2 ? wv.z : wv.w;
                     if (HV && h) w >>= 2;
                     uint32_t wh = j == 0 ? wvh.x : j == 1 ? wvh.y : j == 2 ? wvh.z : wvh.w;
@@ -564,8 +594,22 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
                         if constexpr (PL == 2) dequant8<A>(w, wh, add_g, add_g8, q);
                         else if constexpr (SUB) ActBF16::dequant_sub<CODE>(w, add_g, add_g8, q); /* thirds: 3-bit masks */
                         else A::template dequant<CODE>(w, add_g, add_g8, q);
-                        if constexpr (ONE_SLOT) {
-                            scale_frag(q, k0, k1, k2, k3, cur[s][j]);
+                        if constexpr (SC == SC_S16) {
+                            cur[s][j][0] = fma16x2(A::id, q[0], k0, 0x80008000u);
+                            cur[s][j][1] = fma16x2(A::id, q[1], k1, 0x80008000u);
+                            cur[s][j][2] = fma16x2(A::id, q[2], k0, 0x80008000u);
+                            cur[s][j][3] = fma16x2(A::id, q[3], k1, 0x80008000u);
+                        } else if constexpr (SC == SC_SPLIT) {
+                            constexpr int BF16 = MPL_CUDA_W4A16_ACT_BF16;
+                            cur[s][j][0] = fma16x2(BF16, q[0], k0, fma16x2(BF16, q[0], k1, 0x80008000u));
+                            cur[s][j][1] = fma16x2(BF16, q[1], k2, fma16x2(BF16, q[1], k3, 0x80008000u));
+                            cur[s][j][2] = fma16x2(BF16, q[2], k0, fma16x2(BF16, q[2], k1, 0x80008000u));
+                            cur[s][j][3] = fma16x2(BF16, q[3], k2, fma16x2(BF16, q[3], k3, 0x80008000u));
+                        } else if constexpr (SC == SC_F32_ONE) {
+                            cur[s][j][0] = mul32<A>(q[0], __uint_as_float(k0));
+                            cur[s][j][1] = mul32<A>(q[1], __uint_as_float(k1));
+                            cur[s][j][2] = mul32<A>(q[2], __uint_as_float(k0));
+                            cur[s][j][3] = mul32<A>(q[3], __uint_as_float(k1));
                         } else {
                             const int off = slot * R * 2 + lt * 32 + 4 * g; /* word g: rows (g, g+8) */
                             const uint32_t hi = *reinterpret_cast<const uint32_t *>(ss + off);
