@@ -6,8 +6,8 @@
 #          on the six layers at every width (issue 18's M = 1 target).
 #   bt:    new = the tree, alt = the tree built with -DMPL_WG_BT176=512 (176-token tiles with per-step fragments in the
 #          split-K form from m = 512, 4-bit codes): the wg rounds on alt; the defaults and wg / dq forced, both builds, at
-#          M 512 / 1024 / 2048 on the six layers, bf16 (SPLIT) and f16 (S16); the full device matrix on new (sharded);
-#          a second bf16 turn.
+#          M 512 / 1024 / 2048 on the six layers, bf16 (SPLIT) and f16 (S16); a second bf16 turn; the full device matrix
+#          on new (sharded) last (the device budget left may not hold all of it).
 #   peers: the defaults at M 1..1024 on the six layers at every width, then Humming int2 / int3 / int4 / int8 beside them.
 set -u
 . bench/cuda/dev_unpack.sh
@@ -44,9 +44,9 @@ bt)
   }
   turn 1 f16
   head -80 "$R/ab_table.txt"
+  turn 2
   stamp "device matrix (new)"
   TEST_S=200 dev_tests "$R"
-  turn 2
   ;;
 peers)
   card
