@@ -35,9 +35,9 @@ bt)
     local v
     for v in new alt; do
       stamp "$v turn $1"
-      timeout 90 stdbuf -oL "$(bench_of $v)" --sweep --sets "wg,dq" --shapes "$S" --m 512,1024,2048 --wtype uint4b8 --reps 10 \
+      timeout 90 stdbuf -oL "$(bench_of $v)" --sweep --sets "wg,wg-streamk" --shapes "$S" --m 512,1024,2048 --wtype uint4b8 --reps 10 \
           > "$R/o_${v}_bf4_$1.log" 2>&1
-      [ -n "${2:-}" ] && timeout 90 stdbuf -oL "$(bench_of $v)" --sweep --sets "wg,dq" --shapes "$S" --m 512,1024,2048 --act f16 \
+      [ -n "${2:-}" ] && timeout 90 stdbuf -oL "$(bench_of $v)" --sweep --sets "wg,wg-streamk" --shapes "$S" --m 512,1024,2048 --act f16 \
           --wtype uint4b8 --reps 10 > "$R/o_${v}_hf4_$1.log" 2>&1
     done
     python3 bench/cuda/ab_table.py "$R"/o_*.log > "$R/ab_table.txt" 2>&1
