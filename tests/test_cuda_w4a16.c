@@ -1651,8 +1651,8 @@ static int device_matrix_body(void) {
             }
         for (int ks = 1; ks <= 4; ks *= 2)
             bad += !run_forced(&full[0], 64, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg", ks), cases++;
-        /* the large-m token tile's edges (176 tokens from m = 512 in the v41 experiment, -DMPL_WG_BT176=512; 128 here
-         * otherwise), on the S16 (bf16 and f16), F32_ONE and SPLIT forms */
+        /* m 512 .. 704 on the S16 (bf16 and f16), F32_ONE and SPLIT forms: 128-token tiles whole and with one token of
+         * the next (and the edges of the 176-token tile of bench/results/v41/bt176.patch, which ran these: 0 failed) */
         const dcase *big[] = {&full[0], &full[3], &groups[5], &groups[7]};
         const int64_t big_m[] = {512, 528, 529, 704};
         for (size_t i = 0; i < sizeof big / sizeof big[0]; i++)

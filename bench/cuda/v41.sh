@@ -4,10 +4,11 @@
 #   mat:   the full device matrix (test_cuda_w4a16 without a selector, test_cuda_faults) on the tree's kernels -- not run
 #          since the producer warpgroup's scale split (v40 ran only its wg rounds); on an H200 first the defaults at M = 1
 #          on the six layers at every width (issue 18's M = 1 target).
-#   bt:    new = the tree, alt = the tree built with -DMPL_WG_BT176=512 (176-token tiles with per-step fragments in the
-#          split-K form from m = 512, 4-bit codes): the wg rounds on alt; the defaults and wg / dq forced, both builds, at
-#          M 512 / 1024 / 2048 on the six layers, bf16 (SPLIT) and f16 (S16); a second bf16 turn; the full device matrix
-#          on new (sharded) last (the device budget left may not hold all of it).
+#   bt:    new = the tree, alt = the tree with bench/results/v41/bt176.patch built with -DMPL_WG_BT176=512 (176-
+#          token tiles with per-step fragments in the split-K form from m = 512, 4-bit codes): the wg rounds on alt;
+#          the defaults and wg / wg-streamk forced, both builds, at M 512 / 1024 / 2048 on the six layers, bf16 (SPLIT)
+#          and f16 (S16); a second bf16 turn; the full device matrix on new (sharded) last. The one bt call (H100,
+#          194 s: all the device budget left) finished the wg rounds and the first turn.
 #   peers: the defaults at M 1..1024 on the six layers at every width, then Humming int2 / int3 / int4 / int8 beside them.
 set -u
 . bench/cuda/dev_unpack.sh

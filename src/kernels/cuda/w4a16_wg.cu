@@ -237,11 +237,6 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
      * -> 2136 instructions, S16 2328 -> 1968, 8-bit F32 with zeros 4560 -> 3864; H100 v27 (bench/cuda/NOTES.md), forced,
      * against reading them per k16 step: 4-bit 0.95-1.00x of the time at m = 256 / 1024, 8-bit 0.89-0.98x */
     constexpr bool ONE_SLOT = !FOLD && (SC == SC_S16 || SC == SC_SPLIT || SC == SC_F32_ONE);
-    /* STEP (BT 176, the split-K form's large-m tile): fragments per k16 step, not per chunk -- a step's MW fragments
-     * dequantized, its wgmmas issued and committed, the step before waited out -- so two steps' fragments are live (16
-     * registers, not 64), which leaves room for 176 tokens of accumulators (MW x 88) */
-    constexpr bool STEP = BT == 176;
-    static_assert(!STEP || (ONE_SLOT && !SK && !TH && !HV && PL == 1), "the per-step schedule's forms");
     extern __shared__ unsigned char smem_raw[];
     const uint32_t raw = smem_addr(smem_raw), base = (raw + 1023u) & ~1023u;
     unsigned char *smem = smem_raw + (base - raw) + 1024; /* the ring; mbarriers just below */
@@ -409,123 +404,7 @@ __global__ void __launch_bounds__(WgRegs::THREADS, 1)
          * (slot nslot - 1 of the previous stage). Otherwise h = 0. */
         constexpr uint32_t CODE = TH ? 7u : HV ? 3u : 15u; /* a nibble's code bits */
         constexpr uint32_t Z0 = TH ? 4u : HV ? 2u : 8u;     /* the zero without zero points (uint3b4, uint2b2, uint4b8) */
-        /* STEP: the constants of scale slot `slot` for 16-row tile lt of stage st (as chunk's at step 0): the zero terms, and
-         * in the ONE_SLOT forms the scale's (S16: the pairs (s, s) of rows g and g + 8; SPLIT: their bf16 pairs hi and lo;
-         * F32_ONE: the two fp32 scales). A copy of chunk's while the per-step schedule is an experiment (-DMPL_WG_BT176):
-         * shared by both, they changed the default kernels' SASS (the runtime scale-format branches merged) */
-        auto slot_consts = [&](const unsigned char *st, int lt, int slot, uint32_t &add_g, uint32_t &add_g8, uint32_t &k0,
-                               uint32_t &k1, uint32_t &k2, uint32_t &k3) {
-            const unsigned char *ss = st + Sh::X_BYTES + Sh::W_BYTES;
-            const unsigned char *zs = ss + 2 * Sh::S_BYTES + slot * R + lt * 16 + 2 * g;
-            uint32_t z16 = ZP ? *reinterpret_cast<const uint16_t *>(zs) : 0u;
-            if constexpr (PL == 2) /* z = zl + 16 zh per row (rows g, g + 8: the two bytes) */
-                w8_consts<A>(z16, *reinterpret_cast<const uint16_t *>(zs + 4 * R), add_g, add_g8);
-            else if constexpr (SUB) { /* -z 2^-6 per row (uint4b8: z = 8; uint3b4: 4) */
-                add_g = w8_add<A>(ZP ? (z16 & 0xffu) : Z0);
-                add_g8 = w8_add<A>(ZP ? (z16 >> 8) : Z0);
-            } else {
-                zero_consts<A, ZP, Z0>(z16, add_g, add_g8);
-            }
-            const uint32_t hi = *reinterpret_cast<const uint32_t *>(ss + slot * R * 2 + lt * 32 + 4 * g); /* word g: rows (g, g+8) */
-            if constexpr (SC == SC_S16) {
-                k0 = __byte_perm(hi, 0, 0x1010), k1 = __byte_perm(hi, 0, 0x3232);
-                if constexpr (W8_MUL != 1.0f) { /* 2^6 s: exact below bf16's 2^122 (docs: 8-bit on wg) */
-                    k0 = fma16x2(A::id, k0, 0x42804280u, 0x80008000u);
-                    k1 = fma16x2(A::id, k1, 0x42804280u, 0x80008000u);
-                }
-            } else if constexpr (SC == SC_SPLIT) { /* scale_split's halves of rows (g, g + 8) as pairs */
-                const uint2 k = *reinterpret_cast<const uint2 *>(st + Sh::SP_OFF + (slot * R / 2 + lt * 8 + g) * 8);
-                k0 = __byte_perm(k.x, 0u, 0x1010), k1 = __byte_perm(k.x, 0u, 0x3232);
-                k2 = __byte_perm(k.y, 0u, 0x1010), k3 = __byte_perm(k.y, 0u, 0x3232);
-            } else if constexpr (SC == SC_F32_ONE) {
-                const uint32_t lo = a.scale_fmt == MPL_CUDA_W4A16_SCALE_F32
-                                        ? *reinterpret_cast<const uint32_t *>(ss + Sh::S_BYTES + slot * R * 2 + lt * 32 + 4 * g)
-                                        : 0u;
-                k0 = __float_as_uint(scale_value(hi & 0xffffu, lo & 0xffffu, a.scale_fmt) * W8_MUL);
-                k1 = __float_as_uint(scale_value(hi >> 16, lo >> 16, a.scale_fmt) * W8_MUL);
-            }
-        };
-        /* STEP: a fragment of rounded weights from the dequantized exact pairs q and the ONE_SLOT form's scale constants */
-        auto scale_frag = [&](const uint32_t (&q)[4], uint32_t k0, uint32_t k1, uint32_t k2, uint32_t k3, uint32_t (&f)[4]) {
-            (void)k2, (void)k3;
-            if constexpr (SC == SC_S16) {
-                f[0] = fma16x2(A::id, q[0], k0, 0x80008000u);
-                f[1] = fma16x2(A::id, q[1], k1, 0x80008000u);
-                f[2] = fma16x2(A::id, q[2], k0, 0x80008000u);
-                f[3] = fma16x2(A::id, q[3], k1, 0x80008000u);
-            } else if constexpr (SC == SC_SPLIT) {
-                constexpr int BF16 = MPL_CUDA_W4A16_ACT_BF16;
-                f[0] = fma16x2(BF16, q[0], k0, fma16x2(BF16, q[0], k1, 0x80008000u));
-                f[1] = fma16x2(BF16, q[1], k2, fma16x2(BF16, q[1], k3, 0x80008000u));
-                f[2] = fma16x2(BF16, q[2], k0, fma16x2(BF16, q[2], k1, 0x80008000u));
-                f[3] = fma16x2(BF16, q[3], k2, fma16x2(BF16, q[3], k3, 0x80008000u));
-            } else if constexpr (SC == SC_F32_ONE) {
-                f[0] = mul32<A>(q[0], __uint_as_float(k0));
-                f[1] = mul32<A>(q[1], __uint_as_float(k1));
-                f[2] = mul32<A>(q[2], __uint_as_float(k0));
-                f[3] = mul32<A>(q[3], __uint_as_float(k1));
-            }
-        };
-        /* STEP: chunk c's four k16 steps (HV: its half h), each step's fragments into fr[step parity] */
-        uint32_t fr[2][MW][4];
-#pragma unroll
-        for (int s = 0; s < MW; s++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) fr[0][s][e] = fr[1][s][e] = 0u;
-        auto chunk_step = [&](int c, int cb, int h) {
-            if constexpr (STEP) {
-                if (h == 0) {
-                    mbar_wait(full_bar(stage), (uint32_t)use & 1u);
-                    if (SPL) mbar_wait(split_bar(stage), (uint32_t)use & 1u);
-                }
-                const unsigned char *st = smem + stage * Sh::STAGE;
-                uint4 wv[MW];
-                uint32_t add_g[MW], add_g8[MW], k0[MW], k1[MW], k2[MW], k3[MW];
-#pragma unroll
-                for (int s = 0; s < MW; s++) {
-                    const int lt = (wgi * MW + s) * 4 + wq;
-                    wv[s] = *reinterpret_cast<const uint4 *>(st + Sh::X_BYTES + (lt * 32 + lane) * 16);
-                    k2[s] = k3[s] = 0u;
-                    slot_consts(st, lt, 0, add_g[s], add_g8[s], k0[s], k1[s], k2[s], k3[s]);
-                }
-                const uint64_t d0 = desc_sw128(ring + (uint32_t)(stage * Sh::STAGE + h * Sh::B_BYTES));
-#pragma unroll
-                for (int j = 0; j < 4; j++) {
-#pragma unroll
-                    for (int s = 0; s < MW; s++) {
-                        uint32_t w = j == 0 ? wv[s].x : j == 1 ? wv[s].y : j == 2 ? wv[s].z : wv[s].w;
-                        if (HV && h) w >>= 2;
-                        uint32_t q[4];
-                        if constexpr (SUB) ActBF16::dequant_sub<CODE>(w, add_g[s], add_g8[s], q);
-                        else A::template dequant<CODE>(w, add_g[s], add_g8[s], q);
-                        scale_frag(q, k0[s], k1[s], k2[s], k3[s], fr[j & 1][s]);
-                    }
-                    wg_fence();
-#pragma unroll
-                    for (int s = 0; s < MW; s++) WgMma<A::id, BT>::run(acc[s], fr[j & 1][s], d0 + (uint64_t)(2 * j), 1);
-                    wg_commit();
-                    wg_wait<1>(); /* the step before is done: its fragments (and at j = 0 the chunk before's stage) are free */
-#pragma unroll
-                    for (int s = 0; s < MW; s++)
-#pragma unroll
-                        for (int e = 0; e < 4; e++) keep(fr[(j & 1) ^ 1][s][e]);
-                    if (j == 0 && h == 0 && c > cb) {
-                        __syncwarp();
-                        if (lane == 0) mbar_arrive(empty_bar(prev_stage));
-                    }
-                }
-                if (h == (HV ? 1 : 0)) {
-                    prev_stage = stage;
-                    if (++stage == STAGES) stage = 0, use++;
-                }
-            }
-        };
         auto chunk = [&](int c, int cb, uint32_t (&cur)[MW][4][4], uint32_t (&prev)[MW][4][4], int h) {
-            if constexpr (STEP) {
-                (void)cur, (void)prev;
-                chunk_step(c, cb, h);
-                return;
-            }
             if (h == 0) {
                 mbar_wait(full_bar(stage), (uint32_t)use & 1u);
                 if (SPL) mbar_wait(split_bar(stage), (uint32_t)use & 1u);
@@ -921,9 +800,6 @@ struct WgPlan {
 static WgPlan wg_plan(const mpl_cuda_w4a16_args *a, int sk) {
     WgPlan p;
     p.bt = wg_bt(a->m, sk);
-#ifdef MPL_WG_BT176 /* experiment (bench/cuda/NOTES.md v41): 176 tokens from m = MPL_WG_BT176, per-step fragments (STEP) */
-    if (!sk && a->m >= MPL_WG_BT176 && !a->planes_k && !a->thirds && !a->halves && a->gs16 % 4 == 0) p.bt = 176;
-#endif
     p.tiles_m = (a->m - 1) / p.bt + 1; /* m >= 1 */
     p.tiles_n = (a->n + WG_NWG * WG_MW * 64 - 1) / (WG_NWG * WG_MW * 64);
     /* 8-bit: one plane's chunks; halves: packed; thirds: runs of three packed chunks (the kernel's KC) */
@@ -1043,10 +919,6 @@ static cudaError_t wg_dispatch_bt(const mpl_cuda_w4a16_args *a, const CUtensorMa
         default: return wg_launch<A, ZP, false, SC, 128, 5, false, 2, false, false>(a, wmap, xt, p, s);
         }
     }
-#ifdef MPL_WG_BT176
-    if constexpr (!FOLD && SC != SC_F32 && !HV) /* halves: ptxas serialized the per-step wgmmas (C7513) */
-        if (p.bt == 176) return wg_launch<A, ZP, false, SC, 176, 6, false, 1, false, false>(a, wmap, xt, p, s);
-#endif
     switch (p.bt) {
     case 16: return wg_launch<A, ZP, FOLD, SC, 16, 12, false, 1, HV, false>(a, wmap, xt, p, s);
     case 32: return wg_launch<A, ZP, FOLD, SC, 32, 10, false, 1, HV, false>(a, wmap, xt, p, s);
