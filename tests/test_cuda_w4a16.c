@@ -1077,12 +1077,18 @@ static const char *fmt_case(const dcase *d, int64_t m, const char *path, int ksp
         }                                                                                                     \
     } while (0)
 
-/* One case: path NULL = the table's default for m, else the path forced by name; returns 1 on pass. */
 /* MPL_CUDA_W4A16_TEST_SHARD=i/n: this process runs only the cases whose order in the matrix is i modulo n (n processes
- * side by side share the matrix: its float64 oracle and ref runs are single-threaded host work, ~7 minutes in one process
- * on a 16-core host in v41); g_ran counts the cases this process ran. */
+ * side by side share the matrix: its float64 oracle and ref runs are single-threaded host work, over 7 minutes in one
+ * process on a 16-core host in v41); g_ran counts the cases this process ran. */
 static long g_shard, g_shards = 1, g_calls, g_ran;
 
+/* The verdict line of a group of rounds (what: "" for the whole matrix, else " (halves)" ...), with the shard's share */
+static void verdict(const char *what, int cases, int bad, uint64_t seed) {
+    printf("cuda_w4a16 device matrix%s: %d cases, %d failed (seed 0x%llx; shard %ld/%ld ran %ld)\n", what, cases, bad,
+           (unsigned long long)seed, g_shard, g_shards, g_ran);
+}
+
+/* One case: path NULL = the table's default for m, else the path forced by name; returns 1 on pass. */
 static int run_case(const dcase *d, int64_t m, uint64_t seed, const char *path, int ksplit) {
     if (g_calls++ % g_shards != g_shard) return 1;
     g_ran++;
@@ -1614,27 +1620,27 @@ static int device_matrix_body(void) {
     };
     if (getenv("MPL_CUDA_W4A16_TEST_HALVES")) {
         bad += halves_matrix(seed, &cases);
-        printf("cuda_w4a16 device matrix (halves): %d cases, %d failed\n", cases, bad);
+        verdict(" (halves)", cases, bad, seed);
         return bad;
     }
     if (getenv("MPL_CUDA_W4A16_TEST_THIRDS")) {
         bad += thirds_matrix(seed, &cases);
-        printf("cuda_w4a16 device matrix (thirds): %d cases, %d failed\n", cases, bad);
+        verdict(" (thirds)", cases, bad, seed);
         return bad;
     }
     if (getenv("MPL_CUDA_W4A16_TEST_GEMV")) {
         bad += gemv_matrix(seed, &cases);
-        printf("cuda_w4a16 device matrix (gemv): %d cases, %d failed\n", cases, bad);
+        verdict(" (gemv)", cases, bad, seed);
         return bad;
     }
     if (getenv("MPL_CUDA_W4A16_TEST_M1")) {
         bad += m1_matrix(seed, &cases);
-        printf("cuda_w4a16 device matrix (m = 1): %d cases, %d failed\n", cases, bad);
+        verdict(" (m = 1)", cases, bad, seed);
         return bad;
     }
     if (getenv("MPL_CUDA_W4A16_TEST_W8")) {
         bad += w8_matrix(seed, &cases);
-        printf("cuda_w4a16 device matrix (8-bit): %d cases, %d failed\n", cases, bad);
+        verdict(" (8-bit)", cases, bad, seed);
         return bad;
     }
     /* MPL_CUDA_W4A16_TEST_WG: the wg kernels alone (a short device call after a change to them): both forms forced at
@@ -1651,8 +1657,8 @@ static int device_matrix_body(void) {
             }
         for (int ks = 1; ks <= 4; ks *= 2)
             bad += !run_forced(&full[0], 64, tu_case_seed(seed, (uint64_t)cases), "cuda_w4a16:wg", ks), cases++;
-        /* m 512 .. 704 on the S16 (bf16 and f16), F32_ONE and SPLIT forms: 128-token tiles whole and with one token of
-         * the next (and the edges of the 176-token tile of bench/results/v41/bt176.patch, which ran these: 0 failed) */
+        /* m 512 .. 704 on the S16 (bf16 and f16), F32_ONE and SPLIT forms: whole and partial 128-token tiles (and the
+         * edges of the 176-token tile of bench/results/v41/bt176.patch, which ran these: 0 failed) */
         const dcase *big[] = {&full[0], &full[3], &groups[5], &groups[7]};
         const int64_t big_m[] = {512, 528, 529, 704};
         for (size_t i = 0; i < sizeof big / sizeof big[0]; i++)
@@ -1680,7 +1686,7 @@ static int device_matrix_body(void) {
                     bad += !run_forced(fc[f].d, fm[j], tu_case_seed(seed, (uint64_t)cases), wp[p], 0), cases++;
         }
         g_w8 = 0, g_sym = MPL_WTYPE_UINT4B8, g_asym = MPL_WTYPE_UINT4;
-        printf("cuda_w4a16 device matrix (wg): %d cases, %d failed\n", cases, bad);
+        verdict(" (wg)", cases, bad, seed);
         return bad;
     }
     /* MPL_CUDA_W4A16_TEST_QUICK: a few cases (for compute-sanitizer, which is slow) */
@@ -1689,7 +1695,7 @@ static int device_matrix_body(void) {
         bad += run_ms(&full[0], qm, 3, seed, &cases);
         bad += run_ms(&full[2], qm, 3, seed, &cases);
         bad += run_ms(&full[3], qm, 3, seed, &cases);
-        printf("cuda_w4a16 device matrix (quick): %d cases, %d failed\n", cases, bad);
+        verdict(" (quick)", cases, bad, seed);
         return bad;
     }
     for (size_t i = 0; i < sizeof full / sizeof full[0]; i++)
@@ -1794,8 +1800,7 @@ static int device_matrix_body(void) {
             bad += !run_case(&tp[i], tp_m[j], s, NULL, 1), cases++;
             bad += !run_case(&tp[i], tp_m[j], s, NULL, 3), cases++;
         }
-    printf("cuda_w4a16 device matrix: %d cases, %d failed (seed 0x%llx; shard %ld/%ld ran %ld)\n", cases, bad,
-           (unsigned long long)seed, g_shard, g_shards, g_ran);
+    verdict("", cases, bad, seed);
     return bad;
 }
 
