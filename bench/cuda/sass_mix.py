@@ -13,7 +13,7 @@ def load(p):
     for r in data:
         if len(r) < len(hdr): continue
         try: ie = float(r[ix["Instructions Executed"]] or 0)
-        except: ie = 0
+        except ValueError: ie = 0
         samp = float(r[ix["Warp Stall Sampling (All Samples)"]] or 0)
         st = {h: float(r[i] or 0) for h,i in ix.items() if h.startswith("stall_") and "Not Issued" not in h}
         out.append((r[ix["Address"]], r[ix["Source"]], ie, samp, st))
