@@ -137,6 +137,22 @@ dev_m1_ab() {
   python3 bench/cuda/ab_table.py "$dir"/o_*.log
 }
 
+# dev_turn T ACT...: one A/B turn (T: its number) of the new and alt builds (bench_of), wg and wg-streamk forced and the
+# default, at M 512 / 1024 / 2048 on the layers in $S, 4-bit codes, for each activation type ACT (bf16: the SPLIT form, f16:
+# S16); logs $R/o_{new,alt}_{bf4,hf4}_T.log, then bench/cuda/ab_table.py's table over every turn so far in $R/ab_table.txt
+dev_turn() {
+  local t=$1 v act
+  shift
+  for v in new alt; do
+    stamp "$v turn $t"
+    for act in "$@"; do
+      timeout 90 stdbuf -oL "$(bench_of $v)" --sweep --sets "wg,wg-streamk" --shapes "$S" --m 512,1024,2048 --act $act \
+          --wtype uint4b8 --reps 10 > "$R/o_${v}_$([ $act = f16 ] && echo hf4 || echo bf4)_$t.log" 2>&1
+    done
+  done
+  python3 bench/cuda/ab_table.py "$R"/o_*.log > "$R/ab_table.txt" 2>&1
+}
+
 # card: dev_card, its nvidia-smi line printed; h200_m1: on an H200 only, the defaults at M = 1 on the six layers at
 # every width (issue 18's M = 1 target, not measured on an H200 since 2d2ff4a)
 card() { dev_card "$R"; cat "$R/nvidia-smi.txt"; }

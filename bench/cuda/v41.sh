@@ -33,22 +33,9 @@ bt)
   stamp "wg rounds (alt)"
   ( time env MPL_CUDA_W4A16_TEST_WG=1 timeout 150 .h200/test_cuda_w4a16_alt ) > "$R/test_wg_alt.log" 2>&1; echo "rc=$?" >> "$R/test_wg_alt.log"
   grep -E "device matrix|FAIL|rc=|real" "$R/test_wg_alt.log" | head
-  # one A/B turn over the activation types given after the turn's number (bf16: the SPLIT form, f16: S16)
-  turn() {
-    local t=$1 v act
-    shift
-    for v in new alt; do
-      stamp "$v turn $t"
-      for act in "$@"; do
-        timeout 90 stdbuf -oL "$(bench_of $v)" --sweep --sets "wg,wg-streamk" --shapes "$S" --m 512,1024,2048 --act $act \
-            --wtype uint4b8 --reps 10 > "$R/o_${v}_$([ $act = f16 ] && echo hf4 || echo bf4)_$t.log" 2>&1
-      done
-    done
-    python3 bench/cuda/ab_table.py "$R"/o_*.log > "$R/ab_table.txt" 2>&1
-  }
-  turn 1 bf16 f16
+  dev_turn 1 bf16 f16
   head -80 "$R/ab_table.txt"
-  turn 2 bf16
+  dev_turn 2 bf16
   stamp "device matrix (new)"
   TEST_S=200 dev_tests "$R"
   ;;
