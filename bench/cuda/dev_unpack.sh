@@ -153,6 +153,20 @@ dev_turn() {
   python3 bench/cuda/ab_table.py "$R"/o_*.log > "$R/ab_table.txt" 2>&1
 }
 
+# dev_wg_alt: the wg rounds of the alt build's test (MPL_CUDA_W4A16_TEST_WG, log $R/test_wg_alt.log); prints the verdicts.
+# dev_peers: card, h200_m1, then the defaults at M 1..1024 on the layers in $S at every width with Humming int2 / int3 /
+# int4 / int8 beside them (dev_final).
+dev_wg_alt() {
+  stamp "wg rounds (alt)"
+  ( time env MPL_CUDA_W4A16_TEST_WG=1 timeout 150 .h200/test_cuda_w4a16_alt ) > "$R/test_wg_alt.log" 2>&1; echo "rc=$?" >> "$R/test_wg_alt.log"
+  grep -E "device matrix|FAIL|rc=|real" "$R/test_wg_alt.log" | head
+}
+dev_peers() {
+  card
+  h200_m1
+  FINAL_TYPES="uint2b2 uint3b4 uint4b8 uint8b128" FINAL_MS=1,16,64,256,1024 PEER_SECONDS=100 dev_final "$R" "$S"
+}
+
 # card: dev_card, its nvidia-smi line printed; h200_m1: on an H200 only, the defaults at M = 1 on the six layers at
 # every width (issue 18's M = 1 target, not measured on an H200 since 2d2ff4a)
 card() { dev_card "$R"; cat "$R/nvidia-smi.txt"; }

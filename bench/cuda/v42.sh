@@ -14,9 +14,7 @@ case "${1:-rule}" in
 rule)
   card
   h200_m1
-  stamp "wg rounds (alt)"
-  ( time env MPL_CUDA_W4A16_TEST_WG=1 timeout 150 .h200/test_cuda_w4a16_alt ) > "$R/test_wg_alt.log" 2>&1; echo "rc=$?" >> "$R/test_wg_alt.log"
-  grep -E "device matrix|FAIL|rc=|real" "$R/test_wg_alt.log" | head
+  dev_wg_alt
   dev_turn 1 bf16 f16
   dev_turn 2 bf16
   dev_turn 3 bf16
@@ -25,9 +23,7 @@ rule)
   TEST_S=150 dev_tests "$R"
   ;;
 peers)
-  card
-  h200_m1
-  FINAL_TYPES="uint2b2 uint3b4 uint4b8 uint8b128" FINAL_MS=1,16,64,256,1024 PEER_SECONDS=100 dev_final "$R" "$S"
+  dev_peers
   ;;
 esac
 dev_end v42 "${1:-rule}"
