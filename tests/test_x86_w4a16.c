@@ -327,8 +327,9 @@ static void decode_row_chunks(void **state) {
 }
 
 /* Prefill over row chunks where x of 128 rows overflows half of L2 (K = 4160: prefill-amx takes chunks of 512
- * rows, the other prefill paths chunks of their L2 rule): m = 600 (512 + 88), 4- and 8-bit, 1 and 2 threads, zero
- * points; a chunk's rows stored at the wrong offset, or a chunk missed, fails it. */
+ * rows, prefill-bf16 and prefill-f32 chunks of 128, the avx2 prefill its fixed chunks): m = 600 (512 + 88, 4 x 128
+ * + 88), 4- and 8-bit, 1 and 2 threads, zero points; a chunk's rows stored at the wrong offset, or a chunk missed,
+ * fails it. */
 static void prefill_row_chunks(void **state) {
     (void)state;
     for (int i = 0; i < 2; i++) {

@@ -256,7 +256,8 @@ static const mpl_x86_w4a16_path_impl impls[NPATHS] = {
                       * 195.2 / 110.8 -> 169.5 / 101.3; 4096 x 4096 uint8b128 m = 512 27.0 / 17.2 -> 24.4 / 15.7;
                       * but 4-bit where 128 rows of x fit (K = 4096) keeps the L2 rule: 4096 x 14336 m = 512 80.8 vs
                       * 92.8 ms with 512 rows) */
-                     .mchunk_spill = 512},
+                     .mchunk_spill = 512,
+                     .mchunk_spill_w8 = true},
     [PREFILL_BF16] = {.xs = MPL_X86_W4A16_XS_BF16,
                       .prep = mpl_x86_w4a16_prep_bf16_avx512,
                       .gemm = mpl_x86_w4a16_gemm_avx512bf16,
@@ -265,10 +266,20 @@ static const mpl_x86_w4a16_path_impl impls[NPATHS] = {
                        * EPYC VM, 14336 x 4096, m = 512, 1 thread, cold, mplbench: uint3b4 169.6 ms with 32 rows,
                        * 133.5 with 128, 130.4 with 256, 157.6 with 512 (x then streams from L3 block after block);
                        * uint8b128 171.4 / 134.0 / 139.1 / 140.5; m = 64: uint3b4 20.7 -> 17.5 ms) */
-                      .mchunk_spill = 128},
+                      .mchunk_spill = 128,
+                      .mchunk_spill_w8 = true},
     [PREFILL_F32] = {.xs = MPL_X86_W4A16_XS_F32,
                      .prep = mpl_x86_w4a16_prep_f32_avx512,
-                     .gemm = mpl_x86_w4a16_gemm_avx512},
+                     .gemm = mpl_x86_w4a16_gemm_avx512,
+                     /* 128 rows where K > 4096 (the L2 rule gives 32 rows of f32 x at K = 14336: 16 weight passes at
+                      * m = 512); not for 8-bit at K <= 4096 (64 rows fit; 128-512 were level or slower there). EMR VM
+                      * without AMX / AVX512-BF16, 14336 x 4096, cold, best of 3 alternating runs, 32 -> 128 rows
+                      * (bench/results/x86-intel-zp.md, session 49), 1 thread: m = 48 1.08-1.17x at every width
+                      * (uint8b128 46.1 -> 40.2 ms), m = 64 1.08-1.14x, uint8b128 1.06-1.07x at m = 128-1024 (461.6 ->
+                      * 435.2 at 512: the 4-bit rate), 2-, 3-, 4-bit level there (0.98-1.04x); 2 threads 0.95-1.33x.
+                      * 256 and 512 rows gained nothing more and cost 4-bit at m = 512 (1 thread: 476.3 and 571.8 ms
+                      * against 439.3 with 128, bench/results/xeon-emr/prefill-f32-chunk-sizes-s49.log) */
+                     .mchunk_spill = 128},
 };
 
 static mpl_status pack(const mpl_config *c, const mpl_canonical *w, const mpl_platform *p, uint32_t enabled,

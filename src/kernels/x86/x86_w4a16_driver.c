@@ -94,13 +94,17 @@ static int64_t decode_mchunk(const mpl_x86_w4a16_kernel *kn, const mpl_x86_w4a16
 }
 
 /* Rows per prefill chunk: x rows of the chunk fill at most half of a 2 MiB L2 (multiple of 32, at least 32);
- * with the path's mchunk_spill, at least that many rows where x of 128 rows overflows that half or the weights are
- * 8 bits wide (x then streams from L3 block after block, and fewer chunks mean fewer passes over the weights). */
+ * with the path's mchunk_spill, at least that many rows where 128 rows of K inputs at 2 bytes each overflow that half
+ * (K > 4096: the L2 rule's chunks are then 32-64 rows, and each chunk dequantizes and streams all the weights once;
+ * x streams from L3 block after block whatever the chunk) or, with mchunk_spill_w8, where the weights are 8 bits
+ * wide (twice the bytes per pass). */
 static int64_t prefill_mchunk(const mpl_x86_w4a16_kernel *kn, const mpl_x86_w4a16_path_impl *pi) {
     if (pi->mchunk) return pi->mchunk;
     size_t row = pi->xs == MPL_X86_W4A16_XS_F32 ? (size_t)kn->l.k * 4 : (size_t)kn->kp * 2;
     int64_t rows = (int64_t)((1u << 20) / row) / 32 * 32;
-    if (pi->mchunk_spill && (rows < 128 || kn->l.bits == 8)) return rows > pi->mchunk_spill ? rows : pi->mchunk_spill;
+    const bool long_k = (size_t)128 * (size_t)kn->kp * 2 > (1u << 20);
+    if (pi->mchunk_spill && (long_k || (pi->mchunk_spill_w8 && kn->l.bits == 8)))
+        return rows > pi->mchunk_spill ? rows : pi->mchunk_spill;
     return rows < 32 ? 32 : rows;
 }
 

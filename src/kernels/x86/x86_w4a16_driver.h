@@ -18,6 +18,8 @@
 #ifndef MPL_X86_W4A16_DRIVER_H
 #define MPL_X86_W4A16_DRIVER_H
 
+#include <stdbool.h>
+
 #include "../../layouts/x86_w4a16.h"
 #include "x86_isa.h"
 
@@ -77,10 +79,11 @@ typedef struct mpl_x86_w4a16_path_impl {
                                    start on multiples of mchunk */
     int mchunk;                 /* prefill: rows per chunk (a multiple of mtile; 0: x of the chunk
                                    fills half of a 2 MiB L2, at least 32 rows, or mchunk_spill's rule) */
-    int mchunk_spill;           /* prefill with mchunk 0: 0, or the rows per chunk where x of 128 rows
-                                   overflows half of L2 or the weights are 8 bits wide: each chunk
-                                   dequantizes and streams the weights once, so a path whose panels cost
-                                   more than x's L2 misses sets it */
+    int mchunk_spill;           /* prefill with mchunk 0: 0, or the rows per chunk where 128 rows of x
+                                   at 2 bytes per input overflow half of L2 (K > 4096): each chunk
+                                   dequantizes and streams the weights once, so a path whose weight
+                                   passes cost more than x's L2 misses sets it */
+    bool mchunk_spill_w8;       /* with mchunk_spill: also for 8-bit weights at any K */
     size_t gemv_chunk_bytes;    /* decode: 0, or when x of m rows exceeds twice this, rows go in
                                    chunks whose x fills about this (multiples of 4 rows), each
                                    chunk streaming the weights once, x staying in L2 */
