@@ -1618,31 +1618,21 @@ static int device_matrix_body(void) {
         {768, 6664, 32, 0, 1, MPL_ACT_F16, RN, BF16, G, 1},
         {8192, 6656, 128, 0, 0, MPL_ACT_BF16, RN, BF16, G, 1},
     };
-    if (getenv("MPL_CUDA_W4A16_TEST_HALVES")) {
-        bad += halves_matrix(seed, &cases);
-        verdict(" (halves)", cases, bad, seed);
-        return bad;
-    }
-    if (getenv("MPL_CUDA_W4A16_TEST_THIRDS")) {
-        bad += thirds_matrix(seed, &cases);
-        verdict(" (thirds)", cases, bad, seed);
-        return bad;
-    }
-    if (getenv("MPL_CUDA_W4A16_TEST_GEMV")) {
-        bad += gemv_matrix(seed, &cases);
-        verdict(" (gemv)", cases, bad, seed);
-        return bad;
-    }
-    if (getenv("MPL_CUDA_W4A16_TEST_M1")) {
-        bad += m1_matrix(seed, &cases);
-        verdict(" (m = 1)", cases, bad, seed);
-        return bad;
-    }
-    if (getenv("MPL_CUDA_W4A16_TEST_W8")) {
-        bad += w8_matrix(seed, &cases);
-        verdict(" (8-bit)", cases, bad, seed);
-        return bad;
-    }
+    /* one group of rounds alone, selected by its variable (a short device call after a change to its kernels) */
+    static const struct {
+        const char *env, *what;
+        int (*run)(uint64_t, int *);
+    } alone[] = {{"MPL_CUDA_W4A16_TEST_HALVES", " (halves)", halves_matrix},
+                 {"MPL_CUDA_W4A16_TEST_THIRDS", " (thirds)", thirds_matrix},
+                 {"MPL_CUDA_W4A16_TEST_GEMV", " (gemv)", gemv_matrix},
+                 {"MPL_CUDA_W4A16_TEST_M1", " (m = 1)", m1_matrix},
+                 {"MPL_CUDA_W4A16_TEST_W8", " (8-bit)", w8_matrix}};
+    for (size_t i = 0; i < sizeof alone / sizeof alone[0]; i++)
+        if (getenv(alone[i].env)) {
+            bad += alone[i].run(seed, &cases);
+            verdict(alone[i].what, cases, bad, seed);
+            return bad;
+        }
     /* MPL_CUDA_W4A16_TEST_WG: the wg kernels alone (a short device call after a change to them): both forms forced at
      * the token-tile edges (split-K through clusters 1 / 2 / 4 included), stream-K on few persistent blocks, the defaults
      * from m = 17, and the 8-bit, halves and thirds forms of both at m = 65 and 300 (halves with bf16 and with f16 scales:

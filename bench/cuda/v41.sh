@@ -9,8 +9,7 @@
 #          the defaults and wg / wg-streamk forced, both builds, at M 512 / 1024 / 2048 on the six layers, bf16 (SPLIT)
 #          and f16 (S16); a second bf16 turn; the full device matrix on new (sharded) last. The one bt call (H100,
 #          194 s: all the device budget left) finished the wg rounds and the first turn.
-#          Next session: the same mode with alt built from bench/results/v41/bt176_rule.patch (176 where the waves model
-#          of NOTES v41 says >= 5%), several turns.
+#          The rule's build (bench/results/v41/bt176_rule.patch) ran in session 49: bench/cuda/v42.sh rule.
 #   peers: the defaults at M 1..1024 on the six layers at every width, then Humming int2 / int3 / int4 / int8 beside them.
 set -u
 . bench/cuda/dev_unpack.sh
